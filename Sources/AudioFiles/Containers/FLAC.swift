@@ -1,0 +1,9 @@
+import AudioCore
+
+/// Placeholder until the FLACParser lands: reports the container as unsupported.
+struct FLACParser: ContainerParser {
+    mutating func parse(_ input: UnsafeRawBufferPointer, at offset: Int64, isEOF: Bool, _ out: inout ParseOutput) throws -> ParseStatus {
+        throw unsupported("FLACParser", "not implemented yet", at: offset)
+    }
+    mutating func resume(at offset: Int64, packetIndex: Int64?, _ out: inout ParseOutput) {}
+}

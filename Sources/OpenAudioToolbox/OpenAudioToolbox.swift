@@ -1,0 +1,2 @@
+@_exported import AudioCore
+@_exported import AudioFiles

@@ -1,0 +1,51 @@
+// afinfo: prints what is in an audio file, like macOS afinfo.
+import AudioFiles
+#if canImport(Glibc)
+import Glibc
+#endif
+
+func writeError(_ text: String) {
+    var line = text
+    if !line.hasSuffix("\n") { line += "\n" }
+    _ = line.withCString { write(2, $0, strlen($0)) }
+}
+
+let usage = """
+usage: afinfo [--json] [--hint TYPE] FILE...
+  Prints the file type, data format, channel layout, duration, packet counts, bit rate,
+  packet sizes, data offset, priming/remainder frames and tags of each audio file.
+  --json       print one JSON object per file
+  --hint TYPE  container type for raw streams without a magic number (MPG3, adts, ...)
+"""
+
+var json = false
+var hint: AudioFileType?
+var files: [String] = []
+var args = CommandLine.arguments.dropFirst()
+while let arg = args.popFirst() {
+    switch arg {
+    case "--json", "-j": json = true
+    case "--hint":
+        guard let value = args.popFirst() else { writeError("afinfo: --hint needs a type"); exit(2) }
+        hint = AudioFileType(value)
+    case "-h", "--help": print(usage); exit(0)
+    default:
+        if arg.hasPrefix("-") && arg != "-" { writeError("afinfo: unknown option \(arg)\n\(usage)"); exit(2) }
+        files.append(arg)
+    }
+}
+if files.isEmpty { writeError(usage); exit(2) }
+
+var failed = false
+for path in files {
+    do {
+        let file = try AudioFile(path: path, typeHint: hint)
+        let summary = AudioFileSummary(file)
+        if json { print(summary.json) } else { print(summary.text(fileName: path), terminator: "") }
+        if let w = file.warning { writeError("afinfo: warning: \(path): \(w)") }
+    } catch {
+        writeError("afinfo: \(path): \(error)")
+        failed = true
+    }
+}
+exit(failed ? 1 : 0)

@@ -1,0 +1,27 @@
+import AudioFiles
+import AudioTestSupport
+import Testing
+
+/// Every corpus file must give the same events whole, one byte at a time, in 7-byte chunks and
+/// at seeded random splits.
+@Suite struct CorpusSplitTests {
+    static let files = Corpus.audioFiles()
+
+    @Test func corpusIsPresentOrSkipped() {
+        if Corpus.root == nil { print(Corpus.absentMessage) } else { #expect(!Self.files.isEmpty) }
+    }
+
+    @Test(arguments: files)
+    func sameEventsForEverySplit(_ file: String) throws {
+        let path = Corpus.root! + "/" + file
+        let bytes = try #require(Corpus.read(path))
+        let whole = StreamDigest.of(bytes, split: .whole)
+        let splits: [StreamDigest.Split] = [
+            .chunks(1), .chunks(7), .random(seed: 1, maxChunk: 4096), .random(seed: 2, maxChunk: 37),
+        ]
+        for split in splits {
+            let other = StreamDigest.of(bytes, split: split)
+            #expect(other == whole, "\(file): \(split) differs from whole: \(whole.firstDifference(from: other))")
+        }
+    }
+}
