@@ -1,0 +1,4 @@
+extension CorpusProbeTests {
+    /// Corpus files of this container family where we knowingly differ from ffprobe, with why.
+    static let mpegExceptions: [String: String] = [:]
+}
