@@ -47,7 +47,14 @@ public enum Corpus {
             }
         }
         walk("")
-        return result.sorted()
+        return result.filter(matchesFilter).sorted()
+    }
+
+    /// `OAT_CORPUS_FILTER=a,b` restricts corpus tests to files whose path contains `a` or `b`.
+    static func matchesFilter(_ path: String) -> Bool {
+        guard let raw = getenv("OAT_CORPUS_FILTER") else { return true }
+        let parts = String(cString: raw).split(separator: ",").map(String.init)
+        return parts.isEmpty || parts.contains { path.contains($0) }
     }
 
     /// Reads a whole file.
@@ -87,7 +94,8 @@ public enum Corpus {
                 let cells = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
                 var columns: [String: String] = [:]
                 for (i, name) in header.enumerated() where i < cells.count { columns[name] = cells[i] }
-                rows.append(ProbeRow(file: folder + "/" + (columns["file"] ?? ""), columns: columns))
+                let row = ProbeRow(file: folder + "/" + (columns["file"] ?? ""), columns: columns)
+                if matchesFilter(row.file) { rows.append(row) }
             }
         }
         return rows
