@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what OpenAudioToolbox needs on Debian 12, only what is missing; safe to run again.
+set -euo pipefail
+
+# Debian packages the build, the tests and the tools use.
+packages=(pkg-config ffmpeg)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The Swift toolchain: on PATH, or at /opt/swift.
+if ! command -v swift >/dev/null 2>&1; then
+  if [ -x /opt/swift/usr/bin/swift ]; then
+    echo "setup: add /opt/swift/usr/bin to PATH (export PATH=/opt/swift/usr/bin:\$PATH)" >&2
+  else
+    echo "setup: no Swift toolchain found; install Swift 6.x from swift.org and put it on PATH" >&2
+    exit 1
+  fi
+fi
