@@ -16,12 +16,20 @@ let package = Package(
         .executable(name: "afinfo", targets: ["afinfo"]),
     ],
     targets: [
+        // C libraries from Debian's -dev packages, found through pkg-config.
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavcodec libavformat libavutil libswresample",
+                       providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswresample-dev"])]),
+        // libpulse.pc adds -pthread/-D_REENTRANT, which SwiftPM rejects with a warning; its headers and
+        // library are on the default paths, so no pkg-config lookup is needed.
+        .systemLibrary(name: "CPulseAudio", providers: [.apt(["libpulse-dev"])]),
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .target(name: "AudioCore", swiftSettings: strict),
         .target(name: "AudioFiles", dependencies: ["AudioCore"], swiftSettings: strict),
         .target(name: "OpenAudioToolbox", dependencies: ["AudioCore", "AudioFiles"], swiftSettings: strict),
         .executableTarget(name: "afinfo", dependencies: ["AudioFiles"], swiftSettings: strict),
         .target(name: "AudioTestSupport", dependencies: ["AudioCore", "AudioFiles"], swiftSettings: strict),
         .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore"], swiftSettings: strict),
+        .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CPulseAudio", "CALSA"], swiftSettings: strict),
         .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),
     ]
 )
