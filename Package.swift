@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "AudioCore", targets: ["AudioCore"]),
         .library(name: "AudioFiles", targets: ["AudioFiles"]),
+        .library(name: "AudioConversion", targets: ["AudioConversion"]),
         .library(name: "OpenAudioToolbox", targets: ["OpenAudioToolbox"]),
         .executable(name: "afinfo", targets: ["afinfo"]),
     ],
@@ -25,10 +26,12 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .target(name: "AudioCore", swiftSettings: strict),
         .target(name: "AudioFiles", dependencies: ["AudioCore"], swiftSettings: strict),
-        .target(name: "OpenAudioToolbox", dependencies: ["AudioCore", "AudioFiles"], swiftSettings: strict),
+        .target(name: "AudioConversion", dependencies: ["AudioCore", "CFFmpeg"], swiftSettings: strict),
+        .target(name: "OpenAudioToolbox", dependencies: ["AudioCore", "AudioFiles", "AudioConversion"], swiftSettings: strict),
         .executableTarget(name: "afinfo", dependencies: ["AudioFiles"], swiftSettings: strict),
-        .target(name: "AudioTestSupport", dependencies: ["AudioCore", "AudioFiles"], swiftSettings: strict),
+        .target(name: "AudioTestSupport", dependencies: ["AudioCore", "AudioFiles", "AudioConversion"], swiftSettings: strict),
         .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore"], swiftSettings: strict),
+        .testTarget(name: "AudioConversionTests", dependencies: ["AudioConversion", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CPulseAudio", "CALSA"], swiftSettings: strict),
         .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),
     ]

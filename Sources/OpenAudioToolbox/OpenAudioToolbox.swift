@@ -1,2 +1,3 @@
 @_exported import AudioCore
 @_exported import AudioFiles
+@_exported import AudioConversion

@@ -1,0 +1,407 @@
+import AudioCore
+import CFFmpeg
+
+/// Sample-rate converter quality (Apple's `kAudioConverterQuality_*` values).
+public enum SampleRateConverterQuality: UInt32, Sendable, CaseIterable {
+    /// Fastest, lowest quality.
+    case min = 0
+    /// Low quality.
+    case low = 0x20
+    /// Medium quality (default).
+    case medium = 0x40
+    /// High quality.
+    case high = 0x60
+    /// Best quality, slowest.
+    case max = 0x7F
+
+    /// libswresample filter length for the quality.
+    var filterSize: Int64 {
+        switch self {
+        case .min: 8
+        case .low: 16
+        case .medium: 32
+        case .high: 64
+        case .max: 128
+        }
+    }
+}
+
+/// Frames an encoder added at the start and end (Apple's `AudioConverterPrimeInfo`).
+public struct AudioConverterPrimeInfo: Hashable, Sendable {
+    /// Frames to drop at the start of the decoded audio.
+    public var leadingFrames: UInt32
+    /// Frames to drop at the end.
+    public var trailingFrames: UInt32
+    /// Creates prime info.
+    public init(leadingFrames: UInt32 = 0, trailingFrames: UInt32 = 0) {
+        self.leadingFrames = leadingFrames
+        self.trailingFrames = trailingFrames
+    }
+}
+
+/// Converts audio between formats: decodes packets of any format the parsers deliver (MP3,
+/// AAC, ALAC, FLAC, Opus, Vorbis, PCM, mu-law, A-law, ADPCM) through libavcodec, and converts
+/// sample format, rate and channel count through libswresample: Apple's `AudioConverter`.
+///
+/// Use the pull model of `AudioConverterFillComplexBuffer`: ``fillComplexBuffer(_:maxFrames:_:)``
+/// asks its input closure for packets until it has enough PCM. Priming and remainder frames
+/// (``primeInfo``, ``validFrameCount``) are trimmed so gapless material plays gapless.
+///
+/// Thread safety: not thread-safe; use from the feeder thread. Never call it on the render thread
+/// (it allocates and calls FFmpeg).
+public final class AudioConverter {
+    /// The format of the input packets.
+    public let sourceFormat: AudioStreamBasicDescription
+    /// The PCM format of the output.
+    public let destinationFormat: AudioStreamBasicDescription
+    /// Frames to drop at the start and end of the decoded stream, at the source rate. Set it
+    /// before the first conversion (from the file's packet-table info).
+    public var primeInfo = AudioConverterPrimeInfo()
+    /// Frames of real audio after the leading frames; when set, everything after is dropped
+    /// (more exact than ``primeInfo``'s trailing frames, which it overrides).
+    public var validFrameCount: Int64?
+    /// Resampling quality; takes effect for the next stream or after ``reset()``.
+    public var sampleRateConverterQuality: SampleRateConverterQuality = .medium
+    /// Frames decoded so far after trimming, at the source rate.
+    public private(set) var decodedFrameCount: Int64 = 0
+    /// The last decoder error that was skipped over (a corrupt packet), if any.
+    public private(set) var lastDecodeError: AudioError?
+    /// Number of packets the decoder rejected and skipped.
+    public private(set) var skippedPacketCount = 0
+
+    private var codec: UnsafeMutablePointer<AVCodecContext>?
+    private var frame: UnsafeMutablePointer<AVFrame>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var swr: OpaquePointer?
+    private var swrInput: (format: Int32, rate: Int32, channels: Int32)?
+    private let outFormat: AVSampleFormat
+    private let outPlanes: Int
+    private let outBytesPerFrame: Int // per plane
+    private var scratch: [UnsafeMutablePointer<UInt8>?] = []
+    private var scratchFrames = 0
+    private var fifo: [[UInt8]]
+    private var fifoReadFrames = 0
+    private var leadingLeft: Int64 = 0
+    private var started = false
+    private var inputEnded = false
+    private var drained = false
+    private let component = "AudioConverter"
+
+    /// Creates a converter from `source` (any decodable format, with its magic cookie) to
+    /// `destination` (native-endian linear PCM, interleaved or not, any rate and channel count).
+    public init(from source: AudioStreamBasicDescription, to destination: AudioStreamBasicDescription,
+                magicCookie: [UInt8]? = nil) throws(AudioError) {
+        sourceFormat = source
+        destinationFormat = destination
+        guard let fmt = CodecMapping.sampleFormat(for: destination), destination.validationFailure == nil,
+              destination.sampleRate > 0 else {
+            throw AudioError(.unsupportedFormat, component: "AudioConverter",
+                             "destination must be native-endian packed PCM (8-bit unsigned, 16/32/64-bit integer, 32/64-bit float): \(destination)",
+                             osStatus: 0x666D_743F)
+        }
+        outFormat = fmt
+        outPlanes = destination.isInterleaved ? 1 : Int(destination.channelsPerFrame)
+        outBytesPerFrame = Int(destination.bytesPerFrame)
+        fifo = Array(repeating: [], count: outPlanes)
+        guard let choice = CodecMapping.decoder(for: source) else {
+            throw AudioError(.unsupportedFormat, component: component, "no decoder for format '\(source.formatID)' (\(source))", osStatus: 0x666D_743F)
+        }
+        guard let decoder = avcodec_find_decoder(choice.id) else {
+            throw AudioError(.unsupportedFormat, component: component, "this libavcodec has no decoder for '\(source.formatID)'", osStatus: 0x666D_743F)
+        }
+        guard source.channelsPerFrame > 0, source.channelsPerFrame <= 255, source.sampleRate > 0, source.sampleRate < 1e7 else {
+            throw AudioError(.invalidArgument, component: component, "source format has \(source.channelsPerFrame) channels at \(source.sampleRate) Hz")
+        }
+        codec = avcodec_alloc_context3(decoder)
+        frame = av_frame_alloc()
+        packet = av_packet_alloc()
+        guard let codec, frame != nil, packet != nil else {
+            throw AudioError(.limitExceeded, component: component, "out of memory creating the decoder")
+        }
+        codec.pointee.sample_rate = Int32(source.sampleRate)
+        av_channel_layout_default(&codec.pointee.ch_layout, Int32(source.channelsPerFrame))
+        codec.pointee.block_align = choice.blockAlign
+        codec.pointee.bits_per_coded_sample = choice.bitsPerCodedSample
+        if let cookie = magicCookie, !cookie.isEmpty {
+            let padded = Int(AV_INPUT_BUFFER_PADDING_SIZE)
+            guard let extradata = av_mallocz(cookie.count + padded)?.assumingMemoryBound(to: UInt8.self) else {
+                throw AudioError(.limitExceeded, component: component, "out of memory for the magic cookie")
+            }
+            cookie.withUnsafeBufferPointer { extradata.update(from: $0.baseAddress!, count: cookie.count) }
+            codec.pointee.extradata = extradata
+            codec.pointee.extradata_size = Int32(cookie.count)
+        }
+        let status = avcodec_open2(codec, decoder, nil)
+        if status < 0 {
+            throw AudioError(.unsupportedFormat, component: component, "cannot open the '\(source.formatID)' decoder (magic cookie \(magicCookie?.count ?? 0) bytes)",
+                             underlying: CodecMapping.errorText(status), osStatus: 0x21646174)
+        }
+    }
+
+    deinit {
+        avcodec_free_context(&codec)
+        av_frame_free(&frame)
+        av_packet_free(&packet)
+        swr_free(&swr)
+        for p in scratch { av_free(p) }
+    }
+
+    /// Frames buffered in the converter and ready to be read.
+    public var bufferedFrameCount: Int { (fifo[0].count / outBytesPerFrame) - fifoReadFrames }
+
+    /// Forgets buffered audio and decoder state (after a seek). Priming is not applied again.
+    public func reset() {
+        if let codec { avcodec_flush_buffers(codec) }
+        swr_free(&swr)
+        swrInput = nil
+        for i in 0..<fifo.count { fifo[i].removeAll(keepingCapacity: true) }
+        fifoReadFrames = 0
+        inputEnded = false
+        drained = false
+        leadingLeft = 0
+        started = true
+    }
+
+    // MARK: Push side
+
+    /// Decodes one packet's bytes into the converter's buffer.
+    public func decode(packet bytes: UnsafeRawBufferPointer) throws(AudioError) {
+        start()
+        guard let packet, let codec else { return }
+        guard bytes.count > 0 else { return }
+        guard av_new_packet(packet, Int32(bytes.count)) == 0 else {
+            throw AudioError(.limitExceeded, component: component, "out of memory for a \(bytes.count)-byte packet")
+        }
+        packet.pointee.data.update(from: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        var status = avcodec_send_packet(codec, packet)
+        av_packet_unref(packet)
+        if status == oat_averror_eagain() {
+            try receiveFrames()
+            status = avcodec_send_packet(codec, packet)
+        }
+        if status < 0 && status != oat_averror_eagain() {
+            // A corrupt packet: skip it as a player would, and remember why.
+            skippedPacketCount += 1
+            lastDecodeError = AudioError(.invalidData, component: component, "the decoder rejected a \(bytes.count)-byte packet", underlying: CodecMapping.errorText(status))
+            return
+        }
+        try receiveFrames()
+    }
+
+    /// Decodes every packet of a batch.
+    public func decode(_ batch: AudioPacketBatch) throws(AudioError) {
+        let result: Result<Void, AudioError> = batch.data.withUnsafeBytes { raw in
+            Result { () throws(AudioError) in
+                if batch.packetDescriptions.isEmpty {
+                    guard batch.packetCount > 0 else { return }
+                    // Constant-size packets: hand the decoder a few thousand frames at a time.
+                    let size = raw.count / batch.packetCount
+                    let perCall = Swift.max(1, 4096 / Swift.max(1, Int(sourceFormat.framesPerPacket))) * size
+                    var at = 0
+                    while at < raw.count {
+                        let end = Swift.min(raw.count, at + perCall)
+                        try decode(packet: UnsafeRawBufferPointer(rebasing: raw[at..<end]))
+                        at = end
+                    }
+                } else {
+                    for d in batch.packetDescriptions {
+                        let start = Int(d.startOffset), end = start + Int(d.dataByteSize)
+                        guard start >= 0, end <= raw.count else {
+                            throw AudioError(.invalidArgument, component: component, "packet description \(start)+\(d.dataByteSize) is outside the \(raw.count)-byte batch")
+                        }
+                        try decode(packet: UnsafeRawBufferPointer(rebasing: raw[start..<end]))
+                    }
+                }
+            }
+        }
+        try result.get()
+    }
+
+    /// Tells the converter no more packets come: drains the decoder and the resampler.
+    public func endOfInput() throws(AudioError) {
+        guard !inputEnded else { return }
+        start()
+        inputEnded = true
+        if let codec {
+            _ = avcodec_send_packet(codec, nil)
+            try receiveFrames()
+        }
+        flushResampler()
+        // Trailing frames without a valid-frame count: drop them from the end now.
+        if validFrameCount == nil && primeInfo.trailingFrames > 0 {
+            let ratio = destinationFormat.sampleRate / sourceFormat.sampleRate
+            let drop = Swift.min(bufferedFrameCount, Int((Double(primeInfo.trailingFrames) * ratio).rounded()))
+            for i in 0..<fifo.count { fifo[i].removeLast(drop * outBytesPerFrame) }
+        }
+        drained = true
+    }
+
+    /// Reads up to `maxFrames` converted frames into `buffer` (from its start); returns the count.
+    /// Before ``endOfInput()``, frames that may still be trimmed as trailing frames are held back.
+    public func read(into buffer: AudioPCMBuffer, maxFrames: Int? = nil) -> Int {
+        let capacity = Swift.min(buffer.frameCapacity, maxFrames ?? buffer.frameCapacity)
+        var available = bufferedFrameCount
+        if !drained && validFrameCount == nil && primeInfo.trailingFrames > 0 {
+            let ratio = destinationFormat.sampleRate / sourceFormat.sampleRate
+            available -= Int((Double(primeInfo.trailingFrames) * ratio).rounded())
+        }
+        let n = Swift.max(0, Swift.min(capacity, available))
+        guard n > 0 else { buffer.frameLength = 0; return 0 }
+        for plane in 0..<outPlanes {
+            let dst = buffer.mutableBytes(plane)
+            fifo[plane].withUnsafeBytes { src in
+                dst.baseAddress!.copyMemory(from: src.baseAddress! + fifoReadFrames * outBytesPerFrame, byteCount: n * outBytesPerFrame)
+            }
+        }
+        fifoReadFrames += n
+        if fifoReadFrames * outBytesPerFrame > 1 << 16 && fifoReadFrames * 2 > fifo[0].count / outBytesPerFrame {
+            for i in 0..<fifo.count { fifo[i].removeFirst(fifoReadFrames * outBytesPerFrame) }
+            fifoReadFrames = 0
+        }
+        buffer.frameLength = n
+        return n
+    }
+
+    // MARK: Pull side
+
+    /// Fills `buffer` with up to `maxFrames` frames (default: its capacity), asking `input` for
+    /// packets whenever more are needed: the shape of `AudioConverterFillComplexBuffer`.
+    /// `input` receives a suggested packet count and returns a batch, or nil at the end of the
+    /// stream. Returns the frames written; 0 means the stream has ended.
+    public func fillComplexBuffer(_ buffer: AudioPCMBuffer, maxFrames: Int? = nil,
+                                  _ input: (Int) throws(AudioError) -> AudioPacketBatch?) throws(AudioError) -> Int {
+        let wanted = Swift.min(buffer.frameCapacity, maxFrames ?? buffer.frameCapacity)
+        let holdback = validFrameCount == nil ? Int(primeInfo.trailingFrames) + 1 : 0
+        while !drained && bufferedFrameCount < wanted + holdback {
+            let fpp = Swift.max(1, Int(sourceFormat.framesPerPacket))
+            guard let batch = try input(Swift.max(1, wanted / fpp)) else {
+                try endOfInput()
+                break
+            }
+            try decode(batch)
+        }
+        return read(into: buffer, maxFrames: wanted)
+    }
+
+    // MARK: Internals
+
+    private func start() {
+        guard !started else { return }
+        started = true
+        leadingLeft = Int64(primeInfo.leadingFrames)
+    }
+
+    private func receiveFrames() throws(AudioError) {
+        guard let codec, let frame else { return }
+        while true {
+            let status = avcodec_receive_frame(codec, frame)
+            if status == oat_averror_eagain() || status == oat_averror_eof() { return }
+            if status < 0 {
+                skippedPacketCount += 1
+                lastDecodeError = AudioError(.invalidData, component: component, "decoding failed", underlying: CodecMapping.errorText(status))
+                return
+            }
+            defer { av_frame_unref(frame) }
+            try convert(frame)
+        }
+    }
+
+    private func convert(_ frame: UnsafeMutablePointer<AVFrame>) throws(AudioError) {
+        var count = Int64(frame.pointee.nb_samples)
+        guard count > 0 else { return }
+        var skip: Int64 = 0
+        if leadingLeft > 0 {
+            skip = Swift.min(leadingLeft, count)
+            leadingLeft -= skip
+            count -= skip
+        }
+        if let valid = validFrameCount { count = Swift.max(0, Swift.min(count, valid - decodedFrameCount)) }
+        guard count > 0 else { return }
+        decodedFrameCount += count
+        let channels = frame.pointee.ch_layout.nb_channels
+        let format = frame.pointee.format
+        let rate = frame.pointee.sample_rate
+        if swrInput == nil || swrInput! != (format, rate, channels) {
+            flushResampler()
+            try configureResampler(frame)
+        }
+        let sampleFormat = AVSampleFormat(rawValue: format)
+        let bytesPerSample = Int(av_get_bytes_per_sample(sampleFormat))
+        let planar = av_sample_fmt_is_planar(sampleFormat) != 0
+        let planes = planar ? Int(channels) : 1
+        let step = planar ? bytesPerSample : bytesPerSample * Int(channels)
+        var inputs: [UnsafePointer<UInt8>?] = (0..<planes).map { i in
+            frame.pointee.extended_data[i].map { UnsafePointer($0 + Int(skip) * step) }
+        }
+        let outCapacity = Int(swr_get_out_samples(swr, Int32(count))) + 32
+        ensureScratch(outCapacity)
+        let produced = inputs.withUnsafeMutableBufferPointer { inPtr in
+            scratch.withUnsafeMutableBufferPointer { outPtr in
+                swr_convert(swr, outPtr.baseAddress, Int32(outCapacity), inPtr.baseAddress, Int32(count))
+            }
+        }
+        guard produced >= 0 else {
+            throw AudioError(.invalidState, component: component, "resampling failed", underlying: CodecMapping.errorText(produced))
+        }
+        appendScratch(Int(produced))
+    }
+
+    private func configureResampler(_ frame: UnsafeMutablePointer<AVFrame>) throws(AudioError) {
+        swr_free(&swr)
+        var inLayout = AVChannelLayout()
+        var outLayout = AVChannelLayout()
+        defer { av_channel_layout_uninit(&inLayout); av_channel_layout_uninit(&outLayout) }
+        let channels = frame.pointee.ch_layout.nb_channels
+        if frame.pointee.ch_layout.order == AV_CHANNEL_ORDER_UNSPEC {
+            av_channel_layout_default(&inLayout, channels)
+        } else {
+            _ = withUnsafePointer(to: &frame.pointee.ch_layout) { av_channel_layout_copy(&inLayout, $0) }
+        }
+        if Int32(destinationFormat.channelsPerFrame) == channels {
+            _ = av_channel_layout_copy(&outLayout, &inLayout) // same channels: no remixing
+        } else {
+            av_channel_layout_default(&outLayout, Int32(destinationFormat.channelsPerFrame))
+        }
+        let status = swr_alloc_set_opts2(&swr, &outLayout, outFormat, Int32(destinationFormat.sampleRate),
+                                         &inLayout, AVSampleFormat(rawValue: frame.pointee.format), frame.pointee.sample_rate, 0, nil)
+        guard status >= 0, let swr else {
+            throw AudioError(.unsupportedFormat, component: component, "cannot convert \(channels) channels at \(frame.pointee.sample_rate) Hz to \(destinationFormat)",
+                             underlying: CodecMapping.errorText(status))
+        }
+        av_opt_set_int(UnsafeMutableRawPointer(swr), "filter_size", sampleRateConverterQuality.filterSize, 0)
+        if sampleRateConverterQuality == .max { av_opt_set_int(UnsafeMutableRawPointer(swr), "linear_interp", 1, 0) }
+        let initStatus = swr_init(swr)
+        guard initStatus >= 0 else {
+            throw AudioError(.unsupportedFormat, component: component, "cannot set up sample conversion to \(destinationFormat)", underlying: CodecMapping.errorText(initStatus))
+        }
+        swrInput = (frame.pointee.format, frame.pointee.sample_rate, channels)
+    }
+
+    private func flushResampler() {
+        guard let swr else { return }
+        while true {
+            let capacity = 4096
+            ensureScratch(capacity)
+            let produced = scratch.withUnsafeMutableBufferPointer { outPtr in
+                swr_convert(swr, outPtr.baseAddress, Int32(capacity), nil, 0)
+            }
+            if produced <= 0 { break }
+            appendScratch(Int(produced))
+        }
+    }
+
+    private func ensureScratch(_ frames: Int) {
+        guard frames > scratchFrames else { return }
+        for p in scratch { av_free(p) }
+        scratchFrames = Swift.max(frames, 4096)
+        scratch = (0..<outPlanes).map { _ in av_malloc(scratchFrames * outBytesPerFrame)?.assumingMemoryBound(to: UInt8.self) }
+    }
+
+    private func appendScratch(_ frames: Int) {
+        guard frames > 0 else { return }
+        for plane in 0..<outPlanes {
+            guard let p = scratch[plane] else { continue }
+            fifo[plane].append(contentsOf: UnsafeBufferPointer(start: p, count: frames * outBytesPerFrame))
+        }
+    }
+}

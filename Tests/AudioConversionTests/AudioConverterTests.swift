@@ -1,0 +1,70 @@
+import AudioConversion
+import AudioFiles
+import AudioTestSupport
+import Testing
+
+@Suite struct AudioConverterTests {
+    static var stdlib: String? { Corpus.root.map { $0 + "/python-stdlib-audiodata" } }
+
+    @Test func pcmAndG711DecodeLikeFFmpeg() throws {
+        guard let dir = Self.stdlib else { print(Corpus.absentMessage); return }
+        for name in ["pluck-pcm8.au", "pluck-pcm16.au", "pluck-pcm24.au", "pluck-pcm32.au", "pluck-ulaw.au"] {
+            let ours = try decodeWithToolbox(dir + "/" + name)
+            let reference = try #require(decodeWithFFmpeg(dir + "/" + name))
+            #expect(ours.samples.count == reference.count, "\(name)")
+            #expect(snr(reference, ours.samples) > 140, "\(name): \(snr(reference, ours.samples)) dB")
+        }
+    }
+
+    @Test func resamplesAndRemixes() throws {
+        guard let dir = Self.stdlib else { print(Corpus.absentMessage); return }
+        let file = try AudioFile(path: dir + "/pluck-pcm16.au")
+        let out = AudioStreamBasicDescription.canonicalFloat(sampleRate: 48000, channels: 1)
+        let converter = try AudioConverter(from: file.dataFormat, to: out)
+        converter.sampleRateConverterQuality = .high
+        try converter.decode(file.readPackets(0..<file.packetCount))
+        try converter.endOfInput()
+        let frames = converter.bufferedFrameCount
+        // 3307 frames at 11025 Hz -> 48000 Hz.
+        #expect(abs(frames - 14398) <= 2, "got \(frames)")
+        let buffer = try AudioPCMBuffer(format: out, frameCapacity: 20000)
+        #expect(converter.read(into: buffer) == frames)
+    }
+
+    @Test func trimsPrimingAndRemainder() throws {
+        guard let dir = Self.stdlib else { print(Corpus.absentMessage); return }
+        let file = try AudioFile(path: dir + "/pluck-pcm16.au")
+        let out = AudioStreamBasicDescription.linearPCM(sampleRate: file.dataFormat.sampleRate, channels: 2, bitsPerChannel: 16)
+        let full = try AudioConverter(from: file.dataFormat, to: out)
+        try full.decode(file.readPackets(0..<file.packetCount))
+        try full.endOfInput()
+        let trimmed = try AudioConverter(from: file.dataFormat, to: out)
+        trimmed.primeInfo = AudioConverterPrimeInfo(leadingFrames: 100, trailingFrames: 7)
+        var next: Int64 = 0
+        let buffer = try AudioPCMBuffer(format: out, frameCapacity: 1000)
+        var total = 0
+        var first: [UInt8] = []
+        while true {
+            let n = try trimmed.fillComplexBuffer(buffer) { (_: Int) throws(AudioError) -> AudioPacketBatch? in
+                guard next < file.packetCount else { return nil }
+                defer { next += 256 }
+                return try file.readPackets(next..<(next + 256))
+            }
+            if n == 0 { break }
+            if first.isEmpty { first = Array(buffer.mutableBytes(0)[0..<8]) }
+            total += n
+        }
+        #expect(total == 3307 - 107)
+        let fullBuffer = try AudioPCMBuffer(format: out, frameCapacity: 4000)
+        _ = full.read(into: fullBuffer)
+        #expect(Array(fullBuffer.mutableBytes(0)[400..<408]) == first)
+    }
+
+    @Test func rejectsWhatItCannotDo() {
+        let mp3 = AudioStreamBasicDescription.compressed(.mpegLayer3, sampleRate: 44100, channels: 2, framesPerPacket: 1152)
+        let bigEndian = AudioStreamBasicDescription.linearPCM(sampleRate: 44100, channels: 2, bitsPerChannel: 16, isBigEndian: true)
+        #expect(throws: AudioError.self) { try AudioConverter(from: mp3, to: bigEndian) }
+        let unknown = AudioStreamBasicDescription.compressed(AudioFormatID("zzzz"), sampleRate: 44100, channels: 2, framesPerPacket: 1)
+        #expect(throws: AudioError.self) { try AudioConverter(from: unknown, to: .canonicalFloat(sampleRate: 44100, channels: 2)) }
+    }
+}
