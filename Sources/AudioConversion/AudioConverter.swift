@@ -149,8 +149,10 @@ public final class AudioConverter {
     /// Frames buffered in the converter and ready to be read.
     public var bufferedFrameCount: Int { (fifo[0].count / outBytesPerFrame) - fifoReadFrames }
 
-    /// Forgets buffered audio and decoder state (after a seek). Priming is not applied again.
-    public func reset() {
+    /// Forgets buffered audio and decoder state (after a seek). Priming is not applied again;
+    /// instead the first `discardingFrames` decoded frames (source rate) are dropped, which lets
+    /// a seek decode from an earlier packet and land on an exact frame.
+    public func reset(discardingFrames: Int64 = 0) {
         if let codec { avcodec_flush_buffers(codec) }
         swr_free(&swr)
         swrInput = nil
@@ -158,8 +160,14 @@ public final class AudioConverter {
         fifoReadFrames = 0
         inputEnded = false
         drained = false
-        leadingLeft = 0
+        leadingLeft = max(0, discardingFrames)
         started = true
+    }
+
+    /// Sets how many more frames may come out (at the source rate) before the rest is dropped;
+    /// used after a seek to keep the end trimming exact.
+    public func limitRemainingFrames(_ frames: Int64?) {
+        validFrameCount = frames.map { decodedFrameCount + max(0, $0) }
     }
 
     // MARK: Push side

@@ -40,6 +40,8 @@ public struct AudioFileSummary: Sendable, Equatable {
     public var tags: [String: String]
     /// Non-fatal problem found while reading.
     public var warning: String?
+    /// Frames a full decode produced after trimming, when a decode was run (`afinfo --decode`).
+    public var decodedFrames: Int64?
 
     /// Summarises an open file.
     public init(_ file: AudioFile) {
@@ -86,6 +88,7 @@ public struct AudioFileSummary: Sendable, Equatable {
         s += "audio data file offset: \(dataOffset)\n"
         if magicCookieSize > 0 { s += "magic cookie: \(magicCookieSize) bytes\n" }
         s += "audio \(validFrames) valid frames + \(primingFrames) priming + \(remainderFrames) remainder = \(validFrames + primingFrames + remainderFrames)\n"
+        if let decodedFrames { s += "decoded frames: \(decodedFrames)\n" }
         for key in tags.keys.sorted() { s += "\(key): \(tags[key]!)\n" }
         s += "----\n"
         return s
@@ -122,6 +125,7 @@ public struct AudioFileSummary: Sendable, Equatable {
         let tagText = tags.keys.sorted().map { "\(jsonString($0)): \(jsonString(tags[$0]!))" }.joined(separator: ", ")
         fields.append(("tags", "{\(tagText)}"))
         fields.append(("warning", warning.map(jsonString) ?? "null"))
+        if let decodedFrames { fields.append(("decoded_frames", String(decodedFrames))) }
         return "{" + fields.map { "\(jsonString($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }
 }

@@ -1,5 +1,5 @@
 // afinfo: prints what is in an audio file, like macOS afinfo.
-import AudioFiles
+import OpenAudioToolbox
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,20 +11,24 @@ func writeError(_ text: String) {
 }
 
 let usage = """
-usage: afinfo [--json] [--hint TYPE] FILE...
+usage: afinfo [--json] [--decode] [--hint TYPE] FILE...
   Prints the file type, data format, channel layout, duration, packet counts, bit rate,
   packet sizes, data offset, priming/remainder frames and tags of each audio file.
   --json       print one JSON object per file
+  --decode     also decode the audio and report decoded_frames (after trimming priming and
+               remainder frames)
   --hint TYPE  container type for raw streams without a magic number (MPG3, adts, ...)
 """
 
 var json = false
+var decode = false
 var hint: AudioFileType?
 var files: [String] = []
 var args = CommandLine.arguments.dropFirst()
 while let arg = args.popFirst() {
     switch arg {
     case "--json", "-j": json = true
+    case "--decode": decode = true
     case "--hint":
         guard let value = args.popFirst() else { writeError("afinfo: --hint needs a type"); exit(2) }
         hint = AudioFileType(value)
@@ -40,7 +44,18 @@ var failed = false
 for path in files {
     do {
         let file = try AudioFile(path: path, typeHint: hint)
-        let summary = AudioFileSummary(file)
+        var summary = AudioFileSummary(file)
+        if decode {
+            let reader = try ExtendedAudioFile(path: path)
+            let buffer = try AudioPCMBuffer(format: reader.clientFormat, frameCapacity: 16384)
+            var frames: Int64 = 0
+            while true {
+                let n = try reader.read(into: buffer)
+                if n == 0 { break }
+                frames += Int64(n)
+            }
+            summary.decodedFrames = frames
+        }
         if json { print(summary.json) } else { print(summary.text(fileName: path), terminator: "") }
         if let w = file.warning { writeError("afinfo: warning: \(path): \(w)") }
     } catch {
