@@ -68,3 +68,16 @@ import Testing
         #expect(throws: AudioError.self) { try AudioConverter(from: unknown, to: .canonicalFloat(sampleRate: 44100, channels: 2)) }
     }
 }
+
+@Suite struct MD5Tests {
+    @Test func knownDigests() {
+        var a = MD5()
+        #expect(a.hexDigest() == "d41d8cd98f00b204e9800998ecf8427e")
+        var b = MD5()
+        b.update(Array("The quick brown fox jumps over the lazy dog".utf8))
+        #expect(b.hexDigest() == "9e107d9d372bb6826bd81d3542a419d6")
+        var c = MD5()
+        c.update([UInt8](repeating: 0x61, count: 1000))
+        #expect(c.hexDigest() == "cabe45dcc9ae5b66ba86600cca6b8ba8")
+    }
+}

@@ -1,0 +1,116 @@
+import AudioConversion
+import AudioFiles
+import AudioTestSupport
+import Testing
+
+/// Decoding the corpus through our parsers and AudioConverter, checked against outside references.
+@Suite struct CorpusDecodeTests {
+    // MARK: minimp3 conformance vectors: PSNR against the reference PCM
+
+    static let mp3Vectors: [String] = Corpus.audioFiles().filter {
+        $0.hasPrefix("minimp3-vectors/") && $0.hasSuffix(".bit")
+    }
+
+    /// Vectors where libavcodec itself disagrees with the reference (documented in the
+    /// minimp3-vectors MANIFEST), or that carry nothing a stereo decoder outputs, with the reason.
+    static let mp3Exceptions: [String: String] = [
+        "minimp3-vectors/l3-test45.bit": "libavcodec and the reference disagree even when aligned (MANIFEST: 28-30 dB)",
+        "minimp3-vectors/l3-test46.bit": "libavcodec and the reference disagree even when aligned (MANIFEST: 28-30 dB)",
+        "minimp3-vectors/M2L3_compl24.bit": "libavcodec and the reference disagree even when aligned (MANIFEST: 56 dB)",
+    ]
+
+    /// PSNR in dB of `test` against the 16-bit `reference`, full scale 32767.
+    static func psnr(_ reference: [Int16], _ test: [Float], offset: Int) -> Double {
+        var se = 0.0
+        var n = 0
+        for i in 0..<reference.count {
+            let j = i + offset
+            guard j >= 0, j < test.count else { continue }
+            let d = Double(test[j]) * 32768 - Double(reference[i])
+            se += d * d
+            n += 1
+        }
+        guard n > 0 else { return 0 }
+        if se == 0 { return 200 }
+        return 10 * log10(32767.0 * 32767.0 / (se / Double(n)))
+    }
+
+    @Test(arguments: mp3Vectors)
+    func mp3VectorsMatchReference(_ vector: String) throws {
+        let root = try #require(Corpus.root)
+        let refPath = root + "/" + vector.dropLast(4) + ".pcm"
+        guard let refBytes = Corpus.read(refPath) else { return } // no reference (documented)
+        let reference: [Int16] = refBytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let decoded: (samples: [Float], channels: Int, rate: Double)
+        do {
+            decoded = try decodeWithToolbox(root + "/" + vector, trim: false)
+        } catch {
+            #expect(reference.isEmpty, "\(vector): \(error)")
+            return
+        }
+        if reference.isEmpty { return } // must not crash; any output is acceptable
+        let channels = decoded.channels
+        var best = -1.0
+        var bestOffset = 0
+        for frames in [0, 384, -384, 576, -576, 1152, -1152, 2304, -2304] {
+            let p = Self.psnr(reference, decoded.samples, offset: frames * channels)
+            if p > best { best = p; bestOffset = frames }
+        }
+        if let reason = Self.mp3Exceptions[vector] {
+            print("\(vector): \(format1(best)) dB (exception: \(reason))")
+            return
+        }
+        #expect(best >= 96, "\(vector): PSNR \(format1(best)) dB at offset \(bestOffset) frames; \(decoded.samples.count / channels) vs \(reference.count / channels) frames")
+    }
+
+    // MARK: FLAC: decoded samples match the STREAMINFO MD5
+
+    static let flacRows: [(file: String, bps: Int, md5: String)] = {
+        guard let root = Corpus.root, let bytes = Corpus.read(root + "/flac-test-files/streaminfo_md5_check.tsv") else { return [] }
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").dropFirst()
+        return lines.compactMap { line in
+            let c = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard c.count >= 7, c[6] == "MATCH", let bps = Int(c[1]) else { return nil }
+            let file = "flac-test-files/" + c[0]
+            return Corpus.audioFiles().contains(file) ? (file, bps, c[5]) : nil
+        }
+    }()
+
+    @Test(arguments: flacRows.map(\.file))
+    func flacDecodesToStreamInfoMD5(_ file: String) throws {
+        let row = try #require(Self.flacRows.first { $0.file == file })
+        let path = Corpus.root! + "/" + file
+        let audio = try AudioFile(path: path)
+        let channels = audio.dataFormat.channelsPerFrame
+        let out = AudioStreamBasicDescription.linearPCM(sampleRate: audio.dataFormat.sampleRate, channels: channels, bitsPerChannel: 32)
+        let converter = try AudioConverter(from: audio.dataFormat, to: out, magicCookie: audio.magicCookie)
+        let buffer = try AudioPCMBuffer(format: out, frameCapacity: 16384)
+        var md5 = MD5()
+        var next: Int64 = 0
+        let bytesPerSample = (row.bps + 7) / 8
+        let shift = Int32(32 - row.bps)
+        var chunk: [UInt8] = []
+        while true {
+            let n = try converter.fillComplexBuffer(buffer) { (wanted: Int) throws(AudioError) -> AudioPacketBatch? in
+                guard next < audio.packetCount else { return nil }
+                let batch = try audio.readPackets(next..<(next + Int64(max(wanted, 4))))
+                next += Int64(batch.packetCount)
+                return batch
+            }
+            if n == 0 { break }
+            let samples = buffer.mutableBytes(0).bindMemory(to: Int32.self)
+            chunk.removeAll(keepingCapacity: true)
+            for i in 0..<(n * Int(channels)) {
+                let v = samples[i] >> shift
+                for b in 0..<bytesPerSample { chunk.append(UInt8(truncatingIfNeeded: v >> Int32(8 * b))) }
+            }
+            md5.update(chunk)
+        }
+        #expect(md5.hexDigest() == row.md5, "\(file)")
+    }
+}
+
+func format1(_ v: Double) -> String {
+    let r = (v * 10).rounded() / 10
+    return String(r)
+}
