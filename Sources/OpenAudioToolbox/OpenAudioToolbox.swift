@@ -1,3 +1,4 @@
 @_exported import AudioCore
 @_exported import AudioFiles
 @_exported import AudioConversion
+@_exported import AudioDevices

@@ -1,0 +1,164 @@
+import AudioCore
+import Synchronization
+
+/// The stream format a device runs at: Float32 samples, `channels` per frame, at `sampleRate`.
+/// Render callbacks always see non-interleaved Float32 (one buffer per channel); backends
+/// convert to what the hardware or server takes.
+public struct AudioDeviceFormat: Hashable, Sendable, CustomStringConvertible {
+    /// Frames per second.
+    public var sampleRate: Double
+    /// Channels per frame.
+    public var channels: Int
+
+    /// Creates a device format.
+    public init(sampleRate: Double, channels: Int) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+    }
+
+    /// `2 ch @ 44100 Hz`.
+    public var description: String { "\(channels) ch @ \(Int(sampleRate)) Hz" }
+
+    /// The matching non-interleaved Float32 stream description.
+    public var streamDescription: AudioStreamBasicDescription {
+        .canonicalFloat(sampleRate: sampleRate, channels: UInt32(channels))
+    }
+}
+
+/// What a render callback produced.
+public struct AudioRenderResult: Hashable, Sendable {
+    /// Frames written at the start of the buffers; the device fills the rest with silence.
+    public var frames: Int
+    /// True when the source has nothing more to play: the device plays what it holds, then
+    /// reports ``AudioDeviceEvent/drained`` and stops pulling.
+    public var isEndOfStream: Bool
+
+    /// Creates a result.
+    public init(frames: Int, isEndOfStream: Bool = false) {
+        self.frames = frames
+        self.isEndOfStream = isEndOfStream
+    }
+}
+
+/// Fills `frameCount` frames into `buffers` (one `Float` buffer per channel, each at least
+/// `frameCount` long) for output at `time` (sample time on the device timeline, host time when
+/// the first frame will be heard).
+///
+/// Thread safety: called on the device's real-time thread. It must not allocate, lock, log,
+/// call user code, touch actors or FFmpeg: copy from preallocated rings and compute only.
+public typealias AudioRenderCallback = @Sendable (_ buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>,
+                                                  _ frameCount: Int, _ time: AudioTimeStamp) -> AudioRenderResult
+
+/// Something that happened to a device, reported off the render thread.
+public enum AudioDeviceEvent: Hashable, Sendable {
+    /// The device began pulling audio.
+    case started
+    /// The render callback did not deliver in time (frames of silence inserted).
+    case underrun(frames: Int)
+    /// The end of stream was played out completely.
+    case drained
+    /// The device or server went away; playback resumes if it returns.
+    case lost(reason: String)
+    /// The device came back after ``lost(reason:)``.
+    case restored
+    /// A non-fatal problem (e.g. a write error that was recovered).
+    case warning(String)
+}
+
+/// An audio output: pulls PCM from a render callback on its own real-time thread.
+///
+/// Lifecycle: create (opens the device), ``start(_:)``, optionally ``pause()``/``resume()``,
+/// ``stop(drain:)``; ``close()`` releases it (also done on deinit).
+/// Thread safety: control methods may be called from any one control thread; the counters are
+/// atomics readable from anywhere.
+public protocol AudioOutputDevice: AnyObject, Sendable {
+    /// Human-readable name, e.g. `pulse:oat_test_sink`, `alsa:default`, `null`.
+    var name: String { get }
+    /// The format the device runs at.
+    var format: AudioDeviceFormat { get }
+    /// Frames per render call (the device period).
+    var framesPerRender: Int { get }
+    /// Estimated output latency in seconds (frames rendered but not yet heard).
+    var latency: Double { get }
+    /// Frames that have been played (reached the output) since start; the device clock.
+    var playedFrames: Int64 { get }
+    /// Frames rendered (pulled from the callback) since start.
+    var renderedFrames: Int64 { get }
+    /// Starts pulling from `render`.
+    func start(_ render: @escaping AudioRenderCallback) throws(AudioError)
+    /// Stops pulling, keeping what is buffered.
+    func pause() throws(AudioError)
+    /// Continues after ``pause()``.
+    func resume() throws(AudioError)
+    /// Stops; with `drain`, first plays what the device still holds.
+    func stop(drain: Bool)
+    /// Releases the device.
+    func close()
+    /// Takes the events that happened since the last call (bounded; excess events are counted
+    /// in ``droppedEventCount``).
+    func takeEvents() -> [AudioDeviceEvent]
+    /// Events lost because the event queue was full.
+    var droppedEventCount: Int { get }
+}
+
+/// Which output to open.
+public enum AudioOutputSpec: Hashable, Sendable, CustomStringConvertible {
+    /// PulseAudio if a server answers, else ALSA's default device, else the null sink (saying so).
+    case auto
+    /// A PulseAudio sink (nil: the server's default).
+    case pulse(sink: String?)
+    /// An ALSA PCM (`default`, `hw:0`, `plughw:0,0`, `pulse`, `file:...`).
+    case alsa(device: String)
+    /// A WAV file written with the played audio (Float32), paced in real time or not.
+    case wav(path: String, realTime: Bool)
+    /// Discards audio, paced in real time or as fast as possible.
+    case null(realTime: Bool)
+
+    /// Parses `auto`, `pulse`, `pulse:SINK`, `alsa`, `alsa:DEVICE`, `wav:PATH`, `null`,
+    /// `null:fast` (the afplay `--output` syntax).
+    public init?(parsing text: String) {
+        let (kind, arg): (Substring, String?) = {
+            if let colon = text.firstIndex(of: ":") { return (text[..<colon], String(text[text.index(after: colon)...])) }
+            return (Substring(text), nil)
+        }()
+        switch kind {
+        case "auto": self = .auto
+        case "pulse": self = .pulse(sink: arg.flatMap { $0.isEmpty ? nil : $0 })
+        case "alsa": self = .alsa(device: arg.flatMap { $0.isEmpty ? nil : $0 } ?? "default")
+        case "wav":
+            guard let arg, !arg.isEmpty else { return nil }
+            self = .wav(path: arg, realTime: false)
+        case "null": self = .null(realTime: arg != "fast")
+        default: return nil
+        }
+    }
+
+    /// The `--output` text for this spec.
+    public var description: String {
+        switch self {
+        case .auto: "auto"
+        case .pulse(let sink): sink.map { "pulse:\($0)" } ?? "pulse"
+        case .alsa(let device): "alsa:\(device)"
+        case .wav(let path, _): "wav:\(path)"
+        case .null(let realTime): realTime ? "null" : "null:fast"
+        }
+    }
+}
+
+/// A bounded event queue written from a device thread and read on the control side: drops
+/// (and counts) events when full rather than blocking or allocating.
+public final class AudioDeviceEventQueue: Sendable {
+    private let queue = SPSCQueue<AudioDeviceEvent>(minimumCapacity: 64)
+    /// Creates a queue.
+    public init() {}
+    /// Device side: posts an event (wait-free; may drop). Only one thread may post.
+    public func post(_ event: AudioDeviceEvent) { queue.push(event) }
+    /// Control side: takes all pending events. Only one thread may take.
+    public func take() -> [AudioDeviceEvent] {
+        var out: [AudioDeviceEvent] = []
+        while let e = queue.pop() { out.append(e) }
+        return out
+    }
+    /// Events dropped because the queue was full.
+    public var droppedCount: Int { queue.droppedCount }
+}

@@ -1,0 +1,70 @@
+import AudioCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes what is played to a WAV file (IEEE float, 32-bit, interleaved). The header is made
+/// valid every second and on stop, so a killed player leaves a readable file.
+final class WAVFileSink: PeriodSink, @unchecked Sendable {
+    private let file: UnsafeMutablePointer<FILE>
+    private let format: AudioDeviceFormat
+    private var dataBytes: UInt64 = 0
+    private var sinceHeader = 0
+    private var finished = false
+
+    init(path: String, format: AudioDeviceFormat) throws(AudioError) {
+        guard let f = fopen(path, "wb") else {
+            throw AudioError(.io, component: "WAV output", "cannot create \(path)", underlying: String(cString: strerror(errno)))
+        }
+        file = f
+        self.format = format
+        writeHeader()
+    }
+
+    private func writeHeader() {
+        var h: [UInt8] = []
+        func u32(_ v: UInt32) { h += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)] }
+        func u16(_ v: UInt16) { h += [UInt8(v & 0xFF), UInt8(v >> 8)] }
+        let data = UInt32(clamping: dataBytes)
+        h += Array("RIFF".utf8); u32(UInt32(clamping: UInt64(data) + 36 + 14)); h += Array("WAVE".utf8)
+        h += Array("fmt ".utf8); u32(18); u16(3); u16(UInt16(format.channels)); u32(UInt32(format.sampleRate))
+        u32(UInt32(format.sampleRate) * UInt32(format.channels) * 4); u16(UInt16(format.channels * 4)); u16(32); u16(0)
+        h += Array("fact".utf8); u32(4); u32(UInt32(clamping: dataBytes / UInt64(4 * format.channels)))
+        h += Array("data".utf8); u32(data)
+        let end = ftell(file)
+        fseek(file, 0, SEEK_SET)
+        _ = h.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+        if end > Int(h.count) { fseek(file, end, SEEK_SET) }
+        fflush(file)
+    }
+
+    func write(_ interleaved: UnsafeBufferPointer<Float>, frames: Int) {
+        guard !finished else { return }
+        fwrite(interleaved.baseAddress, 4, interleaved.count, file)
+        dataBytes += UInt64(interleaved.count * 4)
+        sinceHeader += frames
+        if sinceHeader >= Int(format.sampleRate) {
+            sinceHeader = 0
+            writeHeader()
+        }
+    }
+
+    func finish() {
+        guard !finished else { return }
+        finished = true
+        writeHeader()
+        fclose(file)
+    }
+}
+
+extension NullOutputDevice {
+    /// An output that writes everything played to a WAV file (Float32), paced in real time or
+    /// as fast as possible.
+    public static func wavFile(path: String, format: AudioDeviceFormat, realTime: Bool = false,
+                               framesPerRender: Int = 1024) throws(AudioError) -> NullOutputDevice {
+        let sink = try WAVFileSink(path: path, format: format)
+        return NullOutputDevice(format: format, realTime: realTime, framesPerRender: framesPerRender,
+                                faults: AudioDeviceFaults(), sink: sink, name: "wav:\(path)")
+    }
+}
