@@ -123,7 +123,13 @@ public final class NullOutputDevice: AudioOutputDevice {
                 result.frames = max(0, min(result.frames, period))
                 buffers.silence(from: result.frames)
             }
-            let frames = result.isEndOfStream ? result.frames : period
+            // A paced device always advances a whole period (silence fills a short render); one
+            // that is not paced writes only what it got and asks again.
+            let frames = result.isEndOfStream || !isRealTime ? result.frames : period
+            if frames == 0 && !result.isEndOfStream {
+                sleepUntil(hostTime: HostTime.now() + 1_000_000)
+                continue
+            }
             if let sink, frames > 0 {
                 buffers.interleave(frames)
                 sink.write(UnsafeBufferPointer(rebasing: buffers.interleaved[0..<(frames * format.channels)]), frames: frames)

@@ -78,6 +78,11 @@ public protocol AudioOutputDevice: AnyObject, Sendable {
     var format: AudioDeviceFormat { get }
     /// Frames per render call (the device period).
     var framesPerRender: Int { get }
+    /// True when a clock paces the device (hardware, a sound server, a paced null output);
+    /// false for outputs that run as fast as rendering goes (files, `null:fast`). A source
+    /// that runs short should pad with silence on a real-time device, and may simply return
+    /// fewer frames (the device waits and calls again) on one that is not.
+    var isRealTime: Bool { get }
     /// Estimated output latency in seconds (frames rendered but not yet heard).
     var latency: Double { get }
     /// Frames that have been played (reached the output) since start; the device clock.
@@ -99,6 +104,11 @@ public protocol AudioOutputDevice: AnyObject, Sendable {
     func takeEvents() -> [AudioDeviceEvent]
     /// Events lost because the event queue was full.
     var droppedEventCount: Int { get }
+}
+
+extension AudioOutputDevice {
+    /// Devices are real time unless they say otherwise.
+    public var isRealTime: Bool { true }
 }
 
 /// Which output to open.

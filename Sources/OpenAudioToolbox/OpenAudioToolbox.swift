@@ -2,3 +2,4 @@
 @_exported import AudioFiles
 @_exported import AudioConversion
 @_exported import AudioDevices
+@_exported import AudioQueueEngine

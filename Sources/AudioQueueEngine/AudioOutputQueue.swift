@@ -1,0 +1,644 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AudioConversion
+import AudioCore
+import AudioDevices
+import Dispatch
+import Synchronization
+
+/// Opens the output device a queue plays to, for the device format it asks for.
+public typealias AudioOutputDeviceFactory = @Sendable (AudioDeviceFormat) throws(AudioError) -> any AudioOutputDevice
+
+/// Something an output queue reports, on its own thread, to ``AudioOutputQueue/eventHandler``.
+public enum AudioOutputQueueEvent: Sendable, Equatable {
+    /// A property changed (as the property listener also reports).
+    case propertyChanged(AudioQueueProperty)
+    /// The queue played everything and stopped by itself (after ``AudioOutputQueue/stop(immediately:)``
+    /// with `false`, or when the producer called ``AudioOutputQueue/endOfStream()``).
+    case ended
+    /// The device ran out of audio mid-stream `count` times so far (buffers came too late).
+    case underrun(count: Int)
+    /// The decoder rejected data; playback continues.
+    case converterError(AudioError)
+    /// The device went away / came back.
+    case device(AudioDeviceEvent)
+}
+
+/// An output audio queue: Apple's `AudioQueue` for playback.
+///
+/// You allocate buffers, fill them with PCM frames or compressed packets in the queue's
+/// format, and enqueue them; the queue decodes them on its own thread, feeds the device's
+/// real-time render thread through a lock-free ring, and returns each buffer through the output
+/// callback (on the queue's thread, never the render thread) once it has used its contents.
+///
+/// ```swift
+/// let queue = try AudioOutputQueue(format: file.dataFormat, magicCookie: file.magicCookie,
+///                                  output: { try AudioOutput.open(.auto, format: $0).device }) { queue, buffer in
+///     // refill `buffer` and enqueue it again, or call queue.stop(immediately: false) at the end
+/// }
+/// ```
+///
+/// Thread safety: the control methods are safe from any thread; callbacks arrive on the
+/// queue's own thread.
+public final class AudioOutputQueue: @unchecked Sendable {
+    /// The format of the data you enqueue.
+    public let format: AudioStreamBasicDescription
+    /// The magic cookie of the data (compressed formats).
+    public let magicCookie: [UInt8]?
+    /// The format the device runs at (Float32, the stream's rate and channels unless overridden).
+    public let deviceFormat: AudioDeviceFormat
+    /// Called on the queue's thread with each buffer the queue has finished with.
+    public let outputCallback: @Sendable (AudioOutputQueue, AudioQueueBuffer) -> Void
+
+    private let renderer: QueueRenderer
+    private let deviceFactory: AudioOutputDeviceFactory
+    private let control = Mutex(ControlState())
+    private let wake = DispatchSemaphore(value: 0)
+    private var feederThread: Thread?
+    private let component = "AudioQueue"
+
+    struct Pending {
+        var buffer: AudioQueueBuffer
+        var options: AudioQueueEnqueueOptions
+    }
+
+    struct ControlState {
+        var pending: [Pending] = []
+        var buffers: [Int: AudioQueueBuffer] = [:]
+        var nextBufferID = 0
+        var device: (any AudioOutputDevice)?
+        var isRunning = false
+        var isPaused = false
+        var stopAfterQueued = false
+        var disposed = false
+        var feederStarted = false
+        var listeners: [Int: @Sendable (AudioOutputQueue, AudioQueueProperty) -> Void] = [:]
+        var nextListener = 0
+        var eventHandler: (@Sendable (AudioOutputQueueEvent) -> Void)?
+        var playedAtStart: Int64 = 0
+        var discontinuity = false
+        var converterError: AudioError?
+        var generation = 0
+        var flushRequested = false
+        var lastUnderruns = 0
+        var volume: Float = 1
+        var rampTime: Float = 0
+        var pan: Float = 0
+        var startTime: AudioTimeStamp?
+    }
+
+    /// Creates an output queue for data in `format`. `output` opens the device when the queue
+    /// starts (or primes); `deviceFormat` overrides the device rate/channels (default: the
+    /// stream's).
+    public init(format: AudioStreamBasicDescription, magicCookie: [UInt8]? = nil,
+                deviceFormat: AudioDeviceFormat? = nil,
+                output: @escaping AudioOutputDeviceFactory,
+                callback: @escaping @Sendable (AudioOutputQueue, AudioQueueBuffer) -> Void) throws(AudioError) {
+        guard format.sampleRate > 0, format.channelsPerFrame > 0, format.channelsPerFrame <= 64 else {
+            throw AudioError(.invalidArgument, component: "AudioQueue", "format needs a sample rate and 1...64 channels: \(format)", osStatus: -50)
+        }
+        self.format = format
+        self.magicCookie = magicCookie
+        let device = deviceFormat ?? AudioDeviceFormat(sampleRate: format.sampleRate, channels: Int(format.channelsPerFrame))
+        self.deviceFormat = device
+        self.deviceFactory = output
+        self.outputCallback = callback
+        renderer = QueueRenderer(channels: device.channels, sampleRate: device.sampleRate)
+        // Fail now, not at start, when the data cannot be decoded.
+        _ = try makeConverter()
+    }
+
+    deinit {
+        dispose(immediately: true)
+    }
+
+    private func makeConverter() throws(AudioError) -> AudioConverter {
+        let out = AudioStreamBasicDescription.linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)
+        return try AudioConverter(from: format, to: out, magicCookie: magicCookie)
+    }
+
+    // MARK: Buffers
+
+    /// Allocates a buffer of `byteCapacity` bytes with room for `packetDescriptionCapacity`
+    /// packet descriptions (Apple's `AudioQueueAllocateBufferWithPacketDescriptions`).
+    public func allocateBuffer(byteCapacity: Int, packetDescriptionCapacity: Int = 0) throws(AudioError) -> AudioQueueBuffer {
+        guard byteCapacity > 0, byteCapacity <= 1 << 28, packetDescriptionCapacity >= 0 else {
+            throw AudioError(.invalidArgument, component: component, "buffer size \(byteCapacity) is out of range", osStatus: -50)
+        }
+        return try control.withLock { (s) throws(AudioError) -> AudioQueueBuffer in
+            guard !s.disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
+            s.nextBufferID += 1
+            let b = AudioQueueBuffer(capacity: byteCapacity, packetDescriptionCapacity: packetDescriptionCapacity, id: s.nextBufferID)
+            s.buffers[b.id] = b
+            return b
+        }
+    }
+
+    /// Frees a buffer (it must not be enqueued).
+    public func freeBuffer(_ buffer: AudioQueueBuffer) {
+        control.withLock { s in
+            if !s.pending.contains(where: { $0.buffer === buffer }) { s.buffers[buffer.id] = nil }
+        }
+    }
+
+    /// Enqueues a filled buffer (Apple's `AudioQueueEnqueueBuffer` /
+    /// `AudioQueueEnqueueBufferWithParameters`).
+    public func enqueue(_ buffer: AudioQueueBuffer, options: AudioQueueEnqueueOptions = AudioQueueEnqueueOptions()) throws(AudioError) {
+        guard buffer.audioDataByteSize >= 0, buffer.audioDataByteSize <= buffer.audioDataBytesCapacity else {
+            throw AudioError(.invalidArgument, component: component, "audioDataByteSize \(buffer.audioDataByteSize) exceeds the capacity", osStatus: -50)
+        }
+        if !format.isPCM && format.bytesPerPacket == 0 && buffer.packetDescriptions.isEmpty && buffer.audioDataByteSize > 0 {
+            throw AudioError(.invalidArgument, component: component, "variable-size packets need packet descriptions", osStatus: -66687)
+        }
+        try control.withLock { (s) throws(AudioError) in
+            guard !s.disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
+            guard s.buffers[buffer.id] === buffer else {
+                throw AudioError(.invalidArgument, component: component, "the buffer does not belong to this queue", osStatus: -66687)
+            }
+            guard !s.pending.contains(where: { $0.buffer === buffer }) else {
+                throw AudioError(.invalidState, component: component, "the buffer is already enqueued", osStatus: -66687)
+            }
+            s.pending.append(Pending(buffer: buffer, options: options))
+        }
+        ensureFeeder()
+        wake.signal()
+    }
+
+    // MARK: Transport
+
+    /// Starts playback now, or at host time `startTime.hostTime` when given (several queues
+    /// started at one host time play in step).
+    public func start(at startTime: AudioTimeStamp? = nil) throws(AudioError) {
+        try openDevice()
+        let device = try control.withLock { (s) throws(AudioError) -> any AudioOutputDevice in
+            guard !s.disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
+            s.stopAfterQueued = false
+            return s.device!
+        }
+        if let t = startTime, t.flags.contains(.hostTimeValid) { renderer.startHostTime.store(t.hostTime, ordering: .releasing) }
+        let wasPaused = control.withLock { s -> Bool in
+            let p = s.isPaused
+            s.isPaused = false
+            return p
+        }
+        if wasPaused {
+            try device.resume()
+        } else if !(control.withLock { $0.isRunning }) {
+            let renderer = self.renderer
+            renderer.padsShortRenders.store(device.isRealTime, ordering: .releasing)
+            try device.start { buffers, frames, time in renderer.render(buffers, frames, time) }
+            control.withLock { $0.playedAtStart = device.playedFrames }
+            setRunning(true)
+        }
+        ensureFeeder()
+        wake.signal()
+    }
+
+    /// Decodes enqueued buffers ahead until `frames` frames (default: 0.5 s) are ready to play
+    /// or nothing more is enqueued; returns the frames prepared (Apple's `AudioQueuePrime`).
+    @discardableResult
+    public func prime(frames: Int? = nil) throws(AudioError) -> Int {
+        try openDevice()
+        ensureFeeder()
+        let want = Int64(frames ?? Int(deviceFormat.sampleRate / 2))
+        let deadline = HostTime.now() + HostTime.ticks(seconds: 10)
+        while HostTime.now() < deadline {
+            wake.signal()
+            let ready = renderer.queuedFrames
+            let idle = control.withLock { $0.pending.isEmpty }
+            if ready >= want || (idle && feederIdle.load(ordering: .acquiring)) || Int(ready) >= renderer.freeFrames + Int(ready) { return Int(ready) }
+            usleep_ms(2)
+        }
+        return Int(renderer.queuedFrames)
+    }
+
+    /// Pauses playback; ``start(at:)`` resumes.
+    public func pause() throws(AudioError) {
+        let device = control.withLock { s -> (any AudioOutputDevice)? in
+            guard s.isRunning, !s.isPaused else { return nil }
+            s.isPaused = true
+            return s.device
+        }
+        try device?.pause()
+    }
+
+    /// Stops. Immediately: playback stops now and every enqueued buffer is returned through the
+    /// callback. Otherwise: what is enqueued plays out first, then the queue stops by itself,
+    /// reporting `isRunning` false and ``AudioOutputQueueEvent/ended``.
+    public func stop(immediately: Bool) {
+        if immediately {
+            let device = control.withLock { s -> (any AudioOutputDevice)? in
+                s.generation += 1
+                s.stopAfterQueued = false
+                return s.device
+            }
+            device?.stop(drain: false)
+            renderer.discardAll()
+            returnPendingBuffers()
+            control.withLock { s in
+                s.device?.close()
+                s.device = nil
+                s.isPaused = false
+            }
+            renderer.startHostTime.store(0, ordering: .releasing)
+            setRunning(false)
+        } else {
+            control.withLock { $0.stopAfterQueued = true }
+            ensureFeeder()
+            wake.signal()
+        }
+    }
+
+    /// Marks the end of the data: like ``stop(immediately:)`` with `false`.
+    public func endOfStream() { stop(immediately: false) }
+
+    /// Makes sure everything enqueued is decoded into the play ring, including audio the
+    /// decoder holds back (Apple's `AudioQueueFlush`). Returns when done.
+    public func flush() {
+        control.withLock { $0.flushRequested = true }
+        ensureFeeder()
+        let deadline = HostTime.now() + HostTime.ticks(seconds: 10)
+        while HostTime.now() < deadline {
+            wake.signal()
+            if !(control.withLock { $0.flushRequested }) { return }
+            usleep_ms(1)
+        }
+    }
+
+    /// Drops everything enqueued and buffered and resets the decoder, keeping the queue running;
+    /// the timeline restarts with a discontinuity (Apple's `AudioQueueReset`). Enqueued buffers
+    /// come back through the callback.
+    public func reset() {
+        control.withLock { s in
+            s.generation += 1
+            s.discontinuity = true
+            s.playedAtStart = s.device?.playedFrames ?? 0
+        }
+        renderer.discardAll()
+        returnPendingBuffers()
+        wake.signal()
+    }
+
+    /// Disposes of the queue: immediately stops and releases everything; otherwise plays out what
+    /// is enqueued first (waits for it).
+    public func dispose(immediately: Bool) {
+        if !immediately {
+            let running = control.withLock { $0.isRunning }
+            if running {
+                stop(immediately: false)
+                let deadline = HostTime.now() + HostTime.ticks(seconds: 600)
+                while (control.withLock { $0.isRunning }) && HostTime.now() < deadline { usleep_ms(5) }
+            }
+        }
+        let already = control.withLock { s -> Bool in
+            defer { s.disposed = true }
+            return s.disposed
+        }
+        if already && feederThread == nil { return }
+        stop(immediately: true)
+        wake.signal()
+        feederThread?.join()
+        feederThread = nil
+        control.withLock { s in
+            s.buffers.removeAll()
+            s.listeners.removeAll()
+            s.eventHandler = nil
+        }
+    }
+
+    // MARK: State and parameters
+
+    /// True between start and the actual stop (Apple's `kAudioQueueProperty_IsRunning`).
+    public var isRunning: Bool { control.withLock { $0.isRunning } }
+
+    /// Adds a listener for property changes, called on the queue's thread; returns its token.
+    @discardableResult
+    public func addPropertyListener(_ listener: @escaping @Sendable (AudioOutputQueue, AudioQueueProperty) -> Void) -> Int {
+        control.withLock { s in
+            s.nextListener += 1
+            s.listeners[s.nextListener] = listener
+            return s.nextListener
+        }
+    }
+
+    /// Removes a listener.
+    public func removePropertyListener(_ token: Int) { control.withLock { _ = $0.listeners.removeValue(forKey: token) } }
+
+    /// Receives every ``AudioOutputQueueEvent`` on the queue's thread.
+    public var eventHandler: (@Sendable (AudioOutputQueueEvent) -> Void)? {
+        get { control.withLock { $0.eventHandler } }
+        set { control.withLock { $0.eventHandler = newValue } }
+    }
+
+    /// Sets a parameter (takes effect on the render thread without locks).
+    public func setParameter(_ parameter: AudioQueueParameter, _ value: Float) throws(AudioError) {
+        switch parameter {
+        case .volume:
+            guard value >= 0, value <= 1 else { throw AudioError(.invalidArgument, component: component, "volume \(value) is outside 0...1", osStatus: -50) }
+            control.withLock { $0.volume = value }
+            renderer.targetGainBits.store(value.bitPattern, ordering: .releasing)
+        case .volumeRampTime:
+            guard value >= 0, value <= 60 else { throw AudioError(.invalidArgument, component: component, "ramp time \(value) s is outside 0...60", osStatus: -50) }
+            control.withLock { $0.rampTime = value }
+            renderer.rampFrames.store(Int(Double(value) * deviceFormat.sampleRate), ordering: .releasing)
+        case .pan:
+            guard value >= -1, value <= 1 else { throw AudioError(.invalidArgument, component: component, "pan \(value) is outside -1...1", osStatus: -50) }
+            control.withLock { $0.pan = value }
+            renderer.panBits.store(value.bitPattern, ordering: .releasing)
+        }
+    }
+
+    /// Reads a parameter.
+    public func parameter(_ parameter: AudioQueueParameter) -> Float {
+        control.withLock { s in
+            switch parameter {
+            case .volume: s.volume
+            case .volumeRampTime: s.rampTime
+            case .pan: s.pan
+            }
+        }
+    }
+
+    /// Turns level metering on or off (`kAudioQueueProperty_EnableLevelMetering`).
+    public var isLevelMeteringEnabled: Bool {
+        get { renderer.meteringEnabled.load(ordering: .relaxed) }
+        set { renderer.meteringEnabled.store(newValue, ordering: .relaxed) }
+    }
+
+    private let lastLevels = Mutex<[AudioQueueLevelMeterState]>([])
+
+    /// Per-channel levels over the last render period, linear 0...1
+    /// (`kAudioQueueProperty_CurrentLevelMeter`).
+    public func currentLevels() -> [AudioQueueLevelMeterState] {
+        if let l = renderer.latestLevels() {
+            let states = l.map { AudioQueueLevelMeterState(averagePower: $0.meanSquare.squareRoot(), peakPower: $0.peak) }
+            lastLevels.withLock { $0 = states }
+            return states
+        }
+        return lastLevels.withLock { $0 }
+    }
+
+    /// Per-channel levels in dB full scale (`kAudioQueueProperty_CurrentLevelMeterDB`);
+    /// silence is -120 dB.
+    public func currentLevelsDB() -> [AudioQueueLevelMeterState] {
+        currentLevels().map { AudioQueueLevelMeterState(averagePower: decibels($0.averagePower), peakPower: decibels($0.peakPower)) }
+    }
+
+    /// The queue's current time: frames played since start (device clock), and whether the
+    /// timeline was reset since the last call (Apple's `AudioQueueGetCurrentTime`).
+    public func currentTime() -> (time: AudioTimeStamp, discontinuity: Bool)? {
+        control.withLock { s in
+            guard let device = s.device, s.isRunning else { return nil }
+            let frames = max(0, device.playedFrames - s.playedAtStart)
+            let d = s.discontinuity
+            s.discontinuity = false
+            return (AudioTimeStamp(sampleTime: Double(frames), hostTime: HostTime.now(), rateScalar: 1, flags: .sampleHostTimeValid), d)
+        }
+    }
+
+    /// The last decoder error (`kAudioQueueProperty_ConverterError`), if any.
+    public var converterError: AudioError? { control.withLock { $0.converterError } }
+
+    /// Name of the device in use (`kAudioQueueProperty_CurrentDevice`), once started.
+    public var currentDevice: String? { control.withLock { $0.device?.name } }
+
+    /// Frames waiting in the play ring.
+    public var bufferedFrames: Int64 { renderer.queuedFrames }
+
+    /// Times the device found the ring empty mid-stream.
+    public var underrunCount: Int { renderer.underruns.load(ordering: .relaxed) }
+
+    // MARK: Internals
+
+    private func openDevice() throws(AudioError) {
+        let needs = try control.withLock { (s) throws(AudioError) -> Bool in
+            guard !s.disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
+            return s.device == nil
+        }
+        guard needs else { return }
+        let device = try deviceFactory(deviceFormat)
+        guard device.format.channels == deviceFormat.channels else {
+            device.close()
+            throw AudioError(.deviceUnavailable, component: component, "device \(device.name) opened with \(device.format), queue needs \(deviceFormat)")
+        }
+        control.withLock { s in
+            if s.device == nil { s.device = device } else { device.close() }
+        }
+    }
+
+    private func setRunning(_ running: Bool) {
+        let changed = control.withLock { s -> Bool in
+            guard s.isRunning != running else { return false }
+            s.isRunning = running
+            return true
+        }
+        if changed { notify(.isRunning) }
+    }
+
+    private func notify(_ property: AudioQueueProperty) {
+        let (listeners, handler) = control.withLock { s in (Array(s.listeners.values), s.eventHandler) }
+        for l in listeners { l(self, property) }
+        handler?(.propertyChanged(property))
+    }
+
+    private func post(_ event: AudioOutputQueueEvent) {
+        control.withLock { $0.eventHandler }?(event)
+    }
+
+    private func returnPendingBuffers() {
+        let pending = control.withLock { s -> [Pending] in
+            defer { s.pending.removeAll() }
+            return s.pending
+        }
+        for p in pending { outputCallback(self, p.buffer) }
+    }
+
+    private let feederIdle = Atomic<Bool>(true)
+
+    private func ensureFeeder() {
+        let start = control.withLock { s -> Bool in
+            guard !s.feederStarted, !s.disposed else { return false }
+            s.feederStarted = true
+            return true
+        }
+        guard start else { return }
+        feederThread = Thread { [self] in feederLoop() }
+    }
+
+    /// The queue's own thread: decodes enqueued buffers into the ring, returns them through the
+    /// callback, watches the device, and ends the stream.
+    private func feederLoop() {
+        var converter: AudioConverter? = try? makeConverter()
+        let scratch = try! AudioPCMBuffer(format: .linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true), frameCapacity: 4096)
+        var generation = control.withLock { $0.generation }
+        var ended = false
+        while true {
+            _ = wake.wait(timeout: .now() + .milliseconds(5))
+            if control.withLock({ $0.disposed }) { break }
+            // Generation change (reset/stop): start the decoder afresh.
+            let g = control.withLock { $0.generation }
+            if g != generation {
+                generation = g
+                converter?.reset()
+                ended = false
+            }
+            handleDeviceEvents(&ended)
+            guard let next = control.withLock({ s -> Pending? in s.pending.first }) else {
+                feederIdle.store(true, ordering: .releasing)
+                let (flush, stopAfter) = control.withLock { ($0.flushRequested, $0.stopAfterQueued) }
+                if flush || stopAfter, let c = converter {
+                    try? c.endOfInput()
+                    drain(c, scratch, generation: generation, trimEnd: 0)
+                    c.reset()
+                    control.withLock { $0.flushRequested = false }
+                }
+                if stopAfter && !ended {
+                    renderer.markEnd()
+                    ended = true
+                    // A queue that never started still ends.
+                    if !(control.withLock { $0.isRunning }) { finishStop() }
+                }
+                continue
+            }
+            feederIdle.store(false, ordering: .releasing)
+            ended = false
+            if let c = converter {
+                decode(next, with: c, scratch: scratch, generation: generation)
+            } else {
+                converter = try? makeConverter()
+            }
+            // Hand the buffer back unless a reset/stop already did.
+            let stillOurs = control.withLock { s -> Bool in
+                guard s.generation == generation, let i = s.pending.firstIndex(where: { $0.buffer === next.buffer }) else { return false }
+                s.pending.remove(at: i)
+                return true
+            }
+            if stillOurs { outputCallback(self, next.buffer) }
+        }
+    }
+
+    private func decode(_ item: Pending, with converter: AudioConverter, scratch: AudioPCMBuffer, generation: Int) {
+        let b = item.buffer
+        var batch = AudioPacketBatch()
+        batch.data = Array(UnsafeRawBufferPointer(rebasing: b.audioData[0..<b.audioDataByteSize]))
+        if b.packetDescriptions.isEmpty {
+            let bpp = max(1, Int(format.bytesPerPacket))
+            batch.packetCount = b.audioDataByteSize / bpp
+        } else {
+            batch.packetDescriptions = b.packetDescriptions
+            batch.packetCount = b.packetDescriptions.count
+        }
+        let before = converter.decodedFrameCount
+        do {
+            try converter.decode(batch)
+        } catch {
+            control.withLock { $0.converterError = error }
+            notify(.converterError)
+            post(.converterError(error))
+        }
+        if let e = converter.lastDecodeError, control.withLock({ $0.converterError }) != e {
+            control.withLock { $0.converterError = e }
+            notify(.converterError)
+            post(.converterError(e))
+        }
+        _ = before
+        // Start-time alignment: insert silence so the buffer starts at its sample time.
+        if let start = item.options.startSampleTime {
+            let at = renderer.written.load(ordering: .relaxed) - control.withLock({ $0.playedAtStart })
+            let gap = Int64(start) - at
+            if gap > 0 { writeSilence(Int(gap), generation: generation) }
+        }
+        // Per-buffer trimming applies to the frames this buffer produced.
+        var skip = item.options.trimFramesAtStart
+        while skip > 0 {
+            let n = converter.read(into: scratch, maxFrames: skip)
+            if n == 0 { break }
+            skip -= n
+        }
+        drain(converter, scratch, generation: generation, trimEnd: item.options.trimFramesAtEnd)
+    }
+
+    /// Moves decoded frames from the converter into the ring, keeping back `trimEnd` frames
+    /// (dropped), waiting while the ring is full; stops early on a reset/stop.
+    private func drain(_ converter: AudioConverter, _ scratch: AudioPCMBuffer, generation: Int, trimEnd: Int) {
+        while converter.bufferedFrameCount > trimEnd {
+            let n = converter.read(into: scratch, maxFrames: converter.bufferedFrameCount - trimEnd)
+            if n == 0 { break }
+            var offset = 0
+            let samples = scratch.floatChannel(0)!
+            while offset < n {
+                if control.withLock({ $0.generation != generation || $0.disposed }) { return }
+                let wrote = renderer.write(UnsafeBufferPointer(rebasing: samples[(offset * deviceFormat.channels)..<(n * deviceFormat.channels)]))
+                offset += wrote
+                if wrote == 0 {
+                    var ignored = false
+                    handleDeviceEvents(&ignored)
+                    usleep_ms(2)
+                }
+            }
+        }
+        if trimEnd > 0 {
+            var left = converter.bufferedFrameCount
+            while left > 0 {
+                let n = converter.read(into: scratch, maxFrames: left)
+                if n == 0 { break }
+                left -= n
+            }
+        }
+    }
+
+    private func writeSilence(_ frames: Int, generation: Int) {
+        let zeros = [Float](repeating: 0, count: 1024 * deviceFormat.channels)
+        var left = frames
+        while left > 0 {
+            if control.withLock({ $0.generation != generation || $0.disposed }) { return }
+            let n = min(left, 1024)
+            let wrote = zeros.withUnsafeBufferPointer { renderer.write(UnsafeBufferPointer(rebasing: $0[0..<(n * deviceFormat.channels)])) }
+            left -= wrote
+            if wrote == 0 { usleep_ms(2) }
+        }
+    }
+
+    private func handleDeviceEvents(_ ended: inout Bool) {
+        guard let device = control.withLock({ $0.device }) else { return }
+        for event in device.takeEvents() {
+            switch event {
+            case .drained:
+                finishStop()
+            case .started:
+                break
+            default:
+                post(.device(event))
+            }
+        }
+        let u = renderer.underruns.load(ordering: .relaxed)
+        let report = control.withLock { s -> Bool in
+            defer { s.lastUnderruns = u }
+            return u > s.lastUnderruns
+        }
+        if report { post(.underrun(count: u)) }
+    }
+
+    private func finishStop() {
+        let device = control.withLock { s -> (any AudioOutputDevice)? in
+            defer { s.device = nil; s.stopAfterQueued = false; s.isPaused = false }
+            return s.device
+        }
+        device?.stop(drain: false)
+        device?.close()
+        renderer.discardAll()
+        renderer.startHostTime.store(0, ordering: .releasing)
+        setRunning(false)
+        post(.ended)
+    }
+}
+
+/// 20·log10(x), with silence as -120 dB.
+func decibels(_ x: Float) -> Float {
+    x > 1e-6 ? 20 * log10f(x) : -120
+}
+
+func usleep_ms(_ ms: Int) {
+    sleepUntilNanos(HostTime.now() + UInt64(ms) * 1_000_000)
+}

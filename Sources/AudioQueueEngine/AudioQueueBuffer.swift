@@ -1,0 +1,92 @@
+import AudioCore
+
+/// A buffer owned by an audio queue (Apple's `AudioQueueBuffer`): you fill ``audioData`` with
+/// PCM frames or compressed packets (plus their ``packetDescriptions``), set
+/// ``audioDataByteSize`` and enqueue it; the queue hands it back through the output callback
+/// once it has used the contents. Between enqueue and the callback the buffer belongs to the
+/// queue: do not touch it.
+///
+/// Thread safety: owned by one thread at a time, as described above.
+public final class AudioQueueBuffer: @unchecked Sendable {
+    /// Bytes the buffer can hold.
+    public let audioDataBytesCapacity: Int
+    /// The buffer's memory (``audioDataBytesCapacity`` bytes).
+    public let audioData: UnsafeMutableRawBufferPointer
+    /// Bytes of valid data in ``audioData``.
+    public var audioDataByteSize: Int = 0
+    /// Descriptions of the packets in the buffer (compressed formats), at most
+    /// ``packetDescriptionCapacity``.
+    public var packetDescriptions: [AudioStreamPacketDescription] = []
+    /// How many packet descriptions the buffer was created for.
+    public let packetDescriptionCapacity: Int
+    /// Free for the caller's use (Apple's `mUserData`).
+    public var userData: Int = 0
+    let id: Int
+
+    init(capacity: Int, packetDescriptionCapacity: Int, id: Int) {
+        audioDataBytesCapacity = capacity
+        audioData = .allocate(byteCount: max(1, capacity), alignment: 16)
+        audioData.initializeMemory(as: UInt8.self, repeating: 0)
+        self.packetDescriptionCapacity = packetDescriptionCapacity
+        packetDescriptions.reserveCapacity(packetDescriptionCapacity)
+        self.id = id
+    }
+
+    deinit { audioData.deallocate() }
+
+    /// Copies `bytes` into the buffer (at most its capacity) and sets ``audioDataByteSize``;
+    /// returns the bytes copied.
+    @discardableResult
+    public func fill(_ bytes: UnsafeRawBufferPointer, packetDescriptions: [AudioStreamPacketDescription] = []) -> Int {
+        let n = min(bytes.count, audioDataBytesCapacity)
+        if n > 0 { audioData.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: n) }
+        audioDataByteSize = n
+        self.packetDescriptions = Array(packetDescriptions.prefix(packetDescriptionCapacity))
+        return n
+    }
+}
+
+/// Per-buffer playback parameters (Apple's `AudioQueueEnqueueBufferWithParameters`).
+public struct AudioQueueEnqueueOptions: Hashable, Sendable {
+    /// Frames to drop from the start of the buffer's audio.
+    public var trimFramesAtStart: Int = 0
+    /// Frames to drop from the end of the buffer's audio.
+    public var trimFramesAtEnd: Int = 0
+    /// Sample time on the queue timeline at which the buffer should start (silence is inserted
+    /// before it if it comes early); nil plays it right after the previous buffer.
+    public var startSampleTime: Double?
+    /// Creates options.
+    public init(trimFramesAtStart: Int = 0, trimFramesAtEnd: Int = 0, startSampleTime: Double? = nil) {
+        self.trimFramesAtStart = trimFramesAtStart
+        self.trimFramesAtEnd = trimFramesAtEnd
+        self.startSampleTime = startSampleTime
+    }
+}
+
+/// Level of one channel (Apple's `AudioQueueLevelMeterState`), over the last render period.
+public struct AudioQueueLevelMeterState: Hashable, Sendable {
+    /// RMS level (linear 0...1, or dB when asked for dB).
+    public var averagePower: Float
+    /// Peak level (linear 0...1, or dB).
+    public var peakPower: Float
+}
+
+/// Parameters of a queue (Apple's `AudioQueueParameterID`).
+public enum AudioQueueParameter: UInt32, Sendable, CaseIterable {
+    /// Gain 0...1 (`kAudioQueueParam_Volume`).
+    case volume = 1
+    /// Seconds over which volume changes are ramped (`kAudioQueueParam_VolumeRampTime`).
+    case volumeRampTime = 4
+    /// -1 (left) ... 0 (centre) ... 1 (right) (`kAudioQueueParam_Pan`).
+    case pan = 13
+}
+
+/// Properties whose changes can be listened to (Apple's `AudioQueuePropertyID`).
+public enum AudioQueueProperty: UInt32, Sendable, CaseIterable {
+    /// Whether the queue is running (`'aqrn'`).
+    case isRunning = 0x6171_726E
+    /// The last converter (decoder) error (`'qcve'`).
+    case converterError = 0x7163_7665
+    /// The current device (`'aqcd'`).
+    case currentDevice = 0x6171_6364
+}
