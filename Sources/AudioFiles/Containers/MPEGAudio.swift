@@ -197,7 +197,9 @@ struct MPEGAudioParser: ContainerParser {
             guard allowsADTS, try has(7, input, isEOF), let h = ADTSHeader(input, 0) else { return nil }
             if let s = adts, !h.sameStream(s) { return nil }
             let length = h.frameLength
-            guard try has(length, input, isEOF) else { return nil } // cut off: junk (a tag may follow)
+            guard try has(length, input, isEOF) else {
+                return inSync ? emitCutFrame(input, at: offset, headerLength: h.headerLength, &out) : nil
+            }
             if !inSync {
                 let ok = try confirmed(input, after: length, isEOF: isEOF) { i in
                     i + 7 <= input.count && ADTSHeader(input, i).map { $0.sameStream(h) } ?? false
@@ -224,6 +226,8 @@ struct MPEGAudioParser: ContainerParser {
             length = l
         } else if inSync, let base = freeBase {
             length = base + h.padding * h.slotSize
+        } else if !inSync, let s = mpeg, !s.isFreeFormat {
+            return nil // a free-format header while resynchronising a fixed-rate stream: junk
         } else {
             // Free format: the frame ends where the next matching header starts.
             let window = Self.maximumFreeFormatFrame + 4
@@ -243,7 +247,9 @@ struct MPEGAudioParser: ContainerParser {
             length = f
             newBase = h.freeFormatBase(length: f)
         }
-        guard try has(length, input, isEOF) else { return nil } // cut off: junk (a tag may follow)
+        guard try has(length, input, isEOF) else {
+            return inSync ? emitCutFrame(input, at: offset, headerLength: 4, &out) : nil
+        }
         if !inSync {
             let ok = try confirmed(input, after: length, isEOF: isEOF) { i in
                 i + 4 <= input.count && MPEGFrameHeader(input, i).map { $0.sameFamily(h) } ?? false
@@ -304,6 +310,22 @@ struct MPEGAudioParser: ContainerParser {
         }
         expected = offset + Int64(p)
         return .consumed(p)
+    }
+
+    /// The last frame, cut off by the end of the input while in sync: delivered as it is (its
+    /// header and side information decode with the bit reservoir, as FFmpeg does), up to an
+    /// ID3v1 tag that ends the input. `input` holds everything to the end.
+    private mutating func emitCutFrame(_ input: UnsafeRawBufferPointer, at offset: Int64, headerLength: Int, _ out: inout ParseOutput) -> ParseStatus? {
+        var end = input.count
+        if end >= 128, Self.matches(input, end - 128, "TAG") { end -= 128 }
+        guard end > headerLength else { return nil }
+        if out.nextPacketIndex == Int64(frameOffsets.count) && frameOffsets.count < out.limits.maximumTableEntries {
+            frameOffsets.append(offset)
+        }
+        let skip = adts == nil ? 0 : headerLength
+        out.emitPacket(UnsafeRawBufferPointer(rebasing: input[skip..<end]), fileOffset: offset + Int64(skip))
+        expected = -1
+        return .consumed(end)
     }
 
     // MARK: Properties
