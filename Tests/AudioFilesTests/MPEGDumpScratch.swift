@@ -21,3 +21,10 @@ import Glibc
         }
     } catch { print("error", error) }
 }
+@Test func mpegCookieScratch() throws {
+    guard let p = getenv("OAT_DUMP") else { return }
+    let bytes = try #require(Corpus.read(String(cString: p)))
+    let s = AudioFileStream()
+    _ = try s.parse(bytes)
+    print("cookie", (s.magicCookie ?? []).map { String($0, radix: 16) })
+}

@@ -210,10 +210,16 @@ struct MPEGAudioParser: ContainerParser {
                 throw unsupported(Self.component, "ADTS frame with \(h.extraBlocks + 1) raw data blocks is not supported", at: offset)
             }
             if !started && !embedded {
-                guard h.channelConfiguration != 0 else {
-                    throw unsupported(Self.component, "ADTS channel configuration 0 (channels in a program config element) is not supported", at: offset + 2)
+                var cookie = h.audioSpecificConfig
+                var channels = h.channels
+                if h.channelConfiguration == 0 {
+                    let payload = UnsafeRawBufferPointer(rebasing: input[h.headerLength..<length])
+                    guard let pce = adtsConfigFromPCE(payload, objectType: h.objectType, sampleRateIndex: h.sampleRateIndex) else {
+                        throw unsupported(Self.component, "ADTS channel configuration 0 without a program config element at the start of the first frame", at: offset + Int64(h.headerLength))
+                    }
+                    (cookie, channels) = pce
                 }
-                reportADTS(h, at: offset, &out)
+                reportADTS(h, cookie: cookie, channels: channels, at: offset, &out)
             }
             adts = h
             return emitRun(input, at: offset, firstLength: length, &out)
@@ -330,15 +336,15 @@ struct MPEGAudioParser: ContainerParser {
 
     // MARK: Properties
 
-    private mutating func reportADTS(_ h: ADTSHeader, at offset: Int64, _ out: inout ParseOutput) {
+    private mutating func reportADTS(_ h: ADTSHeader, cookie: [UInt8], channels: UInt32, at offset: Int64, _ out: inout ParseOutput) {
         out.set(\.fileFormat, .aacADTS, .fileFormat)
         let format = AudioStreamBasicDescription.compressed(
-            .mpeg4AAC, sampleRate: Double(h.sampleRate), channels: h.channels, framesPerPacket: 1024,
+            .mpeg4AAC, sampleRate: Double(h.sampleRate), channels: channels, framesPerPacket: 1024,
             flags: .mpeg4ObjectType(UInt32(h.objectType)))
         out.set(\.dataFormat, format, .dataFormat)
-        out.set(\.magicCookie, h.audioSpecificConfig, .magicCookieData)
+        out.set(\.magicCookie, cookie, .magicCookieData)
         out.set(\.dataOffset, offset, .dataOffset)
-        out.set(\.packetSizeUpperBound, 768 * h.channels, .packetSizeUpperBound)
+        out.set(\.packetSizeUpperBound, 768 * channels, .packetSizeUpperBound)
         out.ready()
         dataStart = offset
         started = true

@@ -28,14 +28,15 @@ struct MPEGFrameHeader: Equatable {
     private static let sampleRates = [44100, 48000, 32000]
 
     /// Parses `raw` (big-endian header bytes); nil unless it is a valid MPEG audio header
-    /// (11-bit sync, no reserved version, layer, bit rate, sample rate or emphasis).
+    /// (11-bit sync, no reserved version, layer, bit rate or sample rate; the emphasis is not checked:
+    /// an ISO compliance stream uses the reserved value).
     init?(_ raw: UInt32) {
         guard raw & 0xFFE0_0000 == 0xFFE0_0000 else { return nil }
         let versionBits = Int(raw >> 19 & 3)
         let layerBits = Int(raw >> 17 & 3)
         let rateIndex = Int(raw >> 12 & 0xF)
         let srIndex = Int(raw >> 10 & 3)
-        guard versionBits != 1, layerBits != 0, rateIndex != 15, srIndex != 3, raw & 3 != 2 else { return nil }
+        guard versionBits != 1, layerBits != 0, rateIndex != 15, srIndex != 3 else { return nil }
         self.raw = raw
         version = versionBits == 3 ? 0 : (versionBits == 2 ? 1 : 2)
         layer = 4 - layerBits
@@ -145,4 +146,76 @@ struct ADTSHeader: Equatable {
         let bits = objectType << 11 | sampleRateIndex << 7 | channelConfiguration << 3
         return [UInt8(bits >> 8), UInt8(bits & 0xFF)]
     }
+}
+
+/// Reads bits MSB first from bytes; reads past the end return nil.
+struct BitCursor {
+    let bytes: UnsafeRawBufferPointer
+    var bit = 0
+
+    mutating func read(_ n: Int) -> Int? {
+        guard n >= 0, n <= 32, bit + n <= bytes.count * 8 else { return nil }
+        var v = 0
+        for _ in 0..<n {
+            v = v << 1 | Int(bytes[bit >> 3] >> (7 - UInt8(bit & 7)) & 1)
+            bit += 1
+        }
+        return v
+    }
+}
+
+/// Writes bits MSB first.
+struct BitWriter {
+    var bytes: [UInt8] = []
+    var bit = 0
+
+    mutating func write(_ value: Int, _ n: Int) {
+        for k in stride(from: n - 1, through: 0, by: -1) {
+            if bit & 7 == 0 { bytes.append(0) }
+            if value >> k & 1 != 0 { bytes[bytes.count - 1] |= 0x80 >> UInt8(bit & 7) }
+            bit += 1
+        }
+    }
+
+    mutating func alignToByte() { bit = (bit + 7) & ~7 }
+}
+
+/// An AudioSpecificConfig with channel configuration 0 for an ADTS stream whose first raw data
+/// block starts with a program config element; nil when it does not. Returns the cookie and the
+/// channel count (front, side, back and LFE channels).
+func adtsConfigFromPCE(_ payload: UnsafeRawBufferPointer, objectType: Int, sampleRateIndex: Int) -> (cookie: [UInt8], channels: UInt32)? {
+    var r = BitCursor(bytes: payload)
+    guard r.read(3) == 5 else { return nil } // ID_PCE
+    var w = BitWriter()
+    w.write(objectType, 5)
+    w.write(sampleRateIndex, 4)
+    w.write(0, 4) // channel configuration 0: the PCE follows
+    w.write(0, 3) // frameLengthFlag, dependsOnCoreCoder, extensionFlag
+    func copy(_ n: Int) -> Int? {
+        guard let v = r.read(n) else { return nil }
+        w.write(v, n)
+        return v
+    }
+    guard copy(4) != nil, copy(2) != nil, copy(4) != nil,
+          let front = copy(4), let side = copy(4), let back = copy(4), let lfe = copy(2),
+          let assoc = copy(3), let cc = copy(4) else { return nil }
+    for bits in [4, 4, 3] { // mono mixdown, stereo mixdown, matrix mixdown (index + surround)
+        guard let present = copy(1) else { return nil }
+        if present == 1 { guard copy(bits) != nil else { return nil } }
+    }
+    var channels = 0
+    for _ in 0..<(front + side + back) {
+        guard let isPair = copy(1), copy(4) != nil else { return nil }
+        channels += isPair == 1 ? 2 : 1
+    }
+    for _ in 0..<lfe { guard copy(4) != nil else { return nil }; channels += 1 }
+    for _ in 0..<assoc { guard copy(4) != nil else { return nil } }
+    for _ in 0..<cc { guard copy(5) != nil else { return nil } }
+    // byte_alignment() is relative to the start of each container: re-align for the cookie.
+    r.bit = (r.bit + 7) & ~7
+    w.alignToByte()
+    guard let commentBytes = copy(8) else { return nil }
+    for _ in 0..<commentBytes { guard copy(8) != nil else { return nil } }
+    guard channels > 0 else { return nil }
+    return (w.bytes, UInt32(channels))
 }
