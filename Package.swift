@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "AudioQueueEngine", targets: ["AudioQueueEngine"]),
         .library(name: "OpenAudioToolbox", targets: ["OpenAudioToolbox"]),
         .executable(name: "afinfo", targets: ["afinfo"]),
+        .executable(name: "afplay", targets: ["afplay"]),
     ],
     targets: [
         // C libraries from Debian's -dev packages, found through pkg-config.
@@ -32,6 +33,7 @@ let package = Package(
         .target(name: "AudioDevices", dependencies: ["AudioCore", "CPulseAudio", "CALSA"], swiftSettings: strict),
         .target(name: "AudioQueueEngine", dependencies: ["AudioCore", "AudioConversion", "AudioDevices"], swiftSettings: strict),
         .target(name: "OpenAudioToolbox", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine"], swiftSettings: strict),
+        .executableTarget(name: "afplay", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         .executableTarget(name: "afinfo", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         .target(name: "AudioTestSupport", dependencies: ["AudioCore", "AudioFiles", "AudioConversion"], swiftSettings: strict),
         .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore"], swiftSettings: strict),

@@ -1,0 +1,302 @@
+import AudioCore
+import AudioDevices
+import AudioFiles
+import AudioQueueEngine
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Plays local files through an ``AudioOutputQueue``: the local-file AudioQueue player of
+/// Apple's Audio Queue Services guide, with a gapless queue of files, pause, seek, volume and
+/// position. Files are decoded on the player's thread into Float32 at the device rate (priming
+/// and remainder trimmed), so consecutive gapless-encoded files join without gap or overlap.
+///
+/// Thread safety: control methods are safe from any thread; ``eventHandler`` is called on the
+/// player's or queue's thread.
+public final class AudioFilePlayer: @unchecked Sendable {
+    /// What the player reports.
+    public enum Event: Sendable, Equatable {
+        /// An item began to be decoded (`index` into ``paths``), with its file's format.
+        case itemStarted(index: Int, format: AudioStreamBasicDescription)
+        /// Playback state changed.
+        case state(State)
+        /// A file could not be played; the player moves on to the next.
+        case itemFailed(index: Int, error: AudioError)
+        /// The device or queue reported something.
+        case queue(AudioOutputQueueEvent)
+    }
+
+    /// Playback state.
+    public enum State: String, Sendable, Equatable {
+        /// Not started.
+        case idle
+        /// Playing.
+        case playing
+        /// Paused.
+        case paused
+        /// Everything played.
+        case ended
+        /// Stopped by ``stop()``.
+        case stopped
+    }
+
+    /// The files, in play order.
+    public let paths: [String]
+    /// The format the device runs at.
+    public let deviceFormat: AudioDeviceFormat
+    /// Receives events.
+    public var eventHandler: (@Sendable (Event) -> Void)? {
+        get { state.withLock { $0.handler } }
+        set { state.withLock { $0.handler = newValue } }
+    }
+
+    private let queue: AudioOutputQueue
+    private final class Pool: Sendable {
+        let buffers = Mutex<[AudioQueueBuffer]>([])
+    }
+    private let pool = Pool()
+    private let bufferReturned = DispatchSemaphore(value: 0)
+    private let state = Mutex(Shared())
+    private let framesPerBuffer = 4096
+    private var thread: PlayerThread?
+
+    struct Shared {
+        var handler: (@Sendable (Event) -> Void)?
+        var state: State = .idle
+        var seekRequest: Double?
+        var stopRequested = false
+        var stopAfterSeconds: Double?
+        /// (queue frame where the item starts, item index, item start frame) for items enqueued.
+        var marks: [(queueFrame: Int64, item: Int, itemFrame: Int64)] = []
+        var queueFramesEnqueued: Int64 = 0
+        var durations: [Double?] = []
+        var generationBase: Int64 = 0
+    }
+
+    /// Opens the first file to learn the device format; `output` opens the device.
+    public init(paths: [String], output: @escaping AudioOutputDeviceFactory) throws(AudioError) {
+        guard let first = paths.first else {
+            throw AudioError(.invalidArgument, component: "AudioFilePlayer", "no files to play")
+        }
+        self.paths = paths
+        let file = try AudioFile(path: first)
+        deviceFormat = AudioDeviceFormat(sampleRate: file.dataFormat.sampleRate, channels: Int(min(8, max(1, file.dataFormat.channelsPerFrame))))
+        let pcm = AudioStreamBasicDescription.linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)
+        let pool = self.pool
+        let returned = bufferReturned
+        queue = try AudioOutputQueue(format: pcm, output: output) { _, buffer in
+            pool.buffers.withLock { $0.append(buffer) }
+            returned.signal()
+        }
+        for _ in 0..<6 {
+            let b = try queue.allocateBuffer(byteCapacity: framesPerBuffer * deviceFormat.channels * 4)
+            pool.buffers.withLock { $0.append(b) }
+        }
+        state.withLock { $0.durations = Array(repeating: nil, count: paths.count) }
+        queue.eventHandler = { [weak self] e in self?.handleQueueEvent(e) }
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// The client format files are decoded to.
+    private var clientFormat: AudioStreamBasicDescription {
+        .linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)
+    }
+
+    /// Starts playback at `seconds` into the first file; stops by itself after `duration`
+    /// seconds when given (afplay's `-t`).
+    public func play(from seconds: Double = 0, duration: Double? = nil) throws(AudioError) {
+        state.withLock { s in
+            s.seekRequest = seconds > 0 ? seconds : nil
+            s.stopAfterSeconds = duration
+        }
+        let t = PlayerThread { [self] in feed() }
+        thread = t
+        // Let the feeder fill some audio before the device starts pulling.
+        let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
+        while queue.bufferedFrames < Int64(deviceFormat.sampleRate / 4) && HostTime.now() < deadline
+                && !(state.withLock { $0.state == .ended || $0.stopRequested }) {
+            sleepMillis(2)
+        }
+        try queue.start()
+        setState(.playing)
+    }
+
+    /// Pauses.
+    public func pause() throws(AudioError) {
+        try queue.pause()
+        setState(.paused)
+    }
+
+    /// Resumes after ``pause()``.
+    public func resume() throws(AudioError) {
+        try queue.start()
+        setState(.playing)
+    }
+
+    /// Stops playback and the player's thread.
+    public func stop() {
+        state.withLock { $0.stopRequested = true }
+        bufferReturned.signal()
+        thread?.join()
+        thread = nil
+        queue.dispose(immediately: true)
+        let wasEnded = state.withLock { $0.state == .ended }
+        if !wasEnded { setState(.stopped) }
+    }
+
+    /// Moves to `seconds` in the item playing now.
+    public func seek(to seconds: Double) {
+        state.withLock { $0.seekRequest = max(0, seconds) }
+        bufferReturned.signal()
+    }
+
+    /// Volume 0...1, ramped over `rampSeconds`.
+    public func setVolume(_ volume: Float, rampSeconds: Float = 0.05) throws(AudioError) {
+        try queue.setParameter(.volumeRampTime, rampSeconds)
+        try queue.setParameter(.volume, max(0, min(1, volume)))
+    }
+
+    /// The volume.
+    public var volume: Float { queue.parameter(.volume) }
+
+    /// The playback state.
+    public var currentState: State { state.withLock { $0.state } }
+
+    /// Turns level metering on or off.
+    public var isMeteringEnabled: Bool {
+        get { queue.isLevelMeteringEnabled }
+        set { queue.isLevelMeteringEnabled = newValue }
+    }
+
+    /// Per-channel levels (linear) over the last render period.
+    public func levels() -> [AudioQueueLevelMeterState] { queue.currentLevels() }
+
+    /// Seconds of audio decoded ahead of the play position.
+    public var bufferedSeconds: Double { Double(queue.bufferedFrames) / deviceFormat.sampleRate }
+
+    /// Underruns so far.
+    public var underrunCount: Int { queue.underrunCount }
+
+    /// The item playing and the position in it (seconds), and its duration when known.
+    public func position() -> (item: Int, seconds: Double, duration: Double?) {
+        let played = Int64(queue.currentTime()?.time.sampleTime ?? 0)
+        return state.withLock { s in
+            let now = s.generationBase + played
+            let mark = s.marks.last(where: { $0.queueFrame <= now }) ?? (queueFrame: 0, item: 0, itemFrame: 0)
+            let seconds = Double(now - mark.queueFrame + mark.itemFrame) / deviceFormat.sampleRate
+            return (mark.item, max(0, seconds), s.durations[mark.item])
+        }
+    }
+
+    // MARK: Feeding
+
+    private func setState(_ new: State) {
+        let handler = state.withLock { s -> (@Sendable (Event) -> Void)? in
+            guard s.state != new else { return nil }
+            s.state = new
+            return s.handler
+        }
+        handler?(.state(new))
+    }
+
+    private func emit(_ event: Event) { state.withLock { $0.handler }?(event) }
+
+    private func handleQueueEvent(_ event: AudioOutputQueueEvent) {
+        if event == .ended { setState(.ended) }
+        emit(.queue(event))
+    }
+
+    private func takeBuffer() -> AudioQueueBuffer? {
+        while true {
+            if state.withLock({ $0.stopRequested || $0.seekRequest != nil }) { return nil }
+            if let b = pool.buffers.withLock({ $0.popLast() }) { return b }
+            _ = bufferReturned.wait(timeout: .now() + .milliseconds(20))
+        }
+    }
+
+    private func feed() {
+        var index = 0
+        var reader: ExtendedAudioFile?
+        guard let pcm = try? AudioPCMBuffer(format: clientFormat, frameCapacity: framesPerBuffer) else { return }
+        let limitFrames = state.withLock { $0.stopAfterSeconds }.map { Int64($0 * deviceFormat.sampleRate) }
+        while !(state.withLock { $0.stopRequested }) {
+            if reader == nil {
+                guard index < paths.count else { break }
+                do {
+                    let r = try ExtendedAudioFile(path: paths[index], clientFormat: clientFormat)
+                    reader = r
+                    let duration = Double(r.frameCount) / r.file.dataFormat.sampleRate
+                    let queued = state.withLock { s -> Int64 in
+                        s.durations[index] = duration
+                        s.marks.append((s.queueFramesEnqueued, index, 0))
+                        return s.queueFramesEnqueued
+                    }
+                    _ = queued
+                    emit(.itemStarted(index: index, format: r.file.dataFormat))
+                } catch {
+                    emit(.itemFailed(index: index, error: error))
+                    index += 1
+                    continue
+                }
+            }
+            if let seek = state.withLock({ s -> Double? in defer { s.seekRequest = nil }; return s.seekRequest }), let r = reader {
+                let frame = min(r.frameCount, Int64(seek * r.file.dataFormat.sampleRate))
+                queue.reset()
+                do { try r.seek(toFrame: frame) } catch { emit(.itemFailed(index: index, error: error)) }
+                let clientFrame = Int64(Double(frame) / r.file.dataFormat.sampleRate * deviceFormat.sampleRate)
+                state.withLock { s in
+                    s.generationBase = s.queueFramesEnqueued
+                    s.marks.append((s.queueFramesEnqueued, index, clientFrame))
+                }
+                continue
+            }
+            if let limit = limitFrames, state.withLock({ $0.queueFramesEnqueued }) >= limit { break }
+            guard let buffer = takeBuffer() else { continue }
+            do {
+                var n = try reader!.read(into: pcm)
+                if let limit = limitFrames {
+                    n = Int(min(Int64(n), max(0, limit - state.withLock { $0.queueFramesEnqueued })))
+                }
+                if n == 0 {
+                    pool.buffers.withLock { $0.append(buffer) }
+                    reader = nil
+                    index += 1
+                    continue
+                }
+                buffer.fill(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(pcm.mutableBytes(0))[0..<(n * deviceFormat.channels * 4)]))
+                try queue.enqueue(buffer)
+                state.withLock { $0.queueFramesEnqueued += Int64(n) }
+            } catch {
+                pool.buffers.withLock { $0.append(buffer) }
+                emit(.itemFailed(index: index, error: error))
+                reader = nil
+                index += 1
+            }
+        }
+        if !(state.withLock { $0.stopRequested }) { queue.stop(immediately: false) }
+    }
+}
+
+/// A joinable thread for the player's feeder.
+final class PlayerThread: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    init(_ body: @escaping @Sendable () -> Void) {
+        let done = self.done
+        DispatchQueue(label: "oat.player.feeder").async {
+            body()
+            done.signal()
+        }
+    }
+    func join() { done.wait() }
+}
+
+func sleepMillis(_ ms: Int) {
+    var ts = timespec(tv_sec: ms / 1000, tv_nsec: (ms % 1000) * 1_000_000)
+    var rest = timespec()
+    while nanosleep(&ts, &rest) == -1 && errno == EINTR { ts = rest }
+}

@@ -1,0 +1,222 @@
+// afplay: plays audio files, like macOS afplay, with a live status line on a terminal.
+import OpenAudioToolbox
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let usage = """
+usage: afplay [options] FILE...
+  Plays the files one after another, gaplessly.
+  -v VOLUME            volume 0.0 ... 1.0 (default 1.0)
+  -t SECONDS           play only this many seconds
+  -d                   print debug information (formats, device) to stderr
+  --start SECONDS      start this far into the first file
+  --output SPEC        auto (default), pulse[:SINK], alsa[:DEVICE], wav:PATH, null, null:fast
+  --no-ui              no status line or keys, even on a terminal
+  --json-events        print one JSON object per line on stdout for each event
+  -h, --help           this help
+keys on a terminal: space pause/resume, left/right seek 10 s, +/- volume, q quit
+"""
+
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    writeStderr("afplay: \(message)")
+    exit(code)
+}
+
+func writeStderr(_ text: String) {
+    let line = text.hasSuffix("\n") ? text : text + "\n"
+    _ = line.withCString { write(2, $0, strlen($0)) }
+}
+
+func writeStdout(_ text: String) {
+    _ = text.withCString { write(1, $0, strlen($0)) }
+}
+
+// MARK: Arguments
+
+struct Options: Sendable {
+    var volume: Float = 1
+    var limit: Double?
+    var debug = false
+    var start: Double = 0
+    var output = AudioOutputSpec.auto
+    var noUI = false
+    var jsonEvents = false
+    var files: [String] = []
+}
+
+func parseArguments() -> Options {
+    var o = Options()
+    var args = CommandLine.arguments.dropFirst()
+    func value(_ flag: String) -> String {
+        guard let v = args.popFirst() else { fail("\(flag) needs a value\n\(usage)") }
+        return v
+    }
+    while let arg = args.popFirst() {
+        switch arg {
+        case "-v": guard let v = Float(value(arg)), v >= 0 else { fail("-v takes a number from 0 to 1") }; o.volume = min(1, v)
+        case "-t": guard let v = Double(value(arg)), v > 0 else { fail("-t takes a positive number of seconds") }; o.limit = v
+        case "-d": o.debug = true
+        case "-q", "-r": _ = value(arg) // rate options belong to the time-pitch layer; accepted for compatibility
+        case "--start": guard let v = Double(value(arg)), v >= 0 else { fail("--start takes seconds >= 0") }; o.start = v
+        case "--output":
+            guard let spec = AudioOutputSpec(parsing: value(arg)) else { fail("--output takes auto, pulse[:SINK], alsa[:DEVICE], wav:PATH, null or null:fast") }
+            o.output = spec
+        case "--no-ui": o.noUI = true
+        case "--json-events": o.jsonEvents = true
+        case "-h", "--help": writeStdout(usage); exit(0)
+        default:
+            if arg.hasPrefix("-") && arg.count > 1 { fail("unknown option \(arg)\n\(usage)") }
+            o.files.append(arg)
+        }
+    }
+    if o.files.isEmpty { fail("no file given\n\(usage)") }
+    return o
+}
+
+let options = parseArguments()
+
+// MARK: Events
+
+let startTime = HostTime.now()
+func elapsed() -> String { jsonNumber(HostTime.seconds(ticks: HostTime.now() - startTime)) }
+func jsonNumber(_ d: Double) -> String { String((d * 1000).rounded() / 1000) }
+
+func emitJSON(_ fields: [(String, String)]) {
+    guard options.jsonEvents else { return }
+    let body = ([("time", elapsed())] + fields).map { "\(jsonString($0.0)): \($0.1)" }.joined(separator: ", ")
+    writeStdout("{\(body)}\n")
+}
+
+let anyFailed = Atomic<Bool>(false)
+let interrupted = Atomic<Bool>(false)
+
+@Sendable func handle(_ event: AudioFilePlayer.Event) {
+    switch event {
+    case .itemStarted(let index, let format):
+        if options.debug { writeStderr("afplay: [\(index)] \(options.files[index]): \(format)") }
+        emitJSON([("event", jsonString("item")), ("index", String(index)), ("path", jsonString(options.files[index])),
+                  ("format_id", jsonString(format.formatID.description)), ("sample_rate", jsonNumber(format.sampleRate)),
+                  ("channels", String(format.channelsPerFrame))])
+    case .state(let state):
+        emitJSON([("event", jsonString("state")), ("state", jsonString(state.rawValue))])
+        if state == .ended { emitJSON([("event", jsonString("end"))]) }
+    case .itemFailed(let index, let error):
+        anyFailed.store(true, ordering: .relaxed)
+        writeStderr("afplay: \(options.files[index]): \(error)")
+        emitJSON([("event", jsonString("error")), ("index", String(index)), ("message", jsonString(error.description))])
+    case .queue(let e):
+        switch e {
+        case .underrun(let count): emitJSON([("event", jsonString("underrun")), ("count", String(count))])
+        case .device(let d): emitJSON([("event", jsonString("device")), ("detail", jsonString("\(d)"))])
+        case .converterError(let error): emitJSON([("event", jsonString("decode_error")), ("message", jsonString(error.description))])
+        default: break
+        }
+    }
+}
+
+// MARK: Output
+
+let spec = options.output
+let factory: AudioOutputDeviceFactory = { format throws(AudioError) in
+    let opened = try AudioOutput.open(spec, format: format)
+    if let notice = opened.notice { writeStderr("afplay: \(notice)") }
+    if options.debug { writeStderr("afplay: output \(opened.device.name), \(opened.device.format), latency \(Int(opened.device.latency * 1000)) ms") }
+    emitJSON([("event", jsonString("output")), ("device", jsonString(opened.device.name))])
+    return opened.device
+}
+
+// MARK: Play
+
+signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
+signal(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
+
+let player: AudioFilePlayer
+do {
+    player = try AudioFilePlayer(paths: options.files, output: factory)
+} catch {
+    fail("\(error)", code: 1)
+}
+player.eventHandler = handle
+do {
+    try player.setVolume(options.volume, rampSeconds: 0)
+    try player.play(from: options.start, duration: options.limit)
+} catch {
+    fail("\(error)", code: 1)
+}
+
+let ui = !options.noUI && !options.jsonEvents && isatty(1) == 1 && isatty(0) == 1
+var terminal = termios()
+if ui {
+    tcgetattr(0, &terminal)
+    var raw = terminal
+    raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+    tcsetattr(0, TCSANOW, &raw)
+}
+
+func clock(_ s: Double) -> String {
+    let t = Int(max(0, s))
+    let m = t / 60, sec = t % 60
+    return "\(m < 10 ? "0" : "")\(m):\(sec < 10 ? "0" : "")\(sec)"
+}
+
+func statusLine() -> String {
+    let p = player.position()
+    let total = p.duration ?? 0
+    let width = 24
+    let filled = total > 0 ? min(width, Int(Double(width) * p.seconds / total)) : 0
+    let bar = String(repeating: "=", count: filled) + String(repeating: "-", count: width - filled)
+    let meters = player.levels().map { level -> String in
+        let db = level.peakPower > 1e-6 ? 20 * log10(Double(level.peakPower)) : -60
+        let n = max(0, min(8, Int((db + 48) / 6)))
+        return String(repeating: "#", count: n) + String(repeating: " ", count: 8 - n)
+    }.joined(separator: "|")
+    let state = player.currentState == .paused ? "paused " : "playing"
+    let name = options.files[p.item].split(separator: "/").last.map(String.init) ?? ""
+    return "\r\(state) \(clock(p.seconds))/\(clock(total)) [\(bar)] buf \(String(format1(player.bufferedSeconds)))s vol \(Int(player.volume * 100))% [\(meters)] \(name)\u{1B}[K"
+}
+
+func format1(_ v: Double) -> String { String((v * 10).rounded() / 10) }
+
+if ui { player.isMeteringEnabled = true }
+while true {
+    let state = player.currentState
+    if state == .ended || state == .stopped { break }
+    if interrupted.load(ordering: .relaxed) { break }
+    if ui {
+        writeStdout(statusLine())
+        var fds = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+        if poll(&fds, 1, 100) > 0 {
+            var buf = [UInt8](repeating: 0, count: 8)
+            let n = read(0, &buf, 8)
+            if n > 0 {
+                let key = Array(buf[0..<n])
+                do {
+                    switch key {
+                    case [0x20]: if player.currentState == .paused { try player.resume() } else { try player.pause() }
+                    case [0x71], [0x51]: interrupted.store(true, ordering: .relaxed)
+                    case [0x2B], [0x3D]: try player.setVolume(min(1, player.volume + 0.1))
+                    case [0x2D], [0x5F]: try player.setVolume(max(0, player.volume - 0.1))
+                    case [0x1B, 0x5B, 0x43]: player.seek(to: player.position().seconds + 10)
+                    case [0x1B, 0x5B, 0x44]: player.seek(to: max(0, player.position().seconds - 10))
+                    default: break
+                    }
+                } catch {
+                    writeStderr("afplay: \(error)")
+                }
+            }
+        }
+    } else {
+        var ts = timespec(tv_sec: 0, tv_nsec: 20_000_000)
+        nanosleep(&ts, nil)
+    }
+}
+if ui {
+    writeStdout(statusLine() + "\n")
+    tcsetattr(0, TCSANOW, &terminal)
+}
+let wasInterrupted = interrupted.load(ordering: .relaxed)
+player.stop()
+if wasInterrupted { emitJSON([("event", jsonString("state")), ("state", jsonString("stopped"))]) }
+exit(anyFailed.load(ordering: .relaxed) ? 1 : 0)
