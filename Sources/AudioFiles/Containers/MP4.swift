@@ -120,17 +120,27 @@ struct MP4Parser: ContainerParser {
                 guard isEOF else { throw NeedMoreData(needed: input.count + 1) }
                 size = input.count
             }
+            var truncated = false
             if input.count < size {
-                if isEOF {
+                if isEOF && header.type == "moov" && input.count > header.headerSize {
+                    // A file cut inside its movie box: use what is there if the sound track is.
+                    truncated = true
+                } else if isEOF {
                     throw invalidData(Self.component, "'\(header.type)' box of \(size) bytes is cut off: the input ends after \(input.count) bytes", at: offset)
+                } else {
+                    throw NeedMoreData(needed: size)
                 }
-                throw NeedMoreData(needed: size)
             }
-            let box = MP4.Box(type: header.type, payload: UnsafeRawBufferPointer(rebasing: input[header.headerSize..<size]),
+            let available = min(size, input.count)
+            let box = MP4.Box(type: header.type, payload: UnsafeRawBufferPointer(rebasing: input[header.headerSize..<available]),
                               payloadOffset: offset + Int64(header.headerSize), offset: offset)
             switch header.type {
             case "ftyp": try parseFileType(box, &out)
-            case "moov": try parseMovie(box, &out)
+            case "moov":
+                do { try parseMovie(box, lenient: truncated, &out) } catch let error as AudioError where truncated {
+                    throw invalidData(Self.component, "'moov' box of \(size) bytes is cut off: the input ends after \(input.count) bytes (\(error.message))", at: offset)
+                }
+                if truncated { return .finished }
             default: try parseFragment(box, &out)
             }
             return .consumed(size)
@@ -289,13 +299,13 @@ struct MP4Parser: ContainerParser {
         return t
     }
 
-    mutating func parseMovie(_ moov: MP4.Box, _ out: inout ParseOutput) throws {
+    mutating func parseMovie(_ moov: MP4.Box, lenient: Bool = false, _ out: inout ParseOutput) throws {
         var movieTimescale: UInt32 = 0
         var track: Track?
         var trex: [UInt32: TrackDefaults] = [:]
         var hasMvex = false
         var meta = MP4Metadata()
-        for box in try MP4.children(moov.payload, base: moov.payloadOffset) {
+        for box in try MP4.children(moov.payload, base: moov.payloadOffset, lenient: lenient) {
             switch box.type {
             case "mvhd":
                 movieTimescale = try MP4.read(box) { r in

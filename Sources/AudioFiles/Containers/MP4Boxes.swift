@@ -49,16 +49,20 @@ enum MP4 {
 
     /// The child boxes of `bytes` (a box payload at absolute offset `base`), in order. A child
     /// whose size runs past its parent is an error naming it; size 0 runs to the parent's end.
-    static func children(_ bytes: UnsafeRawBufferPointer, base: Int64) throws -> [Box] {
+    /// With `lenient`, a child cut off by the end of `bytes` ends the list instead (a file
+    /// truncated inside its `moov`).
+    static func children(_ bytes: UnsafeRawBufferPointer, base: Int64, lenient: Bool = false) throws -> [Box] {
         var boxes: [Box] = []
         var r = ByteReader(bytes, baseOffset: base)
         while r.remaining >= 8 {
             let start = r.position
             let header: BoxHeader
             do { header = try readHeader(&r) } catch is NeedMoreData {
+                if lenient { break }
                 throw invalidData(component, "box header cut off inside its parent", at: base + Int64(start))
             }
             let size = header.size ?? Int64(bytes.count - start)
+            if lenient && size > Int64(bytes.count - start) { break }
             guard size >= Int64(header.headerSize), size <= Int64(bytes.count - start) else {
                 throw invalidData(component, "box '\(header.type)' of \(size) bytes runs past the end of its parent (\(bytes.count - start) bytes left)", at: base + Int64(start))
             }
