@@ -91,10 +91,18 @@ struct MP4Parser: ContainerParser {
             throw error
         }
         if let size = header.size {
-            let (end, overflow) = offset.addingReportingOverflow(size)
-            guard !overflow else { throw invalidData(Self.component, "box '\(header.type)' size \(size) overflows", at: offset) }
-            furthestBoxEnd = max(furthestBoxEnd, end)
+            guard !offset.addingReportingOverflow(size).overflow else {
+                throw invalidData(Self.component, "box '\(header.type)' size \(size) overflows", at: offset)
+            }
         }
+        let status = try boxBody(header, input, at: offset, isEOF: isEOF, &out)
+        // Only once the step completes: a seek may resume at this box boundary.
+        if let size = header.size { furthestBoxEnd = max(furthestBoxEnd, offset + size) }
+        return status
+    }
+
+    /// The rest of a top-level box step, once its header is read.
+    mutating func boxBody(_ header: MP4.BoxHeader, _ input: UnsafeRawBufferPointer, at offset: Int64, isEOF: Bool, _ out: inout ParseOutput) throws -> ParseStatus {
         switch header.type {
         case "mdat":
             let range = MdatRange(start: offset, end: header.size.map { offset + $0 })
@@ -432,7 +440,7 @@ struct MP4Parser: ContainerParser {
 
     /// A `moof`: appends the runs of the sound track to the sample table.
     mutating func parseFragment(_ moof: MP4.Box, _ out: inout ParseOutput) throws {
-        var runs: [(offset: Int64, sizes: [UInt32], durations: [UInt32])] = []
+        var runs: [(offset: Int64, sizes: [UInt32], durations: [UInt32], defaultDuration: UInt32)] = []
         var added = 0
         for traf in try MP4.children(moof.payload, base: moof.payloadOffset) where traf.type == "traf" {
             let kids = try MP4.children(traf.payload, base: traf.payloadOffset)
@@ -469,7 +477,11 @@ struct MP4Parser: ContainerParser {
                     if perSample > 0 {
                         n = try MP4.checkEntries(rawCount, entryBytes: perSample, in: r, box: "trun", limits: out.limits)
                     } else {
+                        // Nothing per sample: the count is not backed by bytes in the box.
                         n = Int(rawCount)
+                        guard n <= 1 << 20 else {
+                            throw limitExceeded(Self.component, "'trun' claims \(n) samples with no per-sample data (more than \(1 << 20))", at: trun.offset)
+                        }
                     }
                     guard table.sampleCount + added + n <= out.limits.maximumTableEntries else {
                         throw limitExceeded(Self.component, "fragments hold more than \(out.limits.maximumTableEntries) samples", at: trun.offset)
@@ -478,7 +490,7 @@ struct MP4Parser: ContainerParser {
                         throw invalidData(Self.component, "'trun' data offset \(dataOffset) is out of range", at: trun.offset)
                     }
                     var sizes = [UInt32](repeating: defaultSize, count: n)
-                    var durations = [UInt32](repeating: defaultDuration, count: n)
+                    var durations = [UInt32](repeating: defaultDuration, count: flags & 0x100 != 0 ? n : 0)
                     var bytes: Int64 = 0
                     for i in 0..<n {
                         if flags & 0x100 != 0 { durations[i] = try r.u32be() }
@@ -487,7 +499,7 @@ struct MP4Parser: ContainerParser {
                         if flags & 0x800 != 0 { try r.skip(4) }
                         bytes += Int64(sizes[i])
                     }
-                    runs.append((dataOffset, sizes, durations))
+                    runs.append((dataOffset, sizes, durations, defaultDuration))
                     added += n
                     next = dataOffset + bytes
                 }
@@ -495,7 +507,7 @@ struct MP4Parser: ContainerParser {
         }
         // Commit.
         let wasEmpty = table.sampleCount == 0
-        for run in runs { table.appendRun(offset: run.offset, sizes: run.sizes, durations: run.durations) }
+        for run in runs { table.appendRun(offset: run.offset, sizes: run.sizes, durations: run.durations, defaultDuration: run.defaultDuration) }
         cursor = table.cursor(at: cursor.sample)
         if wasEmpty && table.sampleCount > 0 {
             out.set(\.dataOffset, table.offset(ofSample: 0), .dataOffset)

@@ -104,8 +104,9 @@ struct MP4SampleTable: Equatable {
         totalDuration += Int64(count) * Int64(delta)
     }
 
-    /// Appends a contiguous run of samples (a fragment's `trun`).
-    mutating func appendRun(offset: Int64, sizes newSizes: [UInt32], durations: [UInt32]) {
+    /// Appends a contiguous run of samples (a fragment's `trun`); `durations` is per sample, or
+    /// empty when every sample lasts `defaultDuration`.
+    mutating func appendRun(offset: Int64, sizes newSizes: [UInt32], durations: [UInt32], defaultDuration: UInt32) {
         guard !newSizes.isEmpty else { return }
         if sizes.isEmpty && sampleCount > 0 {
             sizes = [UInt32](repeating: constantSize, count: sampleCount)
@@ -118,7 +119,11 @@ struct MP4SampleTable: Equatable {
             totalBytes += Int64(s)
             maxSize = max(maxSize, s)
         }
-        for d in durations { appendDurations(count: 1, delta: d) }
+        if durations.isEmpty {
+            appendDurations(count: UInt32(newSizes.count), delta: defaultDuration)
+        } else {
+            for d in durations { appendDurations(count: 1, delta: d) }
+        }
     }
 }
 
