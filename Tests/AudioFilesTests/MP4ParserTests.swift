@@ -319,6 +319,22 @@ struct MP4Run {
         let whole = StreamDigest.of(file, split: .whole)
         #expect(StreamDigest.of(file, split: .chunks(1)) == whole)
         #expect(StreamDigest.of(file, split: .chunks(5)) == whole)
+
+        // Seeking into a fragment already seen is exact; the moofs fed again are not re-added.
+        var again = run
+        let seek = try again.stream.seek(toPacket: 4)
+        #expect(seek.isEstimated == false && seek.packetIndex == 4 && seek.byteOffset == run.offsets[4])
+        again.feed(Array(file[Int(seek.byteOffset)...]), flags: .discontinuity)
+        #expect(Array(again.sizes.suffix(3)) == [9, 7, 7])
+        #expect(Array(again.offsets.suffix(3)) == Array(run.offsets.suffix(3)))
+        #expect(again.stream.packetsDelivered == 10)
+
+        // Past the fragments seen: resume at the next unread box, estimated.
+        var partial = MP4Run(head + f1, finish: false)
+        let ahead = try partial.stream.seek(toPacket: 6)
+        #expect(ahead.isEstimated && ahead.packetIndex == 3 && ahead.byteOffset == Int64(head.count + f1.count))
+        partial.feed(Array(file[Int(ahead.byteOffset)...]), flags: .discontinuity)
+        #expect(partial.sizes == [3, 4, 5, 9, 9, 7, 7])
     }
 
     @Test func seekExactAndPastEnd() throws {

@@ -56,6 +56,8 @@ struct MP4Parser: ContainerParser {
     var mdats: [MdatRange] = []
     /// End of the last top-level box whose header was read: a box boundary to resume at.
     var furthestBoxEnd: Int64 = 0
+    /// Offset of the last `moof` whose runs are in the table (a seek back may feed it again).
+    var lastFragmentOffset: Int64 = -1
 
     /// Creates a parser positioned at the start of the file.
     init() {}
@@ -440,6 +442,7 @@ struct MP4Parser: ContainerParser {
 
     /// A `moof`: appends the runs of the sound track to the sample table.
     mutating func parseFragment(_ moof: MP4.Box, _ out: inout ParseOutput) throws {
+        guard moof.offset > lastFragmentOffset else { return } // already in the table
         var runs: [(offset: Int64, sizes: [UInt32], durations: [UInt32], defaultDuration: UInt32)] = []
         var added = 0
         for traf in try MP4.children(moof.payload, base: moof.payloadOffset) where traf.type == "traf" {
@@ -506,6 +509,7 @@ struct MP4Parser: ContainerParser {
             }
         }
         // Commit.
+        lastFragmentOffset = moof.offset
         let wasEmpty = table.sampleCount == 0
         for run in runs { table.appendRun(offset: run.offset, sizes: run.sizes, durations: run.durations, defaultDuration: run.defaultDuration) }
         cursor = table.cursor(at: cursor.sample)

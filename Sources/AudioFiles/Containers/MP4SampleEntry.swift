@@ -144,7 +144,7 @@ extension MP4 {
             }
             return try aacFormat(asc, cookie: dsi, entryChannels: channels, at: esds.offset)
         case 0x69, 0x6B:
-            let fpp: UInt32 = (oti == 0x69 || rate < 32000) ? 576 : 1152
+            let fpp: UInt32 = rate < 32000 ? 576 : 1152
             return MP4Format(asbd: .compressed(.mpegLayer3, sampleRate: rate, channels: channels, framesPerPacket: fpp))
         default:
             throw unsupported(component, "MPEG-4 object type indication 0x\(String(oti, radix: 16)) is not supported", at: esds.offset)
