@@ -392,6 +392,7 @@ struct MP4Parser: ContainerParser {
                                                      movieTimescale: movieTimescale, smpb: meta.smpb) {
             out.set(\.packetTableInfo, info, .packetTableInfo)
         }
+        if let bits = format.sourceBitDepth, bits > 0 { meta.tags[InfoKey.sourceBitDepth] = "I\(bits)" }
         if !meta.tags.isEmpty { out.setTags(meta.tags) }
         if table.sampleCount > 0 { out.ready() }
     }
