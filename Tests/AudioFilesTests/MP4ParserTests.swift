@@ -337,6 +337,30 @@ struct MP4Run {
         #expect(partial.sizes == [3, 4, 5, 9, 9, 7, 7])
     }
 
+    @Test func trunsWithoutDataOffsetFollowEachOther() throws {
+        // One traf, tfhd with an explicit base data offset and default size 6; the second trun
+        // continues where the first one's data ends.
+        let entry = MP4Build.sampleEntry("mp4a", channels: 2, rate: 44100, [MP4Build.esds(oti: 0x40, asc: MP4Build.lcASC)])
+        let stbl = MP4Build.stbl(entry: entry, sizes: [], chunks: [], durations: [])
+        let moov = MP4Build.box("moov", [MP4Build.mvhd(), MP4Build.trak(timescale: 44100, stbl: stbl),
+                                         MP4Build.box("mvex", [MP4Build.full("trex", MP4Build.u32(1) + MP4Build.u32(1) + MP4Build.u32(1024) + MP4Build.u32(0) + MP4Build.u32(0))])])
+        let head = MP4Build.ftyp() + moov
+        func moof(base: Int) -> [UInt8] {
+            MP4Build.box("moof", [MP4Build.box("traf", [
+                MP4Build.full("tfhd", flags: 0x1 | 0x10, MP4Build.u32(1) + MP4Build.u64(Int64(base)) + MP4Build.u32(6)),
+                MP4Build.full("trun", flags: 0, MP4Build.u32(2)),
+                MP4Build.full("trun", flags: 0x200, MP4Build.u32(1) + MP4Build.u32(4)),
+            ])])
+        }
+        let size = moof(base: 0).count
+        let base = head.count + size + 8
+        let file = head + moof(base: base) + MP4Build.box("mdat", [UInt8](repeating: 1, count: 16))
+        let run = MP4Run(file)
+        #expect(run.error == nil)
+        #expect(run.sizes == [6, 6, 4])
+        #expect(run.offsets == [Int64(base), Int64(base + 6), Int64(base + 12)])
+    }
+
     @Test func seekExactAndPastEnd() throws {
         let file = MP4Build.aacFile(sizes: [10, 20, 30])
         let run = MP4Run(file)
