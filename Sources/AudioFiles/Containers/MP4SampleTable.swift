@@ -1,0 +1,286 @@
+import AudioCore
+
+/// One track's samples, kept compact: sizes (or one constant size), one offset and first-sample
+/// index per chunk (or per `trun` run of a fragment), and run-length sample durations.
+struct MP4SampleTable: Equatable {
+    var sampleCount = 0
+    /// Size of every sample when `sizes` is empty.
+    var constantSize: UInt32 = 0
+    var sizes: [UInt32] = []
+    var chunkOffsets: [Int64] = []
+    /// Index of the first sample of each chunk (non-decreasing).
+    var chunkFirstSample: [Int] = []
+    var durationCounts: [UInt32] = []
+    var durationDeltas: [UInt32] = []
+    var totalBytes: Int64 = 0
+    var maxSize: UInt32 = 0
+    /// Sum of the durations of the samples, in the media timescale.
+    var totalDuration: Int64 = 0
+
+    func size(_ i: Int) -> UInt32 { sizes.isEmpty ? constantSize : sizes[i] }
+
+    /// Where the delivery of samples stands.
+    struct Cursor: Equatable {
+        var sample = 0
+        var chunk = 0
+        var offset: Int64 = 0
+        var durationRun = 0
+        var durationLeft: UInt32 = 0
+    }
+
+    /// The chunk holding sample `s` (the last chunk whose first sample is at most `s`).
+    func chunk(containing s: Int) -> Int {
+        var lo = 0, hi = chunkFirstSample.count - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            if chunkFirstSample[mid] <= s { lo = mid } else { hi = mid - 1 }
+        }
+        return lo
+    }
+
+    /// A cursor on sample `s` (`s` may equal `sampleCount`: past the end).
+    func cursor(at s: Int) -> Cursor {
+        var c = Cursor(sample: s)
+        guard !chunkOffsets.isEmpty else { return c }
+        let target = min(s, max(0, sampleCount - 1))
+        c.chunk = chunk(containing: target)
+        var offset = chunkOffsets[c.chunk]
+        var i = chunkFirstSample[c.chunk]
+        while i < s {
+            offset += Int64(size(i))
+            i += 1
+        }
+        c.offset = offset
+        var left = s
+        var run = 0
+        while run < durationCounts.count && left >= Int(durationCounts[run]) {
+            left -= Int(durationCounts[run])
+            run += 1
+        }
+        c.durationRun = run
+        c.durationLeft = run < durationCounts.count ? durationCounts[run] - UInt32(left) : 0
+        return c
+    }
+
+    /// Absolute offset of sample `s`.
+    func offset(ofSample s: Int) -> Int64 { cursor(at: s).offset }
+
+    /// Duration of the sample under the cursor (0 when the table gives none).
+    func duration(_ c: Cursor) -> UInt32 {
+        c.durationRun < durationDeltas.count && c.durationLeft > 0 ? durationDeltas[c.durationRun] : 0
+    }
+
+    /// Moves the cursor to the next sample.
+    func advance(_ c: inout Cursor) {
+        c.offset += Int64(size(c.sample))
+        c.sample += 1
+        if c.durationLeft > 1 { c.durationLeft -= 1 } else if c.durationRun < durationCounts.count {
+            c.durationRun += 1
+            c.durationLeft = c.durationRun < durationCounts.count ? durationCounts[c.durationRun] : 0
+        }
+        var moved = false
+        while c.chunk + 1 < chunkFirstSample.count && chunkFirstSample[c.chunk + 1] <= c.sample {
+            c.chunk += 1
+            moved = true
+        }
+        if moved { c.offset = chunkOffsets[c.chunk] }
+    }
+
+    /// The first sample at or after absolute offset `offset` (for a resume without a packet).
+    func firstSample(atOrAfter offset: Int64) -> Int {
+        var c = cursor(at: 0)
+        while c.sample < sampleCount && c.offset < offset { advance(&c) }
+        return c.sample
+    }
+
+    mutating func appendDurations(count: UInt32, delta: UInt32) {
+        guard count > 0 else { return }
+        if let last = durationDeltas.last, last == delta {
+            durationCounts[durationCounts.count - 1] += count
+        } else {
+            durationCounts.append(count)
+            durationDeltas.append(delta)
+        }
+        totalDuration += Int64(count) * Int64(delta)
+    }
+
+    /// Appends a contiguous run of samples (a fragment's `trun`); `durations` is per sample, or
+    /// empty when every sample lasts `defaultDuration`.
+    mutating func appendRun(offset: Int64, sizes newSizes: [UInt32], durations: [UInt32], defaultDuration: UInt32) {
+        guard !newSizes.isEmpty else { return }
+        if sizes.isEmpty && sampleCount > 0 {
+            sizes = [UInt32](repeating: constantSize, count: sampleCount)
+        }
+        chunkOffsets.append(offset)
+        chunkFirstSample.append(sampleCount)
+        sizes += newSizes
+        sampleCount += newSizes.count
+        for s in newSizes {
+            totalBytes += Int64(s)
+            maxSize = max(maxSize, s)
+        }
+        if durations.isEmpty {
+            appendDurations(count: UInt32(newSizes.count), delta: defaultDuration)
+        } else {
+            for d in durations { appendDurations(count: 1, delta: d) }
+        }
+    }
+}
+
+extension MP4 {
+    /// Builds a sample table from an `stbl` box.
+    static func parseSampleTable(_ stbl: Box, limits: ParserLimits) throws -> MP4SampleTable {
+        var table = MP4SampleTable()
+        let kids = try children(stbl.payload, base: stbl.payloadOffset)
+        // Sample sizes.
+        if let stsz = kids.first(where: { $0.type == "stsz" }) {
+            try read(stsz) { r in
+                try r.skip(4)
+                let constant = try r.u32be()
+                let count = try r.u32be()
+                if constant != 0 {
+                    guard Int(count) <= limits.maximumTableEntries else {
+                        throw limitExceeded(component, "'stsz' has \(count) samples, more than the limit of \(limits.maximumTableEntries)", at: stsz.offset)
+                    }
+                    table.constantSize = constant
+                    table.sampleCount = Int(count)
+                    table.totalBytes = Int64(constant) * Int64(count)
+                    table.maxSize = count > 0 ? constant : 0
+                } else {
+                    let n = try checkEntries(count, entryBytes: 4, in: r, box: "stsz", limits: limits)
+                    var sizes = [UInt32](repeating: 0, count: n)
+                    var total: Int64 = 0, largest: UInt32 = 0
+                    for i in 0..<n {
+                        let s = try r.u32be()
+                        sizes[i] = s
+                        total += Int64(s)
+                        largest = max(largest, s)
+                    }
+                    table.sizes = sizes
+                    table.sampleCount = n
+                    table.totalBytes = total
+                    table.maxSize = largest
+                }
+            }
+        } else if let stz2 = kids.first(where: { $0.type == "stz2" }) {
+            try read(stz2) { r in
+                try r.skip(7)
+                let field = Int(try r.u8())
+                let count = try r.u32be()
+                guard field == 4 || field == 8 || field == 16 else {
+                    throw invalidData(component, "'stz2' field size \(field) is not 4, 8 or 16", at: stz2.payloadOffset + 7)
+                }
+                let n = Int(count)
+                guard n <= limits.maximumTableEntries else {
+                    throw limitExceeded(component, "'stz2' has \(n) samples, more than the limit of \(limits.maximumTableEntries)", at: stz2.offset)
+                }
+                guard (n * field + 7) / 8 <= r.remaining else {
+                    throw invalidData(component, "'stz2' claims \(n) entries but holds only \(r.remaining) bytes", at: r.absoluteOffset)
+                }
+                var sizes = [UInt32](repeating: 0, count: n)
+                var total: Int64 = 0, largest: UInt32 = 0
+                var i = 0
+                while i < n {
+                    let s: UInt32
+                    switch field {
+                    case 4:
+                        let b = try r.peekU8()
+                        s = i & 1 == 0 ? UInt32(b >> 4) : UInt32(b & 0xF)
+                        if i & 1 == 1 { try r.skip(1) }
+                    case 8: s = UInt32(try r.u8())
+                    default: s = UInt32(try r.u16be())
+                    }
+                    sizes[i] = s
+                    total += Int64(s)
+                    largest = max(largest, s)
+                    i += 1
+                }
+                table.sizes = sizes
+                table.sampleCount = n
+                table.totalBytes = total
+                table.maxSize = largest
+            }
+        }
+        // Chunk offsets.
+        var chunkOffsets: [Int64] = []
+        if let co = kids.first(where: { $0.type == "stco" || $0.type == "co64" }) {
+            let wide = co.type == "co64"
+            try read(co) { r in
+                try r.skip(4)
+                let n = try checkEntries(try r.u32be(), entryBytes: wide ? 8 : 4, in: r, box: co.type.description, limits: limits)
+                chunkOffsets = [Int64](repeating: 0, count: n)
+                for i in 0..<n {
+                    let v = wide ? try r.u64be() : UInt64(try r.u32be())
+                    guard v < 1 << 60 else { throw invalidData(component, "chunk offset \(v) is out of range", at: r.absoluteOffset - 8) }
+                    chunkOffsets[i] = Int64(v)
+                }
+            }
+        }
+        // Samples per chunk.
+        var firsts: [Int] = []
+        if let stsc = kids.first(where: { $0.type == "stsc" }), !chunkOffsets.isEmpty, table.sampleCount > 0 {
+            try read(stsc) { r in
+                try r.skip(4)
+                let n = try checkEntries(try r.u32be(), entryBytes: 12, in: r, box: "stsc", limits: limits)
+                var entryFirst: [UInt32] = [], entrySamples: [UInt32] = []
+                entryFirst.reserveCapacity(n)
+                entrySamples.reserveCapacity(n)
+                for _ in 0..<n {
+                    let first = try r.u32be()
+                    let samples = try r.u32be()
+                    try r.skip(4)
+                    guard first >= 1, first > (entryFirst.last ?? 0) else {
+                        throw invalidData(component, "'stsc' first chunk \(first) is not increasing", at: r.absoluteOffset - 12)
+                    }
+                    entryFirst.append(first)
+                    entrySamples.append(samples)
+                }
+                var e = 0
+                var next = 0
+                firsts.reserveCapacity(chunkOffsets.count)
+                for c in 0..<chunkOffsets.count {
+                    guard next < table.sampleCount else { break }
+                    while e + 1 < entryFirst.count && Int(entryFirst[e + 1]) <= c + 1 { e += 1 }
+                    guard !entryFirst.isEmpty, Int(entryFirst[e]) <= c + 1 else { break }
+                    firsts.append(next)
+                    next += Int(entrySamples[e])
+                }
+                chunkOffsets.removeSubrange(firsts.count...)
+                if next < table.sampleCount {
+                    // The chunks hold fewer samples than stsz lists: keep what the chunks place.
+                    table.sampleCount = next
+                    if !table.sizes.isEmpty { table.sizes.removeSubrange(next...) }
+                    table.totalBytes = 0
+                    table.maxSize = 0
+                    for i in 0..<next {
+                        table.totalBytes += Int64(table.size(i))
+                        table.maxSize = max(table.maxSize, table.size(i))
+                    }
+                }
+            }
+        } else {
+            chunkOffsets = []
+            if table.sampleCount > 0 {
+                table.sampleCount = 0
+                table.sizes = []
+                table.totalBytes = 0
+                table.maxSize = 0
+            }
+        }
+        table.chunkOffsets = chunkOffsets
+        table.chunkFirstSample = firsts
+        // Durations.
+        if let stts = kids.first(where: { $0.type == "stts" }) {
+            try read(stts) { r in
+                try r.skip(4)
+                let n = try checkEntries(try r.u32be(), entryBytes: 8, in: r, box: "stts", limits: limits)
+                for _ in 0..<n {
+                    let count = try r.u32be()
+                    let delta = try r.u32be()
+                    table.appendDurations(count: count, delta: delta)
+                }
+            }
+        }
+        return table
+    }
+}
