@@ -93,6 +93,7 @@ public final class AudioConverter {
                 magicCookie: [UInt8]? = nil) throws(AudioError) {
         sourceFormat = source
         destinationFormat = destination
+        AudioConverter.quietFFmpegLogging
         guard let fmt = CodecMapping.sampleFormat(for: destination), destination.validationFailure == nil,
               destination.sampleRate > 0 else {
             throw AudioError(.unsupportedFormat, component: "AudioConverter",
@@ -122,7 +123,14 @@ public final class AudioConverter {
         av_channel_layout_default(&codec.pointee.ch_layout, Int32(source.channelsPerFrame))
         codec.pointee.block_align = choice.blockAlign
         codec.pointee.bits_per_coded_sample = choice.bitsPerCodedSample
-        if let cookie = magicCookie, !cookie.isEmpty {
+        var cookie = magicCookie ?? []
+        if choice.id == AV_CODEC_ID_OPUS && cookie.count >= 12 && cookie.starts(with: Array("OpusHead".utf8)) {
+            // Give libavcodec a pre-skip of 0: it would drop the pre-skip itself, again after
+            // every flush, which breaks exact seeking. Priming is trimmed here instead.
+            cookie[10] = 0
+            cookie[11] = 0
+        }
+        if !cookie.isEmpty {
             let padded = Int(AV_INPUT_BUFFER_PADDING_SIZE)
             guard let extradata = av_mallocz(cookie.count + padded)?.assumingMemoryBound(to: UInt8.self) else {
                 throw AudioError(.limitExceeded, component: component, "out of memory for the magic cookie")
@@ -133,10 +141,13 @@ public final class AudioConverter {
         }
         let status = avcodec_open2(codec, decoder, nil)
         if status < 0 {
-            throw AudioError(.unsupportedFormat, component: component, "cannot open the '\(source.formatID)' decoder (magic cookie \(magicCookie?.count ?? 0) bytes)",
+            throw AudioError(.unsupportedFormat, component: component, "cannot open the '\(source.formatID)' decoder (magic cookie \(cookie.count) bytes)",
                              underlying: CodecMapping.errorText(status), osStatus: 0x21646174)
         }
     }
+
+    /// libavcodec logs to stderr by default; problems reach callers as errors instead.
+    private static let quietFFmpegLogging: Void = { av_log_set_level(AV_LOG_QUIET) }()
 
     deinit {
         avcodec_free_context(&codec)

@@ -69,13 +69,22 @@ public final class ExtendedAudioFile {
                 packet += 1
             }
         }
-        let preroll: Int64 = file.dataFormat.isPCM ? 0 : min(packet, 2)
-        var start = packet - preroll
-        var startFrame = packetStart
-        if fpp > 0 { startFrame = start * fpp } else {
-            for p in start..<packet { startFrame -= Int64(file.framesInPacket(p)) }
+        // Start early enough that the decoder has settled by the target: MP3's bit reservoir
+        // reaches two frames back, overlapped transforms one packet, Opus needs 80 ms.
+        var prerollFrames: Int64
+        switch file.dataFormat.formatID {
+        case .linearPCM, .ulaw, .alaw, .flac, .appleLossless: prerollFrames = 0
+        case .opus: prerollFrames = Int64(0.08 * file.dataFormat.sampleRate)
+        default: prerollFrames = 2 * max(1, fpp > 0 ? fpp : 1024)
         }
-        if start < 0 { start = 0; startFrame = 0 }
+        prerollFrames = max(0, min(prerollFrames, packetStart))
+        var start = packet
+        var startFrame = packetStart
+        while start > 0 && packetStart - startFrame < prerollFrames {
+            start -= 1
+            startFrame -= fpp > 0 ? fpp : Int64(file.framesInPacket(start))
+        }
+        if start < 0 || startFrame < 0 { start = 0; startFrame = 0 }
         converter.reset(discardingFrames: target - startFrame)
         converter.limitRemainingFrames(file.packetTableInfo.map { $0.numberValidFrames - frame })
         nextPacket = start
