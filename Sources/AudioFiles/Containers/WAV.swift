@@ -243,7 +243,10 @@ struct WAVParser: ContainerParser {
             let mask = try u32(&e)
             let guidData1 = try u32(&e)
             let suffix = try e.slice(12)
-            let standard: [UInt8] = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71]
+            // KSDATAFORMAT_SUBTYPE_* suffix; RIFX stores the GUID's 16-bit fields big-endian.
+            let standard: [UInt8] = bigEndian
+                ? [0x00, 0x00, 0x00, 0x10, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71]
+                : [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71]
             guard suffix.elementsEqual(standard), guidData1 <= 0xFFFF else {
                 throw unsupported(Self.component, "WAVE_FORMAT_EXTENSIBLE sub-format GUID is not a known format", at: offset + 24)
             }
