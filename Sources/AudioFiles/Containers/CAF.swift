@@ -125,7 +125,7 @@ struct CAFParser: ContainerParser {
             if formatID == .linearPCM {
                 // CAF flags: bit 0 float, bit 1 little-endian; integer samples are signed.
                 guard bytesPerPacket > 0, bytesPerPacket % channels == 0, framesPerPacket == 1, bits > 0,
-                      bits <= bytesPerPacket / channels * 8 else {
+                      UInt64(bits) <= UInt64(bytesPerPacket / channels) * 8 else {
                     throw invalidData(Self.component, "invalid linear PCM description (\(bytesPerPacket) bytes, \(framesPerPacket) frames per packet, \(bits) bits, \(channels) channels)", at: offset + 12)
                 }
                 let isFloat = flags.rawValue & 1 != 0
@@ -168,7 +168,7 @@ struct CAFParser: ContainerParser {
                 dataStart = start
                 dataSize = length
                 dataSkipped = true
-                return .skip(16 + length)
+                return .skip(total)
             } else {
                 throw unsupported(Self.component, "variable-size packets of unknown total size and without a preceding packet table cannot be split", at: offset)
             }
@@ -275,6 +275,12 @@ struct CAFParser: ContainerParser {
             }
             position += size
             t.offsets.append(position)
+        }
+        if !t.frames.isEmpty {
+            t.frameStarts.reserveCapacity(t.frames.count + 1)
+            var frame: Int64 = 0
+            t.frameStarts.append(0)
+            for f in t.frames { frame += Int64(f); t.frameStarts.append(frame) }
         }
         return (info, t)
     }

@@ -17,12 +17,13 @@ struct PacketTable: Equatable {
 
     func size(_ i: Int) -> Int { Int(offsets[i + 1] - offsets[i]) }
 
+    /// Frame at which each packet starts, when frames vary (`count + 1` entries); else empty.
+    var frameStarts: [Int64] = []
+
     /// Frame at which packet `i` starts (when frames vary).
     func startFrame(_ i: Int) -> Int64? {
-        guard !frames.isEmpty, i >= 0, i <= frames.count else { return nil }
-        var total: Int64 = 0
-        for k in 0..<i { total += Int64(frames[k]) }
-        return total
+        guard i >= 0, i < frameStarts.count else { return nil }
+        return frameStarts[i]
     }
 }
 
