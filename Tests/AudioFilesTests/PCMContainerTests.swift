@@ -484,3 +484,29 @@ private func expectSplitInvariant(_ bytes: [UInt8], sourceLocation: SourceLocati
         #expect(tooBig.error?.code == .limitExceeded)
     }
 }
+
+// MARK: Robustness
+
+@Suite struct PCMContainerRobustnessTests {
+    /// Every prefix and many single-byte corruptions of small files parse without trapping.
+    @Test func truncatedAndCorruptedInputsDoNotTrap() {
+        let samples: [[UInt8]] = [
+            wav(fmtPCM(tag: 0xFFFE, channels: 2, rate: 8000, blockAlign: 4, bits: 16, ext: extensible(validBits: 16, mask: 3)) + riffChunk("data", [UInt8](repeating: 1, count: 16)) + riffChunk("LIST", cc("INFO") + riffChunk("INAM", cc("x")))),
+            aiff(comm(channels: 1, frames: 4, bits: 16, rate: 8000, compression: "sowt") + ssnd([UInt8](repeating: 2, count: 8)), aifc: true),
+            caf(desc(rate: 44100, format: "alac", bytesPerPacket: 0, framesPerPacket: 0, channels: 2, bits: 0)
+                + pakt(packets: 2, valid: 10, priming: 1, remainder: 2, entries: [3, 5, 2, 6]) + cafChunk("data", be32(0) + [1, 2, 3, 4, 5])),
+        ]
+        var rng = SplitMix(seed: 42)
+        for file in samples {
+            for n in 0...file.count { _ = StreamDigest.of(Array(file.prefix(n)), split: .whole) }
+            for _ in 0..<300 {
+                var bad = file
+                let i = Int(rng.next() % UInt64(bad.count))
+                bad[i] = UInt8(truncatingIfNeeded: rng.next())
+                let whole = StreamDigest.of(bad, split: .whole)
+                let bytes = StreamDigest.of(bad, split: .chunks(1))
+                #expect(whole == bytes)
+            }
+        }
+    }
+}
