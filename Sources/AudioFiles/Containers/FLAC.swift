@@ -188,7 +188,8 @@ struct FLACParser: ContainerParser {
             if pos > bound {
                 throw invalidData(Self.component, "no valid frame follows the frame at \(offset) within \(bound) bytes", at: offset)
             }
-            if !isEOF { return .needMore(max(needed, pos + 2)) }
+            // Ask for a run of bytes at a time (a pure lookahead: the result does not depend on it).
+            if !isEOF { return .needMore(max(needed, min(pos + 2 + 4096, bound + 2))) }
             // The last frame runs to the end of the input (or to where its CRC last checked,
             // when something other than audio follows it).
             var whole = crc
