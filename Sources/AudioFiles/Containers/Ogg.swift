@@ -117,6 +117,7 @@ struct OggParser: ContainerParser {
         let bodyStart = 27 + segments
         let bodyOffset = offset + Int64(bodyStart)
 
+        var skipIdentified = false
         if bos && (link == nil || link!.ended) && !continued {
             // A new logical stream: take it when its first packet names a known codec.
             var first = 0
@@ -131,6 +132,7 @@ struct OggParser: ContainerParser {
                 hasPartial = false
                 dropping = false
                 lastSequence = nil
+                skipIdentified = true
                 out.set(\.fileFormat, .ogg, .fileFormat)
             }
         }
@@ -146,7 +148,7 @@ struct OggParser: ContainerParser {
         }
         var pos = bodyStart
         var packetStart = bodyStart
-        var skippingContinuation = continued && !hasPartial && !dropping
+        var skippingContinuation = (continued && !hasPartial && !dropping) || skipIdentified
         var completedAudio = false
         var indexed = false
         let pageEnd = offset + Int64(page.count)
@@ -201,7 +203,11 @@ struct OggParser: ContainerParser {
             }
         }
         if completedAudio && granule >= 0 && current.tracksTotals {
-            if current.granuleStart == nil { current.granuleStart = granule - current.framesTotal }
+            if current.granuleStart == nil {
+                // On a page that is both the first with audio and the last, the granule marks
+                // the end (samples are trimmed there), not the start.
+                current.granuleStart = eos ? max(0, granule - current.framesTotal) : granule - current.framesTotal
+            }
             current.lastGranule = granule
         }
         if eos {
@@ -246,6 +252,8 @@ struct OggParser: ContainerParser {
             }
             makeReady(&l, dataOffset: fileOffset >= 0 ? fileOffset : endInPage, &out)
         }
+        // An empty packet carries nothing to decode (FFmpeg's muxer ends streams with one).
+        if p.isEmpty { return false }
         let frames = framesIn(p, &l)
         if l.tracksTotals { l.framesTotal += Int64(frames) }
         out.emitPacket(p, fileOffset: fileOffset, frames: frames)
