@@ -50,6 +50,9 @@ struct OggParser: ContainerParser {
     var index: [PageEntry] = []
     var sequential = true
     var dataOffset: Int64?
+    /// Pages skipped for a bad CRC (for the error when nothing usable is found).
+    var badPages = 0
+    var firstBadPage: Int64 = 0
 
     init() {}
 
@@ -86,7 +89,12 @@ struct OggParser: ContainerParser {
         crc = withUnsafeBytes(of: zeros) { oggCRC32($0, crc) }
         crc = oggCRC32(UnsafeRawBufferPointer(rebasing: page[26...]), crc)
         let stored = UInt32(page[22]) | UInt32(page[23]) << 8 | UInt32(page[24]) << 16 | UInt32(page[25]) << 24
-        guard crc == stored else { return .consumed(1) } // bad CRC: resynchronise
+        guard crc == stored else {
+            // Bad CRC: resynchronise on the next OggS.
+            if badPages == 0 { firstBadPage = offset }
+            badPages += 1
+            return .consumed(1)
+        }
         try handlePage(page, segments: segments, at: offset, &out)
         return .consumed(pageLength)
     }
@@ -449,6 +457,9 @@ struct OggParser: ContainerParser {
     }
 
     private mutating func finishInput(at offset: Int64, _ out: inout ParseOutput) throws {
+        if link == nil && badPages > 0 {
+            throw invalidData(Self.component, "no usable Ogg stream: \(badPages) page(s) failed the CRC check, the first", at: firstBadPage)
+        }
         if let l = link, !l.ended {
             if !l.isReady {
                 throw invalidData(Self.component, "the input ends before the \(l.codec) headers are complete", at: offset)
