@@ -145,6 +145,8 @@ private final class PulseCore: @unchecked Sendable {
     private var streamPlayed: Int64 = 0
     private var streamWritten: Int64 = 0
     private var underflowAt: UInt64 = 0
+    private var runsDryAt: UInt64 = 0
+    private var missedAt: UInt64 = 0
     private var deadContexts: [OpaquePointer] = []
     private var reconnectEvent: OpaquePointer?
 
@@ -419,7 +421,16 @@ private final class PulseCore: @unchecked Sendable {
                 break
             }
         }
+        // A late callback or render (the buffer ran dry before it finished) dates the underflow,
+        // whose notification is only handled after this callback.
+        let now = HostTime.now()
+        if runsDryAt != 0, now > runsDryAt {
+            if missedAt == 0 { missedAt = runsDryAt }
+        } else {
+            missedAt = 0
+        }
         updateTiming(s)
+        runsDryAt = now &+ latencyMicros.load(ordering: .relaxed) &* 1000
     }
 
     private func startDrain(_ s: OpaquePointer) {
@@ -442,13 +453,15 @@ private final class PulseCore: @unchecked Sendable {
 
     private func underflow(_ s: OpaquePointer) {
         guard s == stream, !ended else { return }
-        if underflowAt == 0 { underflowAt = HostTime.now() }
+        if underflowAt == 0 { underflowAt = missedAt != 0 ? missedAt : HostTime.now() }
+        missedAt = 0
     }
 
     private func playbackStarted(_ s: OpaquePointer) {
         guard s == stream, underflowAt != 0 else { return }
         let gap = HostTime.seconds(ticks: HostTime.now() &- underflowAt)
         underflowAt = 0
+        missedAt = 0
         events.post(.underrun(frames: max(1, Int(gap * format.sampleRate))))
     }
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import AudioCore
 import AudioTestSupport
+import Synchronization
 import Testing
 @testable import AudioDevices
 
@@ -103,6 +104,29 @@ struct PulseAudioOutputDeviceTests {
         let lostIndex = try #require(log.events.firstIndex { if case .lost = $0 { true } else { false } })
         let restoredIndex = try #require(log.events.firstIndex(of: .restored))
         #expect(lostIndex < restoredIndex)
+    }
+
+    @Test func aLateRenderCallbackIsReportedAsAnUnderrun() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let device = try PulseAudioOutputDevice(format: format, sink: daemon.sinkName, server: daemon.server)
+        defer { device.close() }
+        let source = ChirpSource(total: 44100 * 2, sampleRate: 44100)
+        let stalled = Atomic<Bool>(false)
+        let render = source.render
+        let log = EventLog(device)
+        // Test-only misbehaviour: the callback blocks once for 300 ms (3x the buffer).
+        try device.start { buffers, frames, time in
+            if source.produced.load(ordering: .relaxed) >= 22050, !stalled.exchange(true, ordering: .relaxed) {
+                usleep(300_000)
+            }
+            return render(buffers, frames, time)
+        }
+        #expect(log.waitFor(10) { $0.contains(.drained) })
+        let underruns = log.events.compactMap { if case .underrun(let n) = $0 { n } else { nil } }
+        print("pulse underrun: events \(log.events)")
+        #expect(underruns.count >= 1)
+        #expect(underruns.reduce(0, +) > 4410)
     }
 
     @Test func listsSinksAndProbesTheServer() throws {
