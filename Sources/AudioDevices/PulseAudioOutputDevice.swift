@@ -543,6 +543,9 @@ private final class PulseCore: @unchecked Sendable {
         if let op {
             _ = wait(latencySeconds + 1) { pa_operation_get_state(op) != PA_OPERATION_RUNNING }
             lock()
+            if pa_operation_get_state(op) == PA_OPERATION_DONE {
+                played.store(playedBase + streamWritten, ordering: .releasing)
+            }
             pa_operation_unref(op)
             unlock()
         }

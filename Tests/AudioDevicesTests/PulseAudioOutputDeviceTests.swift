@@ -106,6 +106,29 @@ struct PulseAudioOutputDeviceTests {
         #expect(lostIndex < restoredIndex)
     }
 
+    @Test func stopWithDrainPlaysWhatTheServerHolds() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let recording = try daemon.recordMonitor(to: uniqueTempPath("monitor", "raw"))
+        let device = try PulseAudioOutputDevice(format: format, sink: daemon.sinkName, server: daemon.server)
+        defer { device.close() }
+        let source = ChirpSource(total: 44100 * 10, sampleRate: 44100)
+        try device.start(source.render)
+        sleepSeconds(0.5)
+        let t0 = HostTime.now()
+        device.stop(drain: true)
+        let drainTime = HostTime.seconds(ticks: HostTime.now() - t0)
+        let rendered = Int(device.renderedFrames)
+        #expect(device.playedFrames == device.renderedFrames)
+        sleepSeconds(0.2)
+        let samples = recording.stop()
+        let cmp = try #require(compare(samples, channels: 2, with: source))
+        print("pulse stop(drain:): drained \(rendered) frames in \(Int(drainTime * 1000)) ms; \(cmp)")
+        #expect(cmp.frames == rendered)
+        #expect(cmp.snr >= 90 && cmp.longestZeroRun == 0)
+        #expect(drainTime < 1)
+    }
+
     @Test func aLateRenderCallbackIsReportedAsAnUnderrun() throws {
         let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
         defer { daemon.stop() }
