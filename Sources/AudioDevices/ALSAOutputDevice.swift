@@ -334,6 +334,10 @@ private final class PCMHandle: @unchecked Sendable {
     }
 
     private static func openRaw(_ name: String, configText: String?) throws(AudioError) -> (OpaquePointer, OpaquePointer?) {
+        // ALSA prints open failures to stderr; they become AudioErrors here, so keep this
+        // thread's ALSA messages quiet while opening.
+        let previousHandler = snd_lib_error_set_local { _, _, _, _, _, _ in }
+        defer { snd_lib_error_set_local(previousHandler) }
         var pcm: OpaquePointer?
         guard let configText else {
             let err = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, 0)
