@@ -138,6 +138,7 @@ private final class PulseCore: @unchecked Sendable {
     private var corked = false
     private var established = false
     private var startedPosted = false
+    private var startFailure: String?
     private var ended = false
     private var drainStarted = false
     private var backoff = 0.1
@@ -370,6 +371,13 @@ private final class PulseCore: @unchecked Sendable {
             }
         case PA_STREAM_FAILED:
             guard !closing, established else { return }
+            if !startedPosted, let ctx = context, pa_context_get_state(ctx) == PA_CONTEXT_READY {
+                // The first stream was refused (no such sink, bad format): start() reports it.
+                startFailure = String(cString: pa_strerror(pa_context_errno(ctx)))
+                dropStream()
+                render = nil
+                return
+            }
             // The stream failed while the server may still be up (sink removed): reconnect all.
             contextLost(String(cString: pa_strerror(pa_context_errno(context))))
         default:
@@ -491,6 +499,7 @@ private final class PulseCore: @unchecked Sendable {
             throw AudioError(.invalidState, component: "PulseAudio output", "already started")
         }
         self.render = render
+        startFailure = nil
         let ok = context.map { pa_context_get_state($0) == PA_CONTEXT_READY } ?? false ? createStream() : false
         let failure = ok ? nil : (context.map { String(cString: pa_strerror(pa_context_errno($0))) } ?? "no connection")
         unlock()
@@ -499,9 +508,16 @@ private final class PulseCore: @unchecked Sendable {
         }
         var state = PA_STREAM_UNCONNECTED
         _ = wait(5) {
-            guard let s = stream else { return lostFlag.load(ordering: .relaxed) }
+            guard let s = stream else { return lostFlag.load(ordering: .relaxed) || startFailure != nil }
             state = pa_stream_get_state(s)
             return state == PA_STREAM_READY || state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED
+        }
+        lock()
+        let refused = startFailure
+        unlock()
+        if let refused {
+            throw AudioError(.deviceUnavailable, component: "PulseAudio output",
+                             "cannot play to \(sink ?? "the default sink")", underlying: refused)
         }
         if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
             lock()

@@ -163,6 +163,16 @@ struct PulseAudioOutputDeviceTests {
                                           options: AudioOutput.Options(pulseServer: daemon.server))
         #expect(opened.device.name == "pulse" && opened.notice == nil)
         opened.device.close()
+        let missing = try PulseAudioOutputDevice(format: format, sink: "oat_no_such_sink", server: daemon.server)
+        defer { missing.close() }
+        do {
+            try missing.start(ChirpSource(total: 1000, sampleRate: 44100).render)
+            Issue.record("played to a sink that does not exist")
+        } catch {
+            #expect(error.code == .deviceUnavailable)
+            print("pulse missing sink: \(error)")
+        }
+        #expect(!missing.takeEvents().contains { if case .lost = $0 { true } else { false } })
     }
 
     @Test func noServerIsAClearError() {
