@@ -120,6 +120,29 @@ import Testing
         #expect(cmp.longestZeroRun == 0)
     }
 
+    @Test(.enabled(if: PulseTestDaemon.unavailableReason == nil, "pulseaudio is not installed: run Scripts/setup.sh"))
+    func pulsePluginLossIsReportedAndTheDeviceReopens() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let config = "pcm.oatpulse { type pulse server \"\(daemon.server)\" device \"\(daemon.sinkName)\" }\n"
+        guard let device = try? ALSAOutputDevice(device: "oatpulse", format: AudioDeviceFormat(sampleRate: 44100, channels: 2),
+                                                 periodFrames: 1024, configText: config) else { return }
+        defer { device.close() }
+        let source = ChirpSource(total: 44100 * 30, sampleRate: 44100)
+        let log = EventLog(device)
+        try device.start(source.render)
+        sleepSeconds(0.4)
+        daemon.kill()
+        #expect(log.waitFor(5) { $0.contains { if case .lost = $0 { true } else { false } } })
+        sleepSeconds(0.3)
+        let rendered = device.renderedFrames
+        try daemon.start()
+        #expect(log.waitFor(5) { $0.contains(.restored) })
+        #expect(waitUntil(3) { device.renderedFrames > rendered + 22050 })
+        device.stop(drain: false)
+        print("alsa pulse plugin loss: events \(log.events)")
+    }
+
     @Test func autoWithNoServerAndNoCardFallsBackToNullWithANotice() throws {
         let options = AudioOutput.Options(pulseServer: "unix:/tmp/oat-no-such-server-\(getpid())/native",
                                           alsaDevice: "oat_no_such_pcm")
