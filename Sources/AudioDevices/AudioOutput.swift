@@ -1,27 +1,78 @@
 import AudioCore
 
-/// Opens outputs by ``AudioOutputSpec``.
+/// Opens outputs from an ``AudioOutputSpec``.
 public enum AudioOutput {
-    /// An opened output, with a notice when `auto` had to fall back.
+    /// An opened output and, when ``AudioOutputSpec/auto`` had to fall back, why.
     public struct Opened: Sendable {
         /// The device.
         public var device: any AudioOutputDevice
-        /// Why the device is not what was asked for (e.g. no sound device found), if so.
+        /// A line for the user when the choice was not the obvious one, e.g.
+        /// `no audio device found: playing to the null output`.
         public var notice: String?
     }
 
-    /// Opens the output `spec` names for `format`.
-    public static func open(_ spec: AudioOutputSpec, format: AudioDeviceFormat) throws(AudioError) -> Opened {
+    /// Knobs for opening; the defaults suit a player.
+    public struct Options: Hashable, Sendable {
+        /// The PulseAudio server (nil: `PULSE_SERVER` or the default server).
+        public var pulseServer: String?
+        /// How long ``AudioOutputSpec/auto`` waits for a PulseAudio server to answer.
+        public var probeTimeout: Double = 0.5
+        /// How long an explicit ``AudioOutputSpec/pulse(sink:)`` waits to connect.
+        public var connectTimeout: Double = 2
+        /// The PulseAudio target latency in seconds.
+        public var pulseLatency: Double = 0.1
+        /// The ALSA PCM ``AudioOutputSpec/auto`` tries when no PulseAudio server answers.
+        public var alsaDevice: String = "default"
+        /// The ALSA period in frames (the buffer is four periods).
+        public var alsaPeriodFrames: Int = 1024
+        /// The period of null and WAV outputs.
+        public var framesPerRender: Int = 1024
+
+        /// Default options.
+        public init(pulseServer: String? = nil, alsaDevice: String = "default") {
+            self.pulseServer = pulseServer
+            self.alsaDevice = alsaDevice
+        }
+    }
+
+    /// Opens `spec` at `format`.
+    ///
+    /// ``AudioOutputSpec/auto`` tries PulseAudio (a quick connection, ``Options/probeTimeout``),
+    /// then the ALSA PCM ``Options/alsaDevice``, then the paced null output with a notice.
+    /// Explicit specs open exactly that output or throw (``AudioError/Code/deviceUnavailable``).
+    public static func open(_ spec: AudioOutputSpec, format: AudioDeviceFormat,
+                            options: Options = Options()) throws(AudioError) -> Opened {
         switch spec {
-        case .null(let realTime):
-            return Opened(device: NullOutputDevice(format: format, realTime: realTime))
+        case .pulse(let sink):
+            return Opened(device: try PulseAudioOutputDevice(format: format, sink: sink, server: options.pulseServer,
+                                                             targetLatency: options.pulseLatency,
+                                                             connectTimeout: options.connectTimeout), notice: nil)
+        case .alsa(let device):
+            return Opened(device: try ALSAOutputDevice(device: device, format: format, periodFrames: options.alsaPeriodFrames), notice: nil)
         case .wav(let path, let realTime):
-            return Opened(device: try NullOutputDevice.wavFile(path: path, format: format, realTime: realTime))
+            return Opened(device: try NullOutputDevice.wavFile(path: path, format: format, realTime: realTime,
+                                                                framesPerRender: options.framesPerRender), notice: nil)
+        case .null(let realTime):
+            return Opened(device: NullOutputDevice(format: format, realTime: realTime, framesPerRender: options.framesPerRender), notice: nil)
         case .auto:
-            return Opened(device: NullOutputDevice(format: format, realTime: true),
-                          notice: "no audio device found (PulseAudio and ALSA backends not available): playing to the null output")
-        case .pulse, .alsa:
-            throw AudioError(.deviceUnavailable, component: "AudioOutput", "the \(spec) backend is not available in this build")
+            var reasons: [String] = []
+            do {
+                let device = try PulseAudioOutputDevice(format: format, sink: nil, server: options.pulseServer,
+                                                        targetLatency: options.pulseLatency,
+                                                        connectTimeout: options.probeTimeout)
+                return Opened(device: device, notice: nil)
+            } catch {
+                reasons.append("PulseAudio: \(error.underlying ?? error.message)")
+            }
+            do {
+                let device = try ALSAOutputDevice(device: options.alsaDevice, format: format, periodFrames: options.alsaPeriodFrames)
+                return Opened(device: device, notice: "no PulseAudio server: playing to ALSA \(options.alsaDevice)")
+            } catch {
+                reasons.append("ALSA \(options.alsaDevice): \(error.underlying ?? error.message)")
+            }
+            let device = NullOutputDevice(format: format, realTime: true, framesPerRender: options.framesPerRender)
+            return Opened(device: device,
+                          notice: "no audio device found: playing to the null output (\(reasons.joined(separator: "; ")))")
         }
     }
 }

@@ -1,0 +1,445 @@
+import AudioCore
+import CALSA
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An ALSA PCM as `snd_device_name_hint` lists it.
+public struct ALSADeviceInfo: Hashable, Sendable {
+    /// The PCM name to open (`default`, `hw:CARD=...,DEV=0`, `pulse`, `null`...).
+    public var name: String
+    /// The description (may span lines).
+    public var description: String
+}
+
+/// The sample format an ``ALSAOutputDevice`` writes.
+public enum ALSASampleFormat: String, Hashable, Sendable {
+    /// 32-bit float, little endian.
+    case float32
+    /// 16-bit signed integer, little endian (clamped, rounded to nearest).
+    case int16
+}
+
+/// Plays to an ALSA PCM (`default`, `hw:N`, `plughw:N,M`, `pulse`, `null`, `file:...`) from its
+/// own device thread, which calls the render callback one period at a time and writes it with
+/// `snd_pcm_writei` (blocking, so the PCM paces the thread).
+///
+/// Underruns are recovered with `snd_pcm_recover` and posted as ``AudioDeviceEvent/underrun(frames:)``;
+/// a PCM that goes away (`-ENODEV`) is posted as ``AudioDeviceEvent/lost(reason:)`` and reopened every
+/// half second until it comes back (``AudioDeviceEvent/restored``) or the device is stopped.
+/// The `null` and `file:` PCMs are not real time: the device then runs as fast as writes go.
+///
+/// Thread safety: the render callback runs on the device thread; control methods may be called
+/// from any one control thread (they only set atomics and join); counters are atomics.
+public final class ALSAOutputDevice: AudioOutputDevice {
+    /// `alsa:PCM`.
+    public let name: String
+    /// The PCM name.
+    public let device: String
+    /// The device format (the rate is what the PCM accepted, normally the one asked for).
+    public let format: AudioDeviceFormat
+    /// Frames per render call (the ALSA period).
+    public let framesPerRender: Int
+    /// Frames the PCM buffers (the ALSA buffer size).
+    public let bufferFrames: Int
+    /// The sample format written to the PCM.
+    public let sampleFormat: ALSASampleFormat
+    /// Buffered time: the PCM delay once running, the buffer size before.
+    public var latency: Double {
+        let d = delayFrames.load(ordering: .relaxed)
+        return Double(d >= 0 ? d : Int64(bufferFrames)) / format.sampleRate
+    }
+    /// Frames played: rendered frames minus the PCM's delay.
+    public var playedFrames: Int64 { played.load(ordering: .acquiring) }
+    /// Frames rendered.
+    public var renderedFrames: Int64 { rendered.load(ordering: .acquiring) }
+
+    private let pcm: PCMHandle
+    private let configText: String?
+    private let requested: (period: Int, buffer: Int)
+    private let rendered = Atomic<Int64>(0)
+    private let played = Atomic<Int64>(0)
+    private let delayFrames = Atomic<Int64>(-1)
+    private let state = Atomic<Int>(0) // 0 idle, 1 running, 2 paused, 3 stopping, 4 finished
+    private let drainOnStop = Atomic<Bool>(false)
+    private let events = AudioDeviceEventQueue()
+    private let thread = Mutex<DeviceThread?>(nil)
+    private let buffers: RenderBuffers
+    // Written only by the device thread.
+    nonisolated(unsafe) private let int16Buffer: UnsafeMutableBufferPointer<Int16>
+
+    /// Opens `device` and configures it for `format` as interleaved `preferredSampleFormat`
+    /// (falling back to the other format), with a period of about `periodFrames` and
+    /// `periods` periods of buffer.
+    ///
+    /// `configText` is ALSA configuration (e.g. `pcm.mine { type file ... }`) loaded on top of the
+    /// system configuration for this PCM only, so tests and tools can define PCMs without
+    /// touching `~/.asoundrc`.
+    public init(device: String = "default", format: AudioDeviceFormat, preferredSampleFormat: ALSASampleFormat = .float32,
+                periodFrames: Int = 1024, periods: Int = 4, configText: String? = nil) throws(AudioError) {
+        guard format.channels >= 1, format.sampleRate >= 1 else {
+            throw AudioError(.invalidArgument, component: "ALSA output", "unsupported format \(format)")
+        }
+        self.device = device
+        self.configText = configText
+        name = "alsa:\(device)"
+        requested = (max(32, periodFrames), max(2, periods) * max(32, periodFrames))
+        let handle = try PCMHandle.open(device, configText: configText)
+        let actual: PCMHandle.Setup
+        do {
+            actual = try handle.configure(format: format, preferred: preferredSampleFormat,
+                                          period: requested.period, buffer: requested.buffer)
+        } catch {
+            handle.close()
+            throw error
+        }
+        pcm = handle
+        self.format = AudioDeviceFormat(sampleRate: Double(actual.rate), channels: format.channels)
+        framesPerRender = actual.period
+        bufferFrames = actual.buffer
+        sampleFormat = actual.sampleFormat
+        buffers = RenderBuffers(channels: format.channels, frames: actual.period)
+        int16Buffer = .allocate(capacity: actual.period * format.channels)
+        int16Buffer.initialize(repeating: 0)
+    }
+
+    deinit {
+        close()
+        int16Buffer.deallocate()
+    }
+
+    /// Starts the device thread pulling from `render`.
+    public func start(_ render: @escaping AudioRenderCallback) throws(AudioError) {
+        guard state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
+            throw AudioError(.invalidState, component: "ALSA output", "already started")
+        }
+        do {
+            let t = try DeviceThread(name: "oat-alsa-out") { [self] in run(render) }
+            thread.withLock { $0 = t }
+        } catch {
+            state.store(4, ordering: .releasing)
+            throw error
+        }
+    }
+
+    /// The float-to-int16 conversion used for ``ALSASampleFormat/int16`` (scale 32767, round, clamp).
+    /// Thread safety: pure; safe on the render thread.
+    @inline(__always)
+    public static func int16Sample(_ x: Float) -> Int16 {
+        let v = (x * 32767).rounded()
+        return v >= 32767 ? 32767 : (v <= -32768 ? -32768 : Int16(v))
+    }
+
+    // MARK: Device thread
+
+    private func run(_ render: AudioRenderCallback) {
+        events.post(.started)
+        let period = framesPerRender
+        let channels = format.channels
+        var pcmPaused = false
+        var usedHardwarePause = false
+        var ended = false
+        while true {
+            let s = state.load(ordering: .acquiring)
+            if s >= 3 { break }
+            if s == 2 {
+                if !pcmPaused {
+                    pcmPaused = true
+                    usedHardwarePause = pcm.canPause && snd_pcm_pause(pcm.pcm, 1) == 0
+                    if !usedHardwarePause { snd_pcm_drop(pcm.pcm) }
+                }
+                sleepUntil(hostTime: HostTime.now() + 2_000_000)
+                continue
+            }
+            if pcmPaused {
+                pcmPaused = false
+                if !usedHardwarePause || snd_pcm_pause(pcm.pcm, 0) < 0 { snd_pcm_prepare(pcm.pcm) }
+            }
+            let done = rendered.load(ordering: .relaxed)
+            let delay = max(0, delayFrames.load(ordering: .relaxed))
+            let heardAt = HostTime.now() &+ UInt64(Double(delay) / format.sampleRate * 1e9)
+            let time = AudioTimeStamp(sampleTime: Double(done), hostTime: heardAt, rateScalar: 1, flags: .sampleHostTimeValid)
+            var result = render(buffers.pointers, period, time)
+            result.frames = max(0, min(result.frames, period))
+            let frames = result.isEndOfStream ? result.frames : period
+            if result.frames < period { buffers.silence(from: result.frames) }
+            let bytes: UnsafeRawPointer
+            switch sampleFormat {
+            case .float32:
+                buffers.interleave(frames)
+                bytes = UnsafeRawPointer(buffers.interleaved.baseAddress!)
+            case .int16:
+                for c in 0..<channels {
+                    let src = buffers.pointers[c]
+                    var j = c
+                    for i in 0..<frames {
+                        int16Buffer[j] = Self.int16Sample(src[i])
+                        j &+= channels
+                    }
+                }
+                bytes = UnsafeRawPointer(int16Buffer.baseAddress!)
+            }
+            if !write(bytes, frames: frames) { break }
+            rendered.store(done + Int64(frames), ordering: .releasing)
+            updateDelay()
+            if result.isEndOfStream {
+                ended = true
+                break
+            }
+        }
+        if ended || drainOnStop.load(ordering: .acquiring) {
+            if pcmPaused { if !usedHardwarePause || snd_pcm_pause(pcm.pcm, 0) < 0 { snd_pcm_prepare(pcm.pcm) } }
+            snd_pcm_drain(pcm.pcm)
+            played.store(rendered.load(ordering: .relaxed), ordering: .releasing)
+            delayFrames.store(0, ordering: .relaxed)
+            if ended { events.post(.drained) }
+        } else {
+            snd_pcm_drop(pcm.pcm)
+        }
+        state.store(4, ordering: .releasing)
+    }
+
+    /// Writes `frames` interleaved frames, recovering from underruns and device loss. Returns
+    /// false when the device was stopped while lost.
+    private func write(_ bytes: UnsafeRawPointer, frames: Int) -> Bool {
+        let frameBytes = format.channels * (sampleFormat == .float32 ? 4 : 2)
+        var offset = 0
+        while offset < frames {
+            let n = snd_pcm_writei(pcm.pcm, bytes + offset * frameBytes, snd_pcm_uframes_t(frames - offset))
+            if n >= 0 {
+                offset += n
+                continue
+            }
+            let err = Int32(n)
+            if err == -EAGAIN { continue }
+            if err == -EPIPE || err == -ESTRPIPE || err == -EINTR {
+                if snd_pcm_recover(pcm.pcm, err, 1) == 0 {
+                    if err == -EPIPE { events.post(.underrun(frames: framesPerRender)) }
+                    continue
+                }
+            }
+            // Not recoverable in place: the device is gone.
+            if !reopenAfterLoss(err) { return false }
+        }
+        return true
+    }
+
+    private func reopenAfterLoss(_ err: Int32) -> Bool {
+        events.post(.lost(reason: String(cString: snd_strerror(err))))
+        while state.load(ordering: .acquiring) < 3 {
+            sleepUntil(hostTime: HostTime.now() + 500_000_000)
+            if (try? pcm.reopen(device, configText: configText, format: format, preferred: sampleFormat,
+                                period: requested.period, buffer: requested.buffer)) != nil {
+                events.post(.restored)
+                return true
+            }
+        }
+        return false
+    }
+
+    private func updateDelay() {
+        var delay: snd_pcm_sframes_t = 0
+        let total = rendered.load(ordering: .relaxed)
+        if snd_pcm_delay(pcm.pcm, &delay) == 0 {
+            let d = Int64(max(0, min(delay, bufferFrames)))
+            delayFrames.store(d, ordering: .relaxed)
+            played.store(max(played.load(ordering: .relaxed), total - d), ordering: .releasing)
+        }
+    }
+
+    // MARK: Control
+
+    /// Pauses (`snd_pcm_pause` where the PCM supports it, else drop and prepare on resume).
+    public func pause() throws(AudioError) {
+        guard state.compareExchange(expected: 1, desired: 2, ordering: .acquiringAndReleasing).exchanged else {
+            throw AudioError(.invalidState, component: "ALSA output", "pause while not running")
+        }
+    }
+
+    /// Resumes after a pause.
+    public func resume() throws(AudioError) {
+        guard state.compareExchange(expected: 2, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
+            throw AudioError(.invalidState, component: "ALSA output", "resume while not paused")
+        }
+    }
+
+    /// Stops the device thread; with `drain`, the PCM first plays what it holds.
+    public func stop(drain: Bool) {
+        drainOnStop.store(drain, ordering: .releasing)
+        let s = state.load(ordering: .acquiring)
+        if s == 1 || s == 2 { state.store(3, ordering: .releasing) }
+        let t = thread.withLock { t -> DeviceThread? in defer { t = nil }; return t }
+        t?.join()
+    }
+
+    /// Stops and closes the PCM.
+    public func close() {
+        stop(drain: false)
+        pcm.close()
+    }
+
+    /// Takes pending events.
+    public func takeEvents() -> [AudioDeviceEvent] { events.take() }
+    /// Events dropped.
+    public var droppedEventCount: Int { events.droppedCount }
+    /// True once the device thread has ended (end of stream played, or stopped).
+    public var hasFinished: Bool { state.load(ordering: .acquiring) == 4 }
+
+    /// Lists the PCMs ALSA's configuration and cards offer (`snd_device_name_hint`), output-capable ones only.
+    public static func listDevices() -> [ALSADeviceInfo] {
+        var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+        guard snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
+        defer { snd_device_name_free_hint(hints) }
+        func take(_ p: UnsafeMutablePointer<CChar>?) -> String? {
+            guard let p else { return nil }
+            defer { free(p) }
+            return String(cString: p)
+        }
+        var out: [ALSADeviceInfo] = []
+        var i = 0
+        while let hint = hints[i] {
+            i += 1
+            let ioid = take(snd_device_name_get_hint(hint, "IOID"))
+            guard ioid == nil || ioid == "Output", let name = take(snd_device_name_get_hint(hint, "NAME")) else { continue }
+            out.append(ALSADeviceInfo(name: name, description: take(snd_device_name_get_hint(hint, "DESC")) ?? ""))
+        }
+        return out
+    }
+}
+
+/// An open ALSA PCM and the private configuration it was opened with. Reopened in place by the
+/// device thread after a loss; closed once.
+private final class PCMHandle: @unchecked Sendable {
+    struct Setup {
+        var rate: Int
+        var period: Int
+        var buffer: Int
+        var sampleFormat: ALSASampleFormat
+    }
+
+    private(set) var pcm: OpaquePointer?
+    private var config: OpaquePointer?
+    private(set) var canPause = false
+    private let closed = Atomic<Bool>(false)
+
+    private init(pcm: OpaquePointer, config: OpaquePointer?) {
+        self.pcm = pcm
+        self.config = config
+    }
+
+    static func open(_ name: String, configText: String?) throws(AudioError) -> PCMHandle {
+        let (pcm, config) = try openRaw(name, configText: configText)
+        return PCMHandle(pcm: pcm, config: config)
+    }
+
+    private static func openRaw(_ name: String, configText: String?) throws(AudioError) -> (OpaquePointer, OpaquePointer?) {
+        // ALSA prints open failures to stderr; they become AudioErrors here, so keep this
+        // thread's ALSA messages quiet while opening.
+        let previousHandler = snd_lib_error_set_local { _, _, _, _, _, _ in }
+        defer { snd_lib_error_set_local(previousHandler) }
+        var pcm: OpaquePointer?
+        guard let configText else {
+            let err = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, 0)
+            guard err >= 0, let pcm else {
+                throw AudioError(.deviceUnavailable, component: "ALSA output", "cannot open PCM \(name)", underlying: String(cString: snd_strerror(err)))
+            }
+            return (pcm, nil)
+        }
+        var top: OpaquePointer?
+        var update: OpaquePointer?
+        var err = snd_config_update_r(&top, &update, nil)
+        if update != nil { snd_config_update_free(update) }
+        guard err >= 0, let top else {
+            throw AudioError(.deviceUnavailable, component: "ALSA output", "cannot read the ALSA configuration", underlying: String(cString: snd_strerror(err)))
+        }
+        var input: OpaquePointer?
+        err = snd_input_buffer_open(&input, configText, configText.utf8.count)
+        if err >= 0, let input {
+            err = snd_config_load(top, input)
+            snd_input_close(input)
+        }
+        guard err >= 0 else {
+            snd_config_delete(top)
+            throw AudioError(.invalidArgument, component: "ALSA output", "bad ALSA configuration text", underlying: String(cString: snd_strerror(err)))
+        }
+        err = snd_pcm_open_lconf(&pcm, name, SND_PCM_STREAM_PLAYBACK, 0, top)
+        guard err >= 0, let pcm else {
+            snd_config_delete(top)
+            throw AudioError(.deviceUnavailable, component: "ALSA output", "cannot open PCM \(name)", underlying: String(cString: snd_strerror(err)))
+        }
+        return (pcm, top)
+    }
+
+    func configure(format: AudioDeviceFormat, preferred: ALSASampleFormat, period: Int, buffer: Int) throws(AudioError) -> Setup {
+        guard let pcm else { throw AudioError(.invalidState, component: "ALSA output", "PCM is closed") }
+        func check(_ err: Int32, _ what: String) throws(AudioError) {
+            if err < 0 {
+                throw AudioError(.unsupportedFormat, component: "ALSA output", "cannot set \(what)", underlying: String(cString: snd_strerror(err)))
+            }
+        }
+        var hw: OpaquePointer?
+        try check(snd_pcm_hw_params_malloc(&hw), "hardware parameters")
+        defer { snd_pcm_hw_params_free(hw) }
+        try check(snd_pcm_hw_params_any(pcm, hw), "hardware parameters")
+        try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "interleaved access")
+        var sampleFormat = preferred
+        let formats: [ALSASampleFormat] = preferred == .float32 ? [.float32, .int16] : [.int16, .float32]
+        var formatErr: Int32 = -EINVAL
+        for f in formats {
+            formatErr = snd_pcm_hw_params_set_format(pcm, hw, f == .float32 ? SND_PCM_FORMAT_FLOAT_LE : SND_PCM_FORMAT_S16_LE)
+            if formatErr >= 0 { sampleFormat = f; break }
+        }
+        try check(formatErr, "a float32 or int16 sample format")
+        try check(snd_pcm_hw_params_set_channels(pcm, hw, UInt32(format.channels)), "\(format.channels) channels")
+        var rate = UInt32(format.sampleRate)
+        var dir: Int32 = 0
+        try check(snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, &dir), "rate \(Int(format.sampleRate))")
+        var periodSize = snd_pcm_uframes_t(period)
+        dir = 0
+        try check(snd_pcm_hw_params_set_period_size_near(pcm, hw, &periodSize, &dir), "period size \(period)")
+        var bufferSize = snd_pcm_uframes_t(max(buffer, Int(periodSize) * 2))
+        try check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &bufferSize), "buffer size \(buffer)")
+        try check(snd_pcm_hw_params(pcm, hw), "hardware parameters")
+        dir = 0
+        snd_pcm_hw_params_get_period_size(hw, &periodSize, &dir)
+        snd_pcm_hw_params_get_buffer_size(hw, &bufferSize)
+        canPause = snd_pcm_hw_params_can_pause(hw) != 0
+
+        var sw: OpaquePointer?
+        if snd_pcm_sw_params_malloc(&sw) >= 0 {
+            defer { snd_pcm_sw_params_free(sw) }
+            if snd_pcm_sw_params_current(pcm, sw) >= 0 {
+                snd_pcm_sw_params_set_start_threshold(pcm, sw, bufferSize - periodSize)
+                snd_pcm_sw_params_set_avail_min(pcm, sw, periodSize)
+                snd_pcm_sw_params(pcm, sw)
+            }
+        }
+        return Setup(rate: Int(rate), period: Int(periodSize), buffer: Int(bufferSize), sampleFormat: sampleFormat)
+    }
+
+    /// Closes and reopens the PCM with the same setup (device thread only, while lost).
+    func reopen(_ name: String, configText: String?, format: AudioDeviceFormat, preferred: ALSASampleFormat,
+                period: Int, buffer: Int) throws(AudioError) {
+        let (newPCM, newConfig) = try Self.openRaw(name, configText: configText)
+        let oldPCM = pcm, oldConfig = config
+        pcm = newPCM
+        config = newConfig
+        if let oldPCM { snd_pcm_close(oldPCM) }
+        if let oldConfig { snd_config_delete(oldConfig) }
+        let setup = try configure(format: format, preferred: preferred, period: period, buffer: buffer)
+        guard setup.sampleFormat == preferred, setup.rate == Int(format.sampleRate) else {
+            throw AudioError(.unsupportedFormat, component: "ALSA output", "the reopened PCM changed format")
+        }
+    }
+
+    func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        if let pcm { snd_pcm_close(pcm) }
+        if let config { snd_config_delete(config) }
+        pcm = nil
+        config = nil
+    }
+
+    deinit { close() }
+}

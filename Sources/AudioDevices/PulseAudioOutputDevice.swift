@@ -1,0 +1,694 @@
+import AudioCore
+import CPulseAudio
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A PulseAudio sink as the server reports it.
+public struct PulseAudioSinkInfo: Hashable, Sendable {
+    /// The sink name (what ``AudioOutputSpec/pulse(sink:)`` takes).
+    public var name: String
+    /// The human-readable description.
+    public var description: String
+    /// The sink's native sample rate.
+    public var sampleRate: Int
+    /// The sink's channel count.
+    public var channels: Int
+    /// True for the server's default sink.
+    public var isDefault: Bool
+}
+
+/// Plays to a PulseAudio server through the asynchronous API: a threaded main loop whose stream
+/// write callback pulls frames from the render callback, so the server's clock drives rendering.
+///
+/// The stream runs at the device format as interleaved float32le, with the target latency set
+/// through the buffer attributes (`tlength`, `minreq` a quarter of it). If the server goes away
+/// the device posts ``AudioDeviceEvent/lost(reason:)``, reconnects with a backoff (0.1 s doubling
+/// to 2 s), re-creates the stream and keeps pulling from the same render callback, then posts
+/// ``AudioDeviceEvent/restored``.
+///
+/// Thread safety: the render callback runs on PulseAudio's main-loop thread (the device thread);
+/// control methods take the main-loop lock briefly and may be called from any one control thread;
+/// counters are atomics readable from anywhere.
+public final class PulseAudioOutputDevice: AudioOutputDevice {
+    /// `pulse:SINK`, or `pulse` for the default sink.
+    public let name: String
+    /// The device format.
+    public let format: AudioDeviceFormat
+    /// Frames per render call at most (the stream's `minreq`).
+    public let framesPerRender: Int
+    /// The sink asked for (nil: the server's default).
+    public let sink: String?
+    /// The server string (nil: the environment's `PULSE_SERVER` or the default server).
+    public let server: String?
+    private let core: PulseCore
+
+    /// Connects to the server (waiting at most `connectTimeout` seconds) and prepares a playback
+    /// stream at `format` for `sink` (nil: the default sink) with about `targetLatency` seconds
+    /// of buffering.
+    ///
+    /// Throws ``AudioError/Code/deviceUnavailable`` with PulseAudio's error text when no server
+    /// answers.
+    public init(format: AudioDeviceFormat, sink: String? = nil, server: String? = nil,
+                targetLatency: Double = 0.1, connectTimeout: Double = 2) throws(AudioError) {
+        guard format.channels >= 1, format.channels <= Int(PA_CHANNELS_MAX), format.sampleRate >= 1,
+              format.sampleRate <= Double(PA_RATE_MAX) else {
+            throw AudioError(.invalidArgument, component: "PulseAudio output", "unsupported format \(format)")
+        }
+        self.format = format
+        self.sink = sink
+        self.server = server
+        name = sink.map { "pulse:\($0)" } ?? "pulse"
+        let latencyFrames = max(256, Int(targetLatency * format.sampleRate))
+        framesPerRender = max(64, latencyFrames / 4)
+        core = PulseCore(format: format, sink: sink, server: server, targetFrames: latencyFrames,
+                         renderFrames: framesPerRender)
+        try core.open(timeout: connectTimeout)
+    }
+
+    deinit { core.close() }
+
+    /// Output latency in seconds: the stream's measured latency once playing, the target before.
+    public var latency: Double { core.latencySeconds }
+    /// Frames played (the stream's playback clock, summed over reconnects).
+    public var playedFrames: Int64 { core.played.load(ordering: .acquiring) }
+    /// Frames rendered (exact).
+    public var renderedFrames: Int64 { core.rendered.load(ordering: .acquiring) }
+
+    /// Creates the playback stream and starts pulling from `render`.
+    public func start(_ render: @escaping AudioRenderCallback) throws(AudioError) {
+        try core.start(render)
+    }
+
+    /// Corks the stream: pulling stops, the buffered audio is kept.
+    public func pause() throws(AudioError) { try core.setCorked(true) }
+    /// Uncorks the stream.
+    public func resume() throws(AudioError) { try core.setCorked(false) }
+    /// Stops; with `drain`, first plays what the server holds (at most about a second of waiting).
+    public func stop(drain: Bool) { core.stop(drain: drain) }
+    /// Disconnects and ends the main loop.
+    public func close() { core.close() }
+    /// Takes pending events.
+    public func takeEvents() -> [AudioDeviceEvent] { core.events.take() }
+    /// Events dropped.
+    public var droppedEventCount: Int { core.events.droppedCount }
+
+    /// True once the end of stream has been played out (``AudioDeviceEvent/drained`` posted).
+    public var hasDrained: Bool { core.drainedFlag.load(ordering: .acquiring) }
+    /// True while the server is away and the device is reconnecting.
+    public var isLost: Bool { core.lostFlag.load(ordering: .acquiring) }
+
+    /// Lists the server's sinks (connecting for the call, at most `timeout` seconds).
+    public static func listSinks(server: String? = nil, timeout: Double = 2) throws(AudioError) -> [PulseAudioSinkInfo] {
+        try PulseQuery.listSinks(server: server, timeout: timeout)
+    }
+
+    /// True if a PulseAudio server answers within `timeout` seconds.
+    public static func serverAnswers(server: String? = nil, timeout: Double = 0.5) -> Bool {
+        (try? PulseQuery.serverDefaultSink(server: server, timeout: timeout)) != nil
+    }
+}
+
+// MARK: - The main-loop side
+
+/// State shared between the control side (under the main-loop lock) and PulseAudio's main-loop
+/// thread (callbacks run with that lock held).
+private final class PulseCore: @unchecked Sendable {
+    let format: AudioDeviceFormat
+    let sink: String?
+    let server: String?
+    let targetFrames: Int
+    let frameBytes: Int
+    let events = AudioDeviceEventQueue()
+    let rendered = Atomic<Int64>(0)
+    let played = Atomic<Int64>(0)
+    let latencyMicros = Atomic<UInt64>(0)
+    let drainedFlag = Atomic<Bool>(false)
+    let lostFlag = Atomic<Bool>(false)
+    private let buffers: RenderBuffers
+
+    private var mainloop: OpaquePointer?
+    private var context: OpaquePointer?
+    private var stream: OpaquePointer?
+    private var render: AudioRenderCallback?
+    // Main-loop-lock protected state.
+    private var closing = false
+    private var stopping = false
+    private var corked = false
+    private var established = false
+    private var startedPosted = false
+    private var startFailure: String?
+    private var ended = false
+    private var drainStarted = false
+    private var backoff = 0.1
+    private var playedBase: Int64 = 0
+    private var streamPlayed: Int64 = 0
+    private var streamWritten: Int64 = 0
+    private var underflowAt: UInt64 = 0
+    private var runsDryAt: UInt64 = 0
+    private var missedAt: UInt64 = 0
+    private var deadContexts: [OpaquePointer] = []
+    private var reconnectEvent: OpaquePointer?
+
+    init(format: AudioDeviceFormat, sink: String?, server: String?, targetFrames: Int, renderFrames: Int) {
+        self.format = format
+        self.sink = sink
+        self.server = server
+        self.targetFrames = targetFrames
+        frameBytes = 4 * format.channels
+        buffers = RenderBuffers(channels: format.channels, frames: renderFrames)
+        latencyMicros.store(UInt64(Double(targetFrames) / format.sampleRate * 1e6), ordering: .relaxed)
+    }
+
+    var latencySeconds: Double { Double(latencyMicros.load(ordering: .relaxed)) / 1e6 }
+
+    private var userdata: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    private func lock() { pa_threaded_mainloop_lock(mainloop) }
+    private func unlock() { pa_threaded_mainloop_unlock(mainloop) }
+
+    /// Polls `condition` under the lock until true or `timeout`; returns its last value.
+    private func wait(_ timeout: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = HostTime.now() + HostTime.ticks(seconds: timeout)
+        while true {
+            lock()
+            let ok = condition()
+            unlock()
+            if ok { return true }
+            if HostTime.now() >= deadline { return false }
+            sleepUntil(hostTime: HostTime.now() + 2_000_000)
+        }
+    }
+
+    func open(timeout: Double) throws(AudioError) {
+        guard let ml = pa_threaded_mainloop_new() else {
+            throw AudioError(.deviceUnavailable, component: "PulseAudio output", "cannot create a main loop")
+        }
+        mainloop = ml
+        pa_threaded_mainloop_set_name(ml, "oat-pulse-out")
+        guard pa_threaded_mainloop_start(ml) >= 0 else {
+            pa_threaded_mainloop_free(ml)
+            mainloop = nil
+            throw AudioError(.deviceUnavailable, component: "PulseAudio output", "cannot start the main loop")
+        }
+        lock()
+        let failure = connectContext()
+        unlock()
+        if let failure {
+            close()
+            throw AudioError(.deviceUnavailable, component: "PulseAudio output", "no PulseAudio server answers", underlying: failure)
+        }
+        var state = PA_CONTEXT_UNCONNECTED
+        let done = wait(timeout) {
+            state = pa_context_get_state(context)
+            return state == PA_CONTEXT_READY || state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED
+        }
+        if state != PA_CONTEXT_READY {
+            lock()
+            let text = done ? String(cString: pa_strerror(pa_context_errno(context))) : "timed out after \(timeout) s"
+            unlock()
+            close()
+            throw AudioError(.deviceUnavailable, component: "PulseAudio output",
+                             "no PulseAudio server answers\(server.map { " at \($0)" } ?? "")", underlying: text)
+        }
+        lock()
+        established = true
+        unlock()
+    }
+
+    /// Creates and connects a new context (lock held). Returns the error text on an immediate failure.
+    private func connectContext() -> String? {
+        let api = pa_threaded_mainloop_get_api(mainloop)
+        guard let ctx = pa_context_new(api, "OpenAudioToolbox") else { return "pa_context_new failed" }
+        context = ctx
+        pa_context_set_state_callback(ctx, { ctx, ud in
+            Unmanaged<PulseCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.contextStateChanged(ctx!) }
+        }, userdata)
+        if pa_context_connect(ctx, server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
+            return String(cString: pa_strerror(pa_context_errno(ctx)))
+        }
+        return nil
+    }
+
+    // MARK: Callbacks (main-loop thread, lock held)
+
+    private func contextStateChanged(_ ctx: OpaquePointer) {
+        guard ctx == context else { return }
+        let state = pa_context_get_state(ctx)
+        switch state {
+        case PA_CONTEXT_READY:
+            guard established, lostFlag.load(ordering: .relaxed) else { return }
+            if render != nil && !stopping {
+                // Back after a loss: a new stream continues pulling from the same callback.
+                if !createStream() { contextLost("cannot re-create the stream") }
+            } else {
+                lostFlag.store(false, ordering: .releasing)
+                backoff = 0.1
+                events.post(.restored)
+            }
+        case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED:
+            guard established, !closing else { return }
+            contextLost(String(cString: pa_strerror(pa_context_errno(ctx))))
+        default:
+            break
+        }
+    }
+
+    /// The server went away (or the stream failed): post `.lost` once, drop the stream and the
+    /// context, and schedule a reconnection.
+    private func contextLost(_ reason: String) {
+        if !lostFlag.load(ordering: .relaxed) {
+            lostFlag.store(true, ordering: .releasing)
+            events.post(.lost(reason: reason))
+            backoff = 0.1
+        }
+        dropStream()
+        if let ctx = context {
+            pa_context_set_state_callback(ctx, nil, nil)
+            pa_context_disconnect(ctx)
+            deadContexts.append(ctx)
+            context = nil
+        }
+        scheduleReconnect()
+    }
+
+    private func scheduleReconnect() {
+        guard !closing else { return }
+        let api = pa_threaded_mainloop_get_api(mainloop)!
+        var tv = timeval()
+        pa_gettimeofday(&tv)
+        pa_timeval_add(&tv, pa_usec_t(backoff * 1e6))
+        backoff = min(2, backoff * 2)
+        reconnectEvent = api.pointee.time_new(api, &tv, { api, event, _, ud in
+            api!.pointee.time_free(event)
+            Unmanaged<PulseCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.reconnectTimerFired() }
+        }, userdata)
+    }
+
+    private func reconnectTimerFired() {
+        reconnectEvent = nil
+        for ctx in deadContexts { pa_context_unref(ctx) }
+        deadContexts.removeAll()
+        guard !closing else { return }
+        if connectContext() != nil {
+            if let ctx = context {
+                pa_context_set_state_callback(ctx, nil, nil)
+                deadContexts.append(ctx)
+                context = nil
+            }
+            scheduleReconnect()
+        }
+    }
+
+    /// Creates and connects the playback stream (lock held).
+    private func createStream() -> Bool {
+        guard let ctx = context else { return false }
+        var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(format.sampleRate), channels: UInt8(format.channels))
+        guard let s = pa_stream_new(ctx, "OpenAudioToolbox playback", &spec, nil) else { return false }
+        stream = s
+        drainStarted = false
+        streamWritten = 0
+        streamPlayed = 0
+        let ud = userdata
+        pa_stream_set_state_callback(s, { s, ud in
+            Unmanaged<PulseCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.streamStateChanged(s!) }
+        }, ud)
+        pa_stream_set_write_callback(s, { s, nbytes, ud in
+            Unmanaged<PulseCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.writeRequested(s!, nbytes) }
+        }, ud)
+        pa_stream_set_underflow_callback(s, { s, ud in
+            Unmanaged<PulseCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.underflow(s!) }
+        }, ud)
+        pa_stream_set_started_callback(s, { s, ud in
+            Unmanaged<PulseCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.playbackStarted(s!) }
+        }, ud)
+        pa_stream_set_latency_update_callback(s, { s, ud in
+            Unmanaged<PulseCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.updateTiming(s!) }
+        }, ud)
+        let tlength = UInt32(targetFrames * frameBytes)
+        var attr = pa_buffer_attr(maxlength: UInt32.max, tlength: tlength, prebuf: UInt32.max,
+                                  minreq: UInt32(buffers.frames * frameBytes), fragsize: UInt32.max)
+        var flags = PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue
+        if corked { flags |= PA_STREAM_START_CORKED.rawValue }
+        if pa_stream_connect_playback(s, sink, &attr, pa_stream_flags_t(rawValue: flags), nil, nil) < 0 {
+            dropStream()
+            return false
+        }
+        return true
+    }
+
+    private func dropStream() {
+        guard let s = stream else { return }
+        playedBase += streamPlayed
+        streamPlayed = 0
+        pa_stream_set_state_callback(s, nil, nil)
+        pa_stream_set_write_callback(s, nil, nil)
+        pa_stream_set_underflow_callback(s, nil, nil)
+        pa_stream_set_started_callback(s, nil, nil)
+        pa_stream_set_latency_update_callback(s, nil, nil)
+        if pa_stream_get_state(s) == PA_STREAM_READY || pa_stream_get_state(s) == PA_STREAM_CREATING {
+            pa_stream_disconnect(s)
+        }
+        pa_stream_unref(s)
+        stream = nil
+        underflowAt = 0
+    }
+
+    private func streamStateChanged(_ s: OpaquePointer) {
+        guard s == stream else { return }
+        switch pa_stream_get_state(s) {
+        case PA_STREAM_READY:
+            if !startedPosted {
+                startedPosted = true
+                events.post(.started)
+            }
+            if lostFlag.load(ordering: .relaxed) {
+                lostFlag.store(false, ordering: .releasing)
+                backoff = 0.1
+                events.post(.restored)
+                if ended { startDrain(s) }
+            }
+        case PA_STREAM_FAILED:
+            guard !closing, established else { return }
+            if !startedPosted, let ctx = context, pa_context_get_state(ctx) == PA_CONTEXT_READY {
+                // The first stream was refused (no such sink, bad format): start() reports it.
+                startFailure = String(cString: pa_strerror(pa_context_errno(ctx)))
+                dropStream()
+                render = nil
+                return
+            }
+            // The stream failed while the server may still be up (sink removed): reconnect all.
+            contextLost(String(cString: pa_strerror(pa_context_errno(context))))
+        default:
+            break
+        }
+    }
+
+    /// The server asks for `nbytes`: render into its buffers directly (no allocation here).
+    private func writeRequested(_ s: OpaquePointer, _ nbytes: Int) {
+        guard s == stream, !ended, !stopping, let render else { return }
+        let channels = format.channels
+        var remaining = nbytes / frameBytes
+        while remaining > 0 {
+            var data: UnsafeMutableRawPointer?
+            var size = remaining * frameBytes
+            guard pa_stream_begin_write(s, &data, &size) >= 0, let data else { break }
+            let chunk = min(size / frameBytes, buffers.frames, remaining)
+            if chunk == 0 {
+                pa_stream_cancel_write(s)
+                break
+            }
+            let done = rendered.load(ordering: .relaxed)
+            let heardAt = HostTime.now() &+ latencyMicros.load(ordering: .relaxed) &* 1000
+            let time = AudioTimeStamp(sampleTime: Double(done), hostTime: heardAt, rateScalar: 1, flags: .sampleHostTimeValid)
+            var result = render(buffers.pointers, chunk, time)
+            result.frames = max(0, min(result.frames, chunk))
+            let frames = result.isEndOfStream ? result.frames : chunk
+            if result.frames < frames { buffers.silence(from: result.frames) }
+            if frames > 0 {
+                let out = data.assumingMemoryBound(to: Float.self)
+                for c in 0..<channels {
+                    let src = buffers.pointers[c]
+                    var j = c
+                    for i in 0..<frames {
+                        out[j] = src[i]
+                        j &+= channels
+                    }
+                }
+                pa_stream_write(s, data, frames * frameBytes, nil, 0, PA_SEEK_RELATIVE)
+            } else {
+                pa_stream_cancel_write(s)
+            }
+            streamWritten += Int64(frames)
+            rendered.store(done + Int64(frames), ordering: .releasing)
+            remaining -= chunk
+            if result.isEndOfStream {
+                ended = true
+                startDrain(s)
+                break
+            }
+        }
+        // A late callback or render (the buffer ran dry before it finished) dates the underflow,
+        // whose notification is only handled after this callback.
+        let now = HostTime.now()
+        if runsDryAt != 0, now > runsDryAt {
+            if missedAt == 0 { missedAt = runsDryAt }
+        } else {
+            missedAt = 0
+        }
+        updateTiming(s)
+        runsDryAt = now &+ latencyMicros.load(ordering: .relaxed) &* 1000
+    }
+
+    private func startDrain(_ s: OpaquePointer) {
+        guard !drainStarted else { return }
+        drainStarted = true
+        if let op = pa_stream_drain(s, { s, success, ud in
+            Unmanaged<PulseCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.drained(s!, success != 0) }
+        }, userdata) {
+            pa_operation_unref(op)
+        }
+    }
+
+    private func drained(_ s: OpaquePointer, _ success: Bool) {
+        guard s == stream, success, !drainedFlag.load(ordering: .relaxed) else { return }
+        streamPlayed = streamWritten
+        played.store(playedBase + streamPlayed, ordering: .releasing)
+        drainedFlag.store(true, ordering: .releasing)
+        events.post(.drained)
+    }
+
+    private func underflow(_ s: OpaquePointer) {
+        guard s == stream, !ended else { return }
+        if underflowAt == 0 { underflowAt = missedAt != 0 ? missedAt : HostTime.now() }
+        missedAt = 0
+    }
+
+    private func playbackStarted(_ s: OpaquePointer) {
+        guard s == stream, underflowAt != 0 else { return }
+        let gap = HostTime.seconds(ticks: HostTime.now() &- underflowAt)
+        underflowAt = 0
+        missedAt = 0
+        events.post(.underrun(frames: max(1, Int(gap * format.sampleRate))))
+    }
+
+    private func updateTiming(_ s: OpaquePointer) {
+        guard s == stream else { return }
+        var usec: pa_usec_t = 0
+        if pa_stream_get_time(s, &usec) >= 0 {
+            let frames = Int64(Double(usec) * format.sampleRate / 1e6)
+            streamPlayed = max(streamPlayed, min(frames, streamWritten))
+            if !drainedFlag.load(ordering: .relaxed) {
+                played.store(playedBase + streamPlayed, ordering: .releasing)
+            }
+        }
+        var negative: Int32 = 0
+        if pa_stream_get_latency(s, &usec, &negative) >= 0 {
+            latencyMicros.store(negative != 0 ? 0 : usec, ordering: .relaxed)
+        }
+    }
+
+    // MARK: Control side
+
+    func start(_ render: @escaping AudioRenderCallback) throws(AudioError) {
+        guard mainloop != nil else { throw AudioError(.invalidState, component: "PulseAudio output", "device is closed") }
+        lock()
+        if self.render != nil {
+            unlock()
+            throw AudioError(.invalidState, component: "PulseAudio output", "already started")
+        }
+        self.render = render
+        startFailure = nil
+        let ok = context.map { pa_context_get_state($0) == PA_CONTEXT_READY } ?? false ? createStream() : false
+        let failure = ok ? nil : (context.map { String(cString: pa_strerror(pa_context_errno($0))) } ?? "no connection")
+        unlock()
+        if let failure {
+            throw AudioError(.deviceUnavailable, component: "PulseAudio output", "cannot create the playback stream", underlying: failure)
+        }
+        var state = PA_STREAM_UNCONNECTED
+        _ = wait(5) {
+            guard let s = stream else { return lostFlag.load(ordering: .relaxed) || startFailure != nil }
+            state = pa_stream_get_state(s)
+            return state == PA_STREAM_READY || state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED
+        }
+        lock()
+        let refused = startFailure
+        unlock()
+        if let refused {
+            throw AudioError(.deviceUnavailable, component: "PulseAudio output",
+                             "cannot play to \(sink ?? "the default sink")", underlying: refused)
+        }
+        if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
+            lock()
+            let text = context.map { String(cString: pa_strerror(pa_context_errno($0))) } ?? "stream failed"
+            unlock()
+            throw AudioError(.deviceUnavailable, component: "PulseAudio output",
+                             "cannot play to \(sink ?? "the default sink")", underlying: text)
+        }
+    }
+
+    func setCorked(_ cork: Bool) throws(AudioError) {
+        guard mainloop != nil else { throw AudioError(.invalidState, component: "PulseAudio output", "device is closed") }
+        lock()
+        defer { unlock() }
+        guard render != nil, !stopping else {
+            throw AudioError(.invalidState, component: "PulseAudio output", cork ? "pause while not running" : "resume while not running")
+        }
+        guard corked != cork else {
+            throw AudioError(.invalidState, component: "PulseAudio output", cork ? "already paused" : "resume while not paused")
+        }
+        corked = cork
+        if let s = stream, pa_stream_get_state(s) == PA_STREAM_READY,
+           let op = pa_stream_cork(s, cork ? 1 : 0, nil, nil) {
+            pa_operation_unref(op)
+        }
+    }
+
+    func stop(drain: Bool) {
+        guard mainloop != nil else { return }
+        lock()
+        let running = render != nil && !stopping
+        stopping = true
+        var op: OpaquePointer?
+        if running, drain, !drainedFlag.load(ordering: .relaxed), let s = stream, pa_stream_get_state(s) == PA_STREAM_READY {
+            if corked, let o = pa_stream_cork(s, 0, nil, nil) { pa_operation_unref(o); corked = false }
+            op = pa_stream_drain(s, nil, nil)
+        }
+        unlock()
+        if let op {
+            _ = wait(latencySeconds + 1) { pa_operation_get_state(op) != PA_OPERATION_RUNNING }
+            lock()
+            if pa_operation_get_state(op) == PA_OPERATION_DONE {
+                played.store(playedBase + streamWritten, ordering: .releasing)
+            }
+            pa_operation_unref(op)
+            unlock()
+        }
+        lock()
+        if running, !drain, let s = stream, pa_stream_get_state(s) == PA_STREAM_READY,
+           let o = pa_stream_flush(s, nil, nil) {
+            pa_operation_unref(o)
+        }
+        dropStream()
+        unlock()
+    }
+
+    func close() {
+        guard let ml = mainloop else { return }
+        stop(drain: false)
+        lock()
+        closing = true
+        if let e = reconnectEvent {
+            let api = pa_threaded_mainloop_get_api(ml)!
+            api.pointee.time_free(e)
+            reconnectEvent = nil
+        }
+        if let ctx = context {
+            pa_context_set_state_callback(ctx, nil, nil)
+            pa_context_disconnect(ctx)
+            pa_context_unref(ctx)
+            context = nil
+        }
+        for ctx in deadContexts { pa_context_unref(ctx) }
+        deadContexts.removeAll()
+        unlock()
+        pa_threaded_mainloop_stop(ml)
+        pa_threaded_mainloop_free(ml)
+        mainloop = nil
+    }
+}
+
+// MARK: - One-off queries
+
+/// Short-lived connections on a private (non-threaded) main loop, for probing and introspection.
+enum PulseQuery {
+    private final class Collector {
+        var sinks: [PulseAudioSinkInfo] = []
+        var defaultSink: String?
+        var serverDone = false
+        var sinksDone = false
+    }
+
+    /// Connects, runs `body` until it reports done, and disconnects; the whole call is bounded
+    /// by `timeout`.
+    private static func withContext(server: String?, timeout: Double,
+                                    _ body: (OpaquePointer, () -> Bool) throws(AudioError) -> Void) throws(AudioError) {
+        guard let ml = pa_mainloop_new() else {
+            throw AudioError(.deviceUnavailable, component: "PulseAudio", "cannot create a main loop")
+        }
+        defer { pa_mainloop_free(ml) }
+        guard let ctx = pa_context_new(pa_mainloop_get_api(ml), "OpenAudioToolbox query") else {
+            throw AudioError(.deviceUnavailable, component: "PulseAudio", "cannot create a context")
+        }
+        defer { pa_context_disconnect(ctx); pa_context_unref(ctx) }
+        let deadline = HostTime.now() + HostTime.ticks(seconds: timeout)
+        let step: () -> Bool = {
+            let left = Int64(deadline) - Int64(HostTime.now())
+            if left <= 0 { return false }
+            if pa_mainloop_prepare(ml, Int32(min(left / 1000, 100_000))) < 0 { return false }
+            if pa_mainloop_poll(ml) < 0 { return false }
+            return pa_mainloop_dispatch(ml) >= 0
+        }
+        if pa_context_connect(ctx, server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
+            throw AudioError(.deviceUnavailable, component: "PulseAudio", "no PulseAudio server answers\(server.map { " at \($0)" } ?? "")",
+                             underlying: String(cString: pa_strerror(pa_context_errno(ctx))))
+        }
+        while true {
+            let state = pa_context_get_state(ctx)
+            if state == PA_CONTEXT_READY { break }
+            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED || !step() {
+                let text = state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED
+                    ? String(cString: pa_strerror(pa_context_errno(ctx))) : "timed out after \(timeout) s"
+                throw AudioError(.deviceUnavailable, component: "PulseAudio", "no PulseAudio server answers\(server.map { " at \($0)" } ?? "")",
+                                 underlying: text)
+            }
+        }
+        try body(ctx, step)
+    }
+
+    static func serverDefaultSink(server: String?, timeout: Double) throws(AudioError) -> String {
+        var result = ""
+        try withContext(server: server, timeout: timeout) { ctx, step throws(AudioError) in
+            let collector = Collector()
+            let ud = Unmanaged.passUnretained(collector).toOpaque()
+            if let op = pa_context_get_server_info(ctx, { _, info, ud in
+                let c = Unmanaged<Collector>.fromOpaque(ud!).takeUnretainedValue()
+                if let info, let name = info.pointee.default_sink_name { c.defaultSink = String(cString: name) }
+                c.serverDone = true
+            }, ud) { pa_operation_unref(op) }
+            while !collector.serverDone {
+                guard step() else { throw AudioError(.deviceUnavailable, component: "PulseAudio", "server info timed out") }
+            }
+            result = collector.defaultSink ?? ""
+        }
+        return result
+    }
+
+    static func listSinks(server: String?, timeout: Double) throws(AudioError) -> [PulseAudioSinkInfo] {
+        var result: [PulseAudioSinkInfo] = []
+        try withContext(server: server, timeout: timeout) { ctx, step throws(AudioError) in
+            let collector = Collector()
+            let ud = Unmanaged.passUnretained(collector).toOpaque()
+            if let op = pa_context_get_server_info(ctx, { _, info, ud in
+                let c = Unmanaged<Collector>.fromOpaque(ud!).takeUnretainedValue()
+                if let info, let name = info.pointee.default_sink_name { c.defaultSink = String(cString: name) }
+                c.serverDone = true
+            }, ud) { pa_operation_unref(op) }
+            if let op = pa_context_get_sink_info_list(ctx, { _, info, eol, ud in
+                let c = Unmanaged<Collector>.fromOpaque(ud!).takeUnretainedValue()
+                if eol != 0 { c.sinksDone = true; return }
+                guard let i = info?.pointee else { return }
+                c.sinks.append(PulseAudioSinkInfo(name: i.name.map { String(cString: $0) } ?? "",
+                                                  description: i.description.map { String(cString: $0) } ?? "",
+                                                  sampleRate: Int(i.sample_spec.rate), channels: Int(i.sample_spec.channels),
+                                                  isDefault: false))
+            }, ud) { pa_operation_unref(op) }
+            while !(collector.serverDone && collector.sinksDone) {
+                guard step() else { throw AudioError(.deviceUnavailable, component: "PulseAudio", "sink list timed out") }
+            }
+            result = collector.sinks.map { var s = $0; s.isDefault = s.name == collector.defaultSink; return s }
+        }
+        return result
+    }
+}
