@@ -3,9 +3,9 @@
 // For each container it generates a 60-second file with ffmpeg (into a temp folder, reused
 // between runs) and also takes the matching files of the shared corpus, reads them into memory,
 // and times AudioFileStream over the whole buffer and over 4 KiB chunks (median of several
-// runs). The peer is `ffprobe -count_packets` (demux only: reads every packet, decodes nothing
-// but the few frames stream probing needs), timed as a process; its start-up cost, measured on a
-// 0.2-second file of the same format, is subtracted. See docs/benchmarks.md.
+// runs). The peer is FFmpeg's demuxer: `ffmpeg -benchmark -i FILE -c copy -f null -`, whose own
+// rtime covers reading every packet and discarding it (no decoding, no process start-up).
+// `ffprobe -count_packets` wall time is shown for reference. See docs/benchmarks.md.
 
 import AudioCore
 import AudioFiles
@@ -32,7 +32,7 @@ struct Options {
                        [--corpus DIR | --no-corpus] [--no-generated] [FAMILY...]
       FAMILY: au wav aiff caf flac ogg mpeg mp4 (default: all)
       --runs N        timed parses per file and feed mode; the median is reported (default 7)
-      --peer-runs N   ffprobe runs per file (default 3)
+      --peer-runs N   ffmpeg and ffprobe runs per file; the median is reported (default 3)
       --seconds S     length of the generated files (default 60)
       --work DIR      where generated files go (default /tmp/oat-parse-bench; reused)
       --corpus DIR    the shared corpus (default ../shared/corpus from the package root)
@@ -154,6 +154,21 @@ func runProcess(_ path: String, _ args: [String]) -> (status: Int32, seconds: Do
     return (p.terminationStatus, now() - t0)
 }
 
+/// Runs a program and returns its standard error (stdout discarded), or nil if it failed.
+func runCapturingStderr(_ path: String, _ args: [String]) -> String? {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
+    let pipe = Pipe()
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = pipe
+    p.standardInput = FileHandle.nullDevice
+    do { try p.run() } catch { return nil }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return p.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+}
+
 func findTool(_ name: String) -> String? {
     for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
         let path = "\(dir)/\(name)"
@@ -223,11 +238,16 @@ struct Row: Codable {
     var detail: String?
     var oursWholeMBps: Double?
     var oursChunkedMBps: Double?
-    var peerWallMs: Double?
-    var peerStartupMs: Double?
+    /// ffmpeg's demux loop time (rtime), summed over the files.
+    var peerMs: Double?
     var peerMBps: Double?
     /// ours (whole-buffer) / peer.
     var ratio: Double?
+    /// True when ffmpeg's time is under 5 ms per file (its rtime has 1 ms resolution): peer MB/s
+    /// and ratio are then only indicative (in parentheses in the table).
+    var peerCoarse: Bool?
+    /// `ffprobe -count_packets` wall time, process start-up included (reference only).
+    var ffprobeWallMs: Double?
 }
 
 struct InputFile {
@@ -238,15 +258,32 @@ struct InputFile {
 final class Bench {
     let options: Options
     let ffprobe: String?
-    /// ffprobe start-up seconds per generated spec file name (on the short file).
-    var startup: [String: Double] = [:]
+    let ffmpeg: String?
 
     init(options: Options) {
         self.options = options
         ffprobe = findTool("ffprobe")
+        ffmpeg = findTool("ffmpeg")
     }
 
+    /// The peer: `ffmpeg -benchmark -i FILE -map 0:a -c copy -f null -`, median of its own
+    /// `rtime` (the demux-and-discard loop after the input is opened and probed; no decoding,
+    /// no process start-up). nil when ffmpeg is missing or fails on the file.
     func peerSeconds(_ path: String) -> Double? {
+        guard let ffmpeg else { return nil }
+        var times: [Double] = []
+        for _ in 0..<options.peerRuns {
+            guard let err = runCapturingStderr(ffmpeg, ["-hide_banner", "-nostdin", "-nostats", "-benchmark", "-i", path,
+                                                        "-map", "0:a:0", "-c", "copy", "-f", "null", "-"]),
+                  let range = err.range(of: "rtime="),
+                  let t = Double(err[range.upperBound...].prefix { $0.isNumber || $0 == "." }) else { return nil }
+            times.append(t)
+        }
+        return median(times)
+    }
+
+    /// ffprobe -count_packets as a process, wall time (start-up included; reference only).
+    func ffprobeSeconds(_ path: String) -> Double? {
         guard let ffprobe else { return nil }
         var times: [Double] = []
         for _ in 0..<options.peerRuns {
@@ -258,19 +295,22 @@ final class Bench {
     }
 
     /// Measures a set of files as one row: our parse over each (summed medians) and ffprobe.
-    func measure(family: String, label: String, files: [InputFile], startupKey: String?) -> Row {
+    func measure(family: String, label: String, files: [InputFile]) -> Row {
         var row = Row(family: family, input: label, files: files.count, bytes: 0, status: "ok")
-        var whole = 0.0, chunked = 0.0, peer = 0.0, peerStartup = 0.0
+        var whole = 0.0, chunked = 0.0, peer = 0.0, probeWall = 0.0
         var okBytes = 0, packets: Int64 = 0, okFiles = 0
         var firstError: AudioError?
-        var peerOK = ffprobe != nil
+        var unsupportedCount = 0, errorCount = 0
+        var peerOK = ffmpeg != nil, probeOK = ffprobe != nil
         for file in files {
             guard let data = FileManager.default.contents(atPath: file.path) else { continue }
             let bytes = [UInt8](data)
             row.bytes += bytes.count
             let probe = parseOnce(bytes, hint: file.hint, chunk: nil)
             if let e = probe.error {
-                if firstError == nil || (firstError!.code == .unsupportedFormat && e.code != .unsupportedFormat) { firstError = e }
+                if e.code == .unsupportedFormat { unsupportedCount += 1 } else { errorCount += 1 }
+                // Report "not implemented" first: it explains the row better than a bad file.
+                if firstError == nil || (firstError!.code != .unsupportedFormat && e.code == .unsupportedFormat) { firstError = e }
                 continue
             }
             okFiles += 1
@@ -278,17 +318,14 @@ final class Bench {
             packets += probe.packets
             whole += timeParse(bytes, hint: file.hint, chunk: nil, runs: options.runs)
             chunked += timeParse(bytes, hint: file.hint, chunk: 4096, runs: options.runs)
-            if peerOK, let p = peerSeconds(file.path) {
-                peer += p
-                peerStartup += startupKey.flatMap { startup[$0] } ?? 0
-            } else {
-                peerOK = false
-            }
+            if peerOK, let p = peerSeconds(file.path) { peer += p } else { peerOK = false }
+            if probeOK, let p = ffprobeSeconds(file.path) { probeWall += p } else { probeOK = false }
         }
         if okFiles == 0 {
             if let e = firstError {
                 row.status = e.code == .unsupportedFormat ? "not implemented" : "error"
                 row.detail = e.description
+                if files.count > 1 { row.detail! += " [\(unsupportedCount) unsupported, \(errorCount) other errors]" }
             } else {
                 row.status = "skipped"
                 row.detail = "no readable files"
@@ -302,12 +339,12 @@ final class Bench {
         row.packets = packets
         row.oursWholeMBps = mb / whole
         row.oursChunkedMBps = mb / chunked
+        if probeOK { row.ffprobeWallMs = probeWall * 1000 }
         if peerOK {
-            row.peerWallMs = peer * 1000
-            row.peerStartupMs = peerStartup * 1000
-            // Net of start-up; floored at 1 ms per file so that noise cannot make it vanish.
-            let net = max(peer - peerStartup, 0.001 * Double(okFiles))
-            row.peerMBps = mb / net
+            row.peerMs = peer * 1000
+            // ffmpeg prints rtime in milliseconds resolution: below 5 ms the figure is coarse.
+            row.peerCoarse = peer < 0.005 * Double(okFiles)
+            row.peerMBps = mb / max(peer, 0.0005)
             row.ratio = row.oursWholeMBps! / row.peerMBps!
         }
         if okBytes != row.bytes { row.bytes = okBytes }
@@ -322,32 +359,27 @@ final class Bench {
             return []
         }
         let dir = "\(options.workDir)/\(options.seconds)s"
-        try? FileManager.default.createDirectory(atPath: "\(dir)/short", withIntermediateDirectories: true)
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         // A synthetic source: two tones plus noise, distinct per channel, 44.1 kHz stereo.
         let expr = "aevalsrc=exprs=0.3*sin(2*PI*440*t)+0.1*(random(0)-0.5)|0.3*sin(2*PI*659*t)+0.1*(random(1)-0.5):s=44100"
-        let sources = [("\(dir)/source.wav", Double(options.seconds)), ("\(dir)/short/source.wav", 0.2)]
-        for (path, length) in sources where !FileManager.default.fileExists(atPath: path) {
-            let r = runProcess(ffmpeg, ["-y", "-v", "error", "-f", "lavfi", "-i", "\(expr):d=\(length)", "-c:a", "pcm_s16le", path])
-            if r.status != 0 { note("parse-bench: ffmpeg could not make \(path)"); return [] }
+        let source = "\(dir)/source.wav"
+        if !FileManager.default.fileExists(atPath: source) {
+            let r = runProcess(ffmpeg, ["-y", "-v", "error", "-f", "lavfi", "-i", "\(expr):d=\(options.seconds)", "-c:a", "pcm_s16le", source])
+            if r.status != 0 { note("parse-bench: ffmpeg could not make \(source)"); return [] }
         }
         var made: [(GeneratedSpec, String)] = []
         for spec in generatedSpecs where options.only.isEmpty || options.only.contains(spec.family) {
-            var ok = true
-            for sub in ["", "short/"] {
-                let out = "\(dir)/\(sub)\(spec.file)"
-                if FileManager.default.fileExists(atPath: out) { continue }
+            let out = "\(dir)/\(spec.file)"
+            if !FileManager.default.fileExists(atPath: out) {
                 let tmp = out + ".part"
-                let r = runProcess(ffmpeg, ["-y", "-v", "error", "-i", "\(dir)/\(sub)source.wav"] + spec.ffmpegArgs
+                let r = runProcess(ffmpeg, ["-y", "-v", "error", "-i", source] + spec.ffmpegArgs
                                    + (spec.ffmpegArgs.contains("-f") ? [] : ["-f", formatName(spec.file)]) + [tmp])
                 if r.status != 0 || rename(tmp, out) != 0 {
                     note("parse-bench: ffmpeg could not make \(out)")
-                    ok = false
+                    continue
                 }
             }
-            if ok {
-                made.append((spec, "\(dir)/\(spec.file)"))
-                if let s = peerSeconds("\(dir)/short/\(spec.file)") { startup[spec.file] = s }
-            }
+            made.append((spec, out))
         }
         return made
     }
@@ -395,7 +427,7 @@ final class Bench {
             for (spec, path) in generate() {
                 note("parse-bench: \(spec.label)")
                 rows.append(measure(family: spec.family, label: spec.label + " (\(options.seconds) s)",
-                                    files: [InputFile(path: path, hint: spec.hint)], startupKey: spec.file))
+                                    files: [InputFile(path: path, hint: spec.hint)]))
             }
         }
         if options.useCorpus {
@@ -403,9 +435,7 @@ final class Bench {
             for family in familyOrder {
                 guard let files = corpus[family], !files.isEmpty else { continue }
                 note("parse-bench: corpus \(family) (\(files.count) files)")
-                // Start-up: the short generated file of the family's first format, if made.
-                let key = generatedSpecs.first { $0.family == family && startup[$0.file] != nil }?.file
-                rows.append(measure(family: family, label: "corpus \(family)", files: files, startupKey: key))
+                rows.append(measure(family: family, label: "corpus \(family)", files: files))
             }
         }
         return rows.sorted { (familyOrder.firstIndex(of: $0.family) ?? 99) < (familyOrder.firstIndex(of: $1.family) ?? 99) }
@@ -419,12 +449,14 @@ func fmt(_ x: Double?, _ digits: Int = 1) -> String {
     return String(format: "%.\(digits)f", x)
 }
 
+func paren(_ s: String, _ flag: Bool?) -> String { flag == true ? "(\(s))" : s }
+
 func printTable(_ rows: [Row]) {
-    let header = ["container", "input", "files", "bytes", "ours MB/s whole", "ours MB/s 4K", "peer ms", "peer start ms", "peer MB/s", "ratio", "note"]
+    let header = ["container", "input", "files", "bytes", "ours MB/s whole", "ours MB/s 4K", "peer ms", "peer MB/s", "ratio", "ffprobe ms", "note"]
     var lines = [header]
     for r in rows {
         lines.append([r.family, r.input, "\(r.files)", "\(r.bytes)", fmt(r.oursWholeMBps), fmt(r.oursChunkedMBps),
-                      fmt(r.peerWallMs), fmt(r.peerStartupMs), fmt(r.peerMBps), fmt(r.ratio, 2),
+                      fmt(r.peerMs), paren(fmt(r.peerMBps), r.peerCoarse), paren(fmt(r.ratio, 2), r.peerCoarse), fmt(r.ffprobeWallMs),
                       r.status == "ok" ? (r.detail ?? "") : "\(r.status): \(r.detail ?? "")"])
     }
     let widths = (0..<header.count - 1).map { c in lines.map { $0[c].count }.max() ?? 0 }
@@ -447,5 +479,7 @@ if options.json {
     if let data = try? encoder.encode(rows) { print(String(decoding: data, as: UTF8.self)) }
 } else {
     printTable(rows)
-    print("ratio = ours (whole buffer) / peer; peer = ffprobe -count_packets wall time minus its start-up (same format, 0.2 s file)")
+    print("ratio = ours (whole buffer) / peer; peer = ffmpeg -benchmark -c copy -f null rtime (demux loop, in process)")
+    print("(parenthesised: under 5 ms per file, where ffmpeg's 1 ms rtime resolution makes it indicative only)")
+    print("ffprobe ms = ffprobe -count_packets wall time per process, start-up included (reference)")
 }
