@@ -1,0 +1,6 @@
+// libFuzzer entry for the 'au' family (see Fuzz/Sources/FuzzHarness.swift).
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    FuzzHarness.run(UnsafeRawBufferPointer(start: data, count: size), family: .au)
+    return 0
+}
