@@ -355,9 +355,12 @@ public final class AudioFileStream {
     /// (`PacketToByte`).
     public func byteOffset(forPacket packet: Int64) -> (offset: Int64, isEstimated: Bool)? {
         guard let f = dataFormat, packet >= 0 else { return nil }
-        if f.bytesPerPacket > 0 { return (packet * Int64(f.bytesPerPacket), false) }
-        let avg = averageBytesPerPacket
-        return avg > 0 ? (Int64(Double(packet) * avg), true) : nil
+        if f.bytesPerPacket > 0 {
+            let (offset, overflow) = packet.multipliedReportingOverflow(by: Int64(f.bytesPerPacket))
+            return overflow ? nil : (offset, false)
+        }
+        let estimate = Double(packet) * averageBytesPerPacket
+        return estimate > 0 && estimate < 9e18 ? (Int64(estimate), true) : (packet == 0 ? (0, true) : nil)
     }
 
     /// The packet at byte offset `byte` (relative to the audio data) and whether it is estimated
@@ -366,6 +369,8 @@ public final class AudioFileStream {
         guard let f = dataFormat, byte >= 0 else { return nil }
         if f.bytesPerPacket > 0 { return (byte / Int64(f.bytesPerPacket), false) }
         let avg = averageBytesPerPacket
-        return avg > 0 ? (Int64(Double(byte) / avg), true) : nil
+        guard avg > 0 else { return nil }
+        let estimate = Double(byte) / avg
+        return estimate < 9e18 ? (Int64(estimate), true) : nil
     }
 }
