@@ -55,7 +55,6 @@ public final class AudioOutputQueue: @unchecked Sendable {
     private let deviceFactory: AudioOutputDeviceFactory
     private let control = Mutex(ControlState())
     private let wake = DispatchSemaphore(value: 0)
-    private var feederThread: Thread?
     private let component = "AudioQueue"
 
     struct Pending {
@@ -73,6 +72,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var stopAfterQueued = false
         var disposed = false
         var feederStarted = false
+        var feeder: DeviceThread?
         var listeners: [Int: @Sendable (AudioOutputQueue, AudioQueueProperty) -> Void] = [:]
         var nextListener = 0
         var eventHandler: (@Sendable (AudioOutputQueueEvent) -> Void)?
@@ -295,11 +295,11 @@ public final class AudioOutputQueue: @unchecked Sendable {
             defer { s.disposed = true }
             return s.disposed
         }
-        if already && feederThread == nil { return }
+        let feeder = control.withLock { s -> DeviceThread? in defer { s.feeder = nil }; return s.feeder }
+        if already && feeder == nil { return }
         stop(immediately: true)
         wake.signal()
-        feederThread?.join()
-        feederThread = nil
+        feeder?.join()
         control.withLock { s in
             s.buffers.removeAll()
             s.listeners.removeAll()
@@ -457,13 +457,12 @@ public final class AudioOutputQueue: @unchecked Sendable {
     private let feederIdle = Atomic<Bool>(true)
 
     private func ensureFeeder() {
-        let start = control.withLock { s -> Bool in
-            guard !s.feederStarted, !s.disposed else { return false }
+        control.withLock { s in
+            guard !s.feederStarted, !s.disposed else { return }
             s.feederStarted = true
-            return true
+            // The new thread's first step takes this lock, so it waits until we are done here.
+            s.feeder = try? DeviceThread(name: "oat-queue") { [self] in feederLoop() }
         }
-        guard start else { return }
-        feederThread = Thread { [self] in feederLoop() }
     }
 
     /// The queue's own thread: decodes enqueued buffers into the ring, returns them through the
@@ -640,5 +639,5 @@ func decibels(_ x: Float) -> Float {
 }
 
 func usleep_ms(_ ms: Int) {
-    sleepUntilNanos(HostTime.now() + UInt64(ms) * 1_000_000)
+    sleepUntil(hostTime: HostTime.now() + UInt64(ms) * 1_000_000)
 }

@@ -52,6 +52,9 @@ struct OggParser: ContainerParser {
     var dataOffset: Int64?
     /// Pages skipped for a bad CRC (for the error when nothing usable is found).
     var badPages = 0
+    /// The first logical stream whose codec we do not read (name and offset), for the error
+    /// when no stream is usable.
+    var unknownStream: (name: String, offset: Int64)?
     var firstBadPage: Int64 = 0
 
     init() {}
@@ -131,7 +134,12 @@ struct OggParser: ContainerParser {
             var first = 0
             for l in lacing { first += Int(l); if l < 255 { break } }
             let packet = UnsafeRawBufferPointer(rebasing: page[bodyStart..<(bodyStart + first)])
-            if let newLink = try Self.identify(packet, serial: serial, at: bodyOffset, limits: out.limits) {
+            let identified = try Self.identify(packet, serial: serial, at: bodyOffset, limits: out.limits)
+            if identified == nil && unknownStream == nil {
+                let printable = packet.prefix(8).filter { $0 >= 0x20 && $0 < 0x7F }
+                unknownStream = (String(decoding: printable, as: UTF8.self).trimmingSpaces(), offset)
+            }
+            if let newLink = identified {
                 if let old = link, !old.isReady {
                     throw invalidData(Self.component, "stream \(old.serial) ended before its headers were complete", at: offset)
                 }
@@ -459,6 +467,9 @@ struct OggParser: ContainerParser {
     private mutating func finishInput(at offset: Int64, _ out: inout ParseOutput) throws {
         if link == nil && badPages > 0 {
             throw invalidData(Self.component, "no usable Ogg stream: \(badPages) page(s) failed the CRC check, the first", at: firstBadPage)
+        }
+        if link == nil, let unknown = unknownStream {
+            throw unsupported(Self.component, "the Ogg stream carries \(unknown.name.isEmpty ? "an unknown codec" : "'\(unknown.name)'"), which is not supported (Vorbis, Opus and FLAC are)", at: unknown.offset)
         }
         if let l = link, !l.ended {
             if !l.isReady {

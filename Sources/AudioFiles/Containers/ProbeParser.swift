@@ -48,6 +48,9 @@ struct ProbeParser: ContainerParser {
 
     init(hint: AudioFileType?) { self.hint = hint }
 
+    /// The ASF header object GUID that starts WMA/WMV files.
+    static let asfHeaderGUID: [UInt8] = [0x30, 0x26, 0xB2, 0x75, 0x8E, 0x66, 0xCF, 0x11, 0xA6, 0xD9, 0x00, 0xAA, 0x00, 0x62, 0xCE, 0x6C]
+
     static func make(_ kind: ContainerKind, hint: AudioFileType?) -> any ContainerParser {
         switch kind {
         case .wave: WAVParser()
@@ -71,13 +74,16 @@ struct ProbeParser: ContainerParser {
             }
             id3 = nil
         }
-        if input.count < 12 && !isEOF { return .needMore(12) }
+        if input.count < 16 && !isEOF { return .needMore(16) }
         if isEOF && input.isEmpty { return .finished }
         if input.count >= 3 && input[0] == 0x49 && input[1] == 0x44 && input[2] == 0x33 {
             if let (walker, size) = try ID3v2Walker.header(input, at: offset) {
                 id3 = walker
                 return .consumed(size)
             }
+        }
+        if input.count >= 16, Array(input[0..<16]) == ProbeParser.asfHeaderGUID {
+            throw unsupported("AudioFileStream", "this is an ASF (WMA/WMV) file: the container is not supported", at: offset)
         }
         let kind = ContainerKind.sniff(input) ?? hint.flatMap(ContainerKind.init(hint:)) ?? .mpeg
         inner = Self.make(kind, hint: hint)
