@@ -33,6 +33,13 @@ final class FileHandleReader {
 
     deinit { close(fd) }
 
+    /// Reads `count` bytes at `offset`, or nil when the file is shorter.
+    func readBytesDirect(at offset: Int64, count: Int) throws(AudioError) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: count)
+        let n = try withMutableRawBytes(&out) { (raw) throws(AudioError) -> Int in try read(into: raw, at: offset) }
+        return n == count ? out : nil
+    }
+
     /// Reads up to `count` bytes at `offset` into `buffer`; returns bytes read (0 at the end).
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(AudioError) -> Int {
         var done = 0
@@ -47,6 +54,19 @@ final class FileHandleReader {
         }
         return done
     }
+}
+
+/// The frame count an ALAC packet states for itself when it is a partial frame (the last packet
+/// of a stream), read from its first element header; nil when it is a full frame.
+func alacPartialFrameCount(_ packet: [UInt8]) -> UInt32? {
+    guard packet.count >= 7 else { return nil }
+    // 3 bits element type, 4 bits instance tag, 12 unused, 1 bit "has size", 2 bits shift,
+    // 1 bit escape, then the 32-bit frame count.
+    guard packet[2] & 0x10 != 0 else { return nil }
+    var bits: UInt64 = 0
+    for i in 2..<7 { bits = bits << 8 | UInt64(packet[i]) }
+    let count = UInt32(truncatingIfNeeded: bits >> 1)
+    return count > 0 ? count : nil
 }
 
 /// Random-access reading of an audio file on disk: Apple's `AudioFile` for reading.
@@ -186,7 +206,7 @@ public final class AudioFile {
         self.formatList = stream.formatList
         self.magicCookie = stream.magicCookie
         self.channelLayout = stream.channelLayout
-        self.packetTableInfo = stream.packetTableInfo
+        var packetTable = stream.packetTableInfo
         self.infoDictionary = stream.infoDictionary
         self.dataOffset = stream.dataOffset ?? 0
         self.audioDataByteCount = bytes
@@ -204,6 +224,17 @@ public final class AudioFile {
         } else {
             totalFrames = frames.reduce(0) { $0 + Int64($1) }
         }
+        // An ALAC packet that holds fewer frames than the format's says so in its own header;
+        // some muxers (FFmpeg's CAF writer) leave the remainder out of the packet table.
+        if format.formatID == .appleLossless, count > 0, format.framesPerPacket > 0,
+           (packetTable?.remainderFrames ?? 0) == 0, (packetTable?.primingFrames ?? 0) == 0,
+           let lastSize = sizes.last, offsets.last ?? -1 >= 0,
+           let head = try? reader.readBytesDirect(at: offsets.last!, count: Int(min(lastSize, 8))),
+           let partial = alacPartialFrameCount(head), partial < format.framesPerPacket {
+            let remainder = Int32(format.framesPerPacket - partial)
+            packetTable = AudioFilePacketTableInfo(numberValidFrames: totalFrames - Int64(remainder), primingFrames: 0, remainderFrames: remainder)
+        }
+        self.packetTableInfo = packetTable
         if let stated = stream.infoDictionary["nominal bit rate"].flatMap({ UInt32($0) }) {
             bitRate = stated
         } else if format.sampleRate > 0, totalFrames > 0 {
