@@ -54,6 +54,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
     private let renderer: QueueRenderer
     private let deviceFactory: AudioOutputDeviceFactory
     private let control = Mutex(ControlState())
+    /// Serialises start, pause, stop, reset, dispose and the end of a drained stream, so that
+    /// disposing while another thread starts cannot leave a device running (the AudioStreamer
+    /// hang of seed 002). Never held by the render thread.
+    private let transport = RecursiveLock()
     private let wake = DispatchSemaphore(value: 0)
     private let component = "AudioQueue"
 
@@ -170,6 +174,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// Starts playback now, or at host time `startTime.hostTime` when given (several queues
     /// started at one host time play in step).
     public func start(at startTime: AudioTimeStamp? = nil) throws(AudioError) {
+        try transport.withLock { () throws(AudioError) in try startLocked(at: startTime) }
+    }
+
+    private func startLocked(at startTime: AudioTimeStamp?) throws(AudioError) {
         try openDevice()
         let device = try control.withLock { (s) throws(AudioError) -> any AudioOutputDevice in
             guard !s.disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
@@ -215,6 +223,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
 
     /// Pauses playback; ``start(at:)`` resumes.
     public func pause() throws(AudioError) {
+        try transport.withLock { () throws(AudioError) in try pauseLocked() }
+    }
+
+    private func pauseLocked() throws(AudioError) {
         let device = control.withLock { s -> (any AudioOutputDevice)? in
             guard s.isRunning, !s.isPaused else { return nil }
             s.isPaused = true
@@ -227,6 +239,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// callback. Otherwise: what is enqueued plays out first, then the queue stops by itself,
     /// reporting `isRunning` false and ``AudioOutputQueueEvent/ended``.
     public func stop(immediately: Bool) {
+        transport.withLock { stopLocked(immediately: immediately) }
+    }
+
+    private func stopLocked(immediately: Bool) {
         if immediately {
             let device = control.withLock { s -> (any AudioOutputDevice)? in
                 s.generation += 1
@@ -270,6 +286,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// the timeline restarts with a discontinuity (Apple's `AudioQueueReset`). Enqueued buffers
     /// come back through the callback.
     public func reset() {
+        transport.withLock { resetLocked() }
+    }
+
+    private func resetLocked() {
         control.withLock { s in
             s.generation += 1
             s.discontinuity = true
@@ -291,13 +311,11 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 while (control.withLock { $0.isRunning }) && HostTime.now() < deadline { usleep_ms(5) }
             }
         }
-        let already = control.withLock { s -> Bool in
-            defer { s.disposed = true }
-            return s.disposed
+        let feeder = transport.withLock { () -> DeviceThread? in
+            control.withLock { $0.disposed = true }
+            stopLocked(immediately: true)
+            return control.withLock { s -> DeviceThread? in defer { s.feeder = nil }; return s.feeder }
         }
-        let feeder = control.withLock { s -> DeviceThread? in defer { s.feeder = nil }; return s.feeder }
-        if already && feeder == nil { return }
-        stop(immediately: true)
         wake.signal()
         feeder?.join()
         control.withLock { s in
@@ -620,6 +638,11 @@ public final class AudioOutputQueue: @unchecked Sendable {
     }
 
     private func finishStop() {
+        transport.withLock { finishStopLocked() }
+    }
+
+    private func finishStopLocked() {
+        guard control.withLock({ !$0.disposed && ($0.device != nil || $0.isRunning || $0.stopAfterQueued) }) else { return }
         let device = control.withLock { s -> (any AudioOutputDevice)? in
             defer { s.device = nil; s.stopAfterQueued = false; s.isPaused = false }
             return s.device

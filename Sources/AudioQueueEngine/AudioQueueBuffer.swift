@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import AudioCore
 
 /// A buffer owned by an audio queue (Apple's `AudioQueueBuffer`): you fill ``audioData`` with
@@ -89,4 +92,29 @@ public enum AudioQueueProperty: UInt32, Sendable, CaseIterable {
     case converterError = 0x7163_7665
     /// The current device (`'aqcd'`).
     case currentDevice = 0x6171_6364
+}
+
+/// A recursive mutex (pthread), for the queue's transport operations: start, pause, stop and
+/// dispose run one at a time, and a callback may call back into the queue on the same thread.
+final class RecursiveLock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t> = .allocate(capacity: 1)
+
+    init() {
+        var attr = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attr)
+        pthread_mutexattr_settype(&attr, Int32(PTHREAD_MUTEX_RECURSIVE))
+        pthread_mutex_init(mutex, &attr)
+        pthread_mutexattr_destroy(&attr)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
 }

@@ -152,3 +152,32 @@ func format1(_ v: Double) -> String {
         #expect(value > 60, "\(file): SNR \(value) dB over \(n / ours.channels) frames")
     }
 }
+
+/// Files that hold the same PCM in different containers (equal MD5 of FFmpeg's float decode in
+/// ffprobe.tsv) decode to identical samples with our parsers and converter.
+@Suite struct SamePCMAcrossContainersTests {
+    static let groups: [[String]] = {
+        var byMD5: [String: [String]] = [:]
+        for row in Corpus.probeRows() where row.file.hasPrefix("ffmpeg-generated/") {
+            guard let md5 = row.columns["md5_f32le"], !md5.isEmpty else { continue }
+            byMD5[md5, default: []].append(row.file)
+        }
+        return byMD5.values.filter { $0.count > 1 }.map { $0.sorted() }.sorted { $0[0] < $1[0] }
+    }()
+
+    @Test func thereAreGroupsToCompare() {
+        if Corpus.root != nil { #expect(Self.groups.count >= 2) }
+    }
+
+    @Test(arguments: groups)
+    func decodeIdentically(_ group: [String]) throws {
+        let root = try #require(Corpus.root)
+        let first = try decodeWithToolbox(root + "/" + group[0])
+        for other in group.dropFirst() {
+            let decoded = try decodeWithToolbox(root + "/" + other)
+            #expect(decoded.channels == first.channels && decoded.rate == first.rate, "\(other) vs \(group[0])")
+            #expect(decoded.samples.count == first.samples.count, "\(other): \(decoded.samples.count) vs \(first.samples.count) samples in \(group[0])")
+            #expect(decoded.samples == first.samples, "\(other) differs from \(group[0]) (SNR \(snr(first.samples, decoded.samples)) dB)")
+        }
+    }
+}

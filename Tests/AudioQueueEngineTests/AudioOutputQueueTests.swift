@@ -185,3 +185,34 @@ func readFloatWAV(_ path: String) -> [Float] {
         #expect(throws: AudioError.self) { try queue.allocateBuffer(byteCapacity: 16) }
     }
 }
+
+@Suite struct AudioOutputQueueRobustnessTests {
+    @Test func disposeWhileStartingOnAnotherThreadIsSafe() async throws {
+        for _ in 0..<300 {
+            let queue = try AudioOutputQueueTests.makeIdleQueue()
+            let b = try queue.allocateBuffer(byteCapacity: 4096)
+            b.audioDataByteSize = 4096
+            try queue.enqueue(b)
+            async let started: Void = Task.detached { try? queue.start() }.value
+            async let disposed: Void = Task.detached { queue.dispose(immediately: true) }.value
+            _ = await (started, disposed)
+            queue.dispose(immediately: true)
+            #expect(!queue.isRunning)
+        }
+    }
+
+    @Test func decoderErrorsBecomeAPropertyAndAnEvent() throws {
+        let mp3 = AudioStreamBasicDescription.compressed(.mpegLayer3, sampleRate: 44100, channels: 2, framesPerPacket: 1152)
+        let events = Mutex<[AudioOutputQueueEvent]>([])
+        let queue = try AudioOutputQueue(format: mp3, output: { f throws(AudioError) in NullOutputDevice(format: f, realTime: false) }) { _, _ in }
+        queue.eventHandler = { e in events.withLock { $0.append(e) } }
+        let b = try queue.allocateBuffer(byteCapacity: 400, packetDescriptionCapacity: 1)
+        let junk = [UInt8](repeating: 0x55, count: 400)
+        junk.withUnsafeBytes { _ = b.fill($0, packetDescriptions: [AudioStreamPacketDescription(startOffset: 0, dataByteSize: 400)]) }
+        try queue.enqueue(b)
+        try queue.start()
+        #expect(wait(seconds: 3) { queue.converterError != nil })
+        #expect(wait(seconds: 3) { events.withLock { $0.contains(.propertyChanged(.converterError)) } })
+        queue.dispose(immediately: true)
+    }
+}
