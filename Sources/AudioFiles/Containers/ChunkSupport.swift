@@ -96,37 +96,9 @@ struct MPEGFrameSplitter: Equatable {
 
     /// (frame length in bytes, frames per packet, sample rate, channels) of a frame header, or nil.
     static func frameInfo(_ b0: UInt8, _ b1: UInt8, _ b2: UInt8, _ b3: UInt8) -> (length: Int, samples: UInt32, rate: UInt32, channels: UInt32)? {
-        guard b0 == 0xFF, b1 & 0xE0 == 0xE0 else { return nil }
-        let versionBits = (b1 >> 3) & 3 // 0: 2.5, 1: reserved, 2: MPEG-2, 3: MPEG-1
-        let layerBits = (b1 >> 1) & 3 // 1: III, 2: II, 3: I
-        guard versionBits != 1, layerBits != 0 else { return nil }
-        let bitrateIndex = Int(b2 >> 4)
-        let rateIndex = Int((b2 >> 2) & 3)
-        guard bitrateIndex != 0, bitrateIndex != 15, rateIndex != 3 else { return nil }
-        let padding = Int((b2 >> 1) & 1)
-        let mpeg1 = versionBits == 3
-        let layer = 4 - Int(layerBits)
-        let baseRates: [UInt32] = [44100, 48000, 32000]
-        let rate = baseRates[rateIndex] >> (mpeg1 ? 0 : (versionBits == 2 ? 1 : 2))
-        let kbps: [Int]
-        switch (mpeg1, layer) {
-        case (true, 1): kbps = [0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448]
-        case (true, 2): kbps = [0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384]
-        case (true, _): kbps = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320]
-        case (false, 1): kbps = [0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256]
-        default: kbps = [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160]
-        }
-        let bitrate = kbps[bitrateIndex] * 1000
-        let channels: UInt32 = (b3 >> 6) == 3 ? 1 : 2
-        switch layer {
-        case 1:
-            return ((12 * bitrate / Int(rate) + padding) * 4, 384, rate, channels)
-        case 2:
-            return (144 * bitrate / Int(rate) + padding, 1152, rate, channels)
-        default:
-            let samples: UInt32 = mpeg1 ? 1152 : 576
-            return (Int(samples / 8) * bitrate / Int(rate) + padding, samples, rate, channels)
-        }
+        guard let h = MPEGFrameHeader(UInt32(b0) << 24 | UInt32(b1) << 16 | UInt32(b2) << 8 | UInt32(b3)),
+              let length = h.frameLength() else { return nil }
+        return (length, UInt32(h.samplesPerFrame), UInt32(h.sampleRate), h.channels)
     }
 
     /// One step: emits whole frames. Returns nil when the region is done.
