@@ -60,6 +60,11 @@ public final class AudioConverter {
     /// Frames of real audio after the leading frames; when set, everything after is dropped
     /// (more exact than ``primeInfo``'s trailing frames, which it overrides).
     public var validFrameCount: Int64?
+    /// Which source channel feeds each destination channel (Apple's
+    /// `kAudioConverterChannelMap`): `channelMap[i]` is the source channel for output channel
+    /// `i`, or -1 for silence. nil: the default (same channels in order, or a standard
+    /// up/downmix when the counts differ). Set it before converting.
+    public var channelMap: [Int]?
     /// Resampling quality; takes effect for the next stream or after ``reset()``.
     public var sampleRateConverterQuality: SampleRateConverterQuality = .medium
     /// Frames decoded so far after trimming, at the source rate.
@@ -73,6 +78,8 @@ public final class AudioConverter {
     private var frame: UnsafeMutablePointer<AVFrame>?
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var swr: OpaquePointer?
+    /// Source channels the resampler keeps when a channel map picks from them.
+    private var mapSourceChannels: Int?
     private var swrInput: (format: Int32, rate: Int32, channels: Int32)?
     private let outFormat: AVSampleFormat
     private let outPlanes: Int
@@ -376,17 +383,28 @@ public final class AudioConverter {
         } else {
             _ = withUnsafePointer(to: &frame.pointee.ch_layout) { av_channel_layout_copy(&inLayout, $0) }
         }
-        if Int32(destinationFormat.channelsPerFrame) == channels {
+        if let map = channelMap {
+            guard map.count == Int(destinationFormat.channelsPerFrame), map.allSatisfy({ $0 >= -1 && $0 < Int(channels) }) else {
+                throw AudioError(.invalidArgument, component: component, "channel map \(map) does not fit \(channels) source and \(destinationFormat.channelsPerFrame) destination channels", osStatus: -50)
+            }
+            // Convert keeping the source channels; the map picks them when appending.
+            _ = av_channel_layout_copy(&outLayout, &inLayout)
+            mapSourceChannels = Int(channels)
+        } else if Int32(destinationFormat.channelsPerFrame) == channels {
+            mapSourceChannels = nil
             _ = av_channel_layout_copy(&outLayout, &inLayout) // same channels: no remixing
         } else {
+            mapSourceChannels = nil
             av_channel_layout_default(&outLayout, Int32(destinationFormat.channelsPerFrame))
         }
+        scratchFrames = 0 // the scratch layout may change with the channel count
         let status = swr_alloc_set_opts2(&swr, &outLayout, outFormat, Int32(destinationFormat.sampleRate),
                                          &inLayout, AVSampleFormat(rawValue: frame.pointee.format), frame.pointee.sample_rate, 0, nil)
-        guard status >= 0, let swr else {
+        guard status >= 0, swr != nil else {
             throw AudioError(.unsupportedFormat, component: component, "cannot convert \(channels) channels at \(frame.pointee.sample_rate) Hz to \(destinationFormat)",
                              underlying: CodecMapping.errorText(status))
         }
+        guard let swr = self.swr else { return }
         av_opt_set_int(UnsafeMutableRawPointer(swr), "filter_size", sampleRateConverterQuality.filterSize, 0)
         if sampleRateConverterQuality == .max { av_opt_set_int(UnsafeMutableRawPointer(swr), "linear_interp", 1, 0) }
         let initStatus = swr_init(swr)
@@ -409,18 +427,50 @@ public final class AudioConverter {
         }
     }
 
+    private var bytesPerSample: Int { Int(destinationFormat.bitsPerChannel / 8) }
+    /// Channels in the resampler's output (the source's when a channel map is set).
+    private var scratchChannels: Int { mapSourceChannels ?? Int(destinationFormat.channelsPerFrame) }
+    private var scratchPlanes: Int { destinationFormat.isInterleaved ? 1 : scratchChannels }
+    private var scratchBytesPerFrame: Int { destinationFormat.isInterleaved ? bytesPerSample * scratchChannels : bytesPerSample }
+
     private func ensureScratch(_ frames: Int) {
-        guard frames > scratchFrames else { return }
+        guard frames > scratchFrames || scratch.count != scratchPlanes else { return }
         for p in scratch { av_free(p) }
         scratchFrames = Swift.max(frames, 4096)
-        scratch = (0..<outPlanes).map { _ in av_malloc(scratchFrames * outBytesPerFrame)?.assumingMemoryBound(to: UInt8.self) }
+        scratch = (0..<scratchPlanes).map { _ in av_malloc(scratchFrames * scratchBytesPerFrame)?.assumingMemoryBound(to: UInt8.self) }
     }
 
     private func appendScratch(_ frames: Int) {
         guard frames > 0 else { return }
-        for plane in 0..<outPlanes {
-            guard let p = scratch[plane] else { continue }
-            fifo[plane].append(contentsOf: UnsafeBufferPointer(start: p, count: frames * outBytesPerFrame))
+        guard let map = channelMap, mapSourceChannels != nil else {
+            for plane in 0..<outPlanes {
+                guard let p = scratch[plane] else { continue }
+                fifo[plane].append(contentsOf: UnsafeBufferPointer(start: p, count: frames * outBytesPerFrame))
+            }
+            return
+        }
+        let bps = bytesPerSample
+        if destinationFormat.isInterleaved {
+            guard let src = scratch[0] else { return }
+            let srcFrame = bps * scratchChannels
+            fifo[0].reserveCapacity(fifo[0].count + frames * outBytesPerFrame)
+            for f in 0..<frames {
+                for c in map {
+                    if c < 0 {
+                        fifo[0].append(contentsOf: repeatElement(0, count: bps))
+                    } else {
+                        fifo[0].append(contentsOf: UnsafeBufferPointer(start: src + f * srcFrame + c * bps, count: bps))
+                    }
+                }
+            }
+        } else {
+            for (plane, c) in map.enumerated() {
+                if c < 0 {
+                    fifo[plane].append(contentsOf: repeatElement(0, count: frames * bps))
+                } else if let src = scratch[c] {
+                    fifo[plane].append(contentsOf: UnsafeBufferPointer(start: src, count: frames * bps))
+                }
+            }
         }
     }
 }

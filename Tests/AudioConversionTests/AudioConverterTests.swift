@@ -81,3 +81,33 @@ import Testing
         #expect(c.hexDigest() == "cabe45dcc9ae5b66ba86600cca6b8ba8")
     }
 }
+
+@Suite struct ChannelMapTests {
+    @Test func mapsSwapsAndMutesChannels() throws {
+        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+        let file = try AudioFile(path: root + "/python-stdlib-audiodata/pluck-pcm16.au")
+        let stereo = AudioStreamBasicDescription.linearPCM(sampleRate: file.dataFormat.sampleRate, channels: 2, bitsPerChannel: 32, isFloat: true)
+        func convert(_ map: [Int]?, to format: AudioStreamBasicDescription) throws -> [Float] {
+            let c = try AudioConverter(from: file.dataFormat, to: format)
+            c.channelMap = map
+            try c.decode(file.readPackets(0..<file.packetCount))
+            try c.endOfInput()
+            let b = try AudioPCMBuffer(format: format, frameCapacity: 4000)
+            let n = c.read(into: b)
+            return Array(b.floatChannel(0)![0..<(n * Int(format.channelsPerFrame))])
+        }
+        let plain = try convert(nil, to: stereo)
+        let swapped = try convert([1, 0], to: stereo)
+        #expect(swapped.count == plain.count)
+        var ok = true
+        for i in stride(from: 0, to: plain.count, by: 2) where swapped[i] != plain[i + 1] || swapped[i + 1] != plain[i] { ok = false }
+        #expect(ok, "left and right swapped")
+        let three = AudioStreamBasicDescription.linearPCM(sampleRate: file.dataFormat.sampleRate, channels: 3, bitsPerChannel: 32, isFloat: true)
+        let widened = try convert([0, -1, 1], to: three)
+        #expect(widened.count == plain.count / 2 * 3)
+        var ok3 = true
+        for f in 0..<(plain.count / 2) where widened[3 * f] != plain[2 * f] || widened[3 * f + 1] != 0 || widened[3 * f + 2] != plain[2 * f + 1] { ok3 = false }
+        #expect(ok3, "L, silence, R: \(Array(widened[300..<306])) from \(Array(plain[200..<204]))")
+        #expect(throws: AudioError.self) { _ = try convert([0, 5], to: stereo) }
+    }
+}
