@@ -25,6 +25,15 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(
+            name: "decode-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "AudioCore", package: "OpenAudioToolbox"),
+                .product(name: "OpenAudioToolbox", package: "OpenAudioToolbox"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
             name: "parse-bench",
             dependencies: [
                 .product(name: "AudioCore", package: "OpenAudioToolbox"),
