@@ -33,6 +33,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .executableTarget(name: "play-bench", dependencies: ["BenchSupport"], swiftSettings: strict),
         .executableTarget(
             name: "parse-bench",
             dependencies: [
