@@ -84,20 +84,31 @@ struct Row: Codable {
     var audioSeconds: Double
     var frames: Int64
     var oursSeconds: Double?
+    var oursCPUSeconds: Double?
     var oursParseSeconds: Double?
     var oursError: String?
     var peers: [Peer]
     struct Peer: Codable {
         var tool: String
         var seconds: Double?
+        var cpuSeconds: Double?
         var timing: String
         var ratio: Double?
     }
 }
 
-/// Decodes the whole file once to Float32 through ExtendedAudioFile; returns frames and seconds.
-func decodeOnce(_ path: String) throws -> (frames: Int64, seconds: Double) {
+/// CPU seconds used by the calling thread.
+func threadCPUSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// Decodes the whole file once to Float32 through ExtendedAudioFile; returns frames, wall and
+/// CPU seconds.
+func decodeOnce(_ path: String) throws -> (frames: Int64, seconds: Double, cpu: Double) {
     let start = monotonicSeconds()
+    let cpuStart = threadCPUSeconds()
     let file = try ExtendedAudioFile(path: path)
     let buffer = try AudioPCMBuffer(format: file.clientFormat, frameCapacity: 4096)
     var frames: Int64 = 0
@@ -106,7 +117,7 @@ func decodeOnce(_ path: String) throws -> (frames: Int64, seconds: Double) {
         if n == 0 { break }
         frames += Int64(n)
     }
-    return (frames, monotonicSeconds() - start)
+    return (frames, monotonicSeconds() - start, threadCPUSeconds() - cpuStart)
 }
 
 /// Opens the file and reads every packet (no decoding): the parsing share of ``decodeOnce``.
@@ -125,12 +136,15 @@ func parseOnce(_ path: String) throws -> Double {
 /// `ffmpeg -benchmark` prints `bench: utime=...s stime=...s rtime=...s`: its own decode time
 /// (after probing, without process start-up). One decoder thread, as AudioConverter and mpg123
 /// use: libavcodec's FLAC decoder would otherwise decode frames on both cores.
-func ffmpegSeconds(_ ffmpeg: String, _ path: String) -> Double? {
+func ffmpegSeconds(_ ffmpeg: String, _ path: String) -> (wall: Double, cpu: Double)? {
     guard let out = captureOutput(ffmpeg, ["-nostdin", "-hide_banner", "-benchmark", "-threads", "1", "-i", path, "-map", "0:a:0",
                                            "-c:a", "pcm_f32le", "-f", "null", "-"]) else { return nil }
-    guard let r = out.range(of: "rtime=") else { return nil }
-    let rest = out[r.upperBound...]
-    return Double(rest.prefix { $0.isNumber || $0 == "." })
+    func value(_ key: String) -> Double? {
+        guard let r = out.range(of: key) else { return nil }
+        return Double(out[r.upperBound...].prefix { $0.isNumber || $0 == "." })
+    }
+    guard let rtime = value("rtime="), let utime = value("utime="), let stime = value("stime=") else { return nil }
+    return (rtime, utime + stime)
 }
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
@@ -167,13 +181,16 @@ for codec in codecs where options.only.isEmpty || options.only.contains(codec.na
     var row = Row(codec: codec.name, label: codec.label, bytes: bytes, audioSeconds: Double(options.seconds), frames: 0, peers: [])
     do {
         var times: [Double] = []
+        var cpuTimes: [Double] = []
         _ = try decodeOnce(path) // warm the page cache and the decoder tables
         for _ in 0..<options.runs {
             let r = try decodeOnce(path)
             times.append(r.seconds)
+            cpuTimes.append(r.cpu)
             row.frames = r.frames
         }
         row.oursSeconds = median(times)
+        row.oursCPUSeconds = median(cpuTimes)
         var parseTimes: [Double] = []
         for _ in 0..<options.runs { parseTimes.append(try parseOnce(path)) }
         row.oursParseSeconds = median(parseTimes)
@@ -183,19 +200,31 @@ for codec in codecs where options.only.isEmpty || options.only.contains(codec.na
         row.oursError = "\(error)"
     }
     var ffTimes: [Double] = []
+    var ffCPU: [Double] = []
     _ = ffmpegSeconds(ffmpeg, path)
-    for _ in 0..<options.runs { if let t = ffmpegSeconds(ffmpeg, path) { ffTimes.append(t) } }
+    for _ in 0..<options.runs {
+        if let t = ffmpegSeconds(ffmpeg, path) {
+            ffTimes.append(t.wall)
+            ffCPU.append(t.cpu)
+        }
+    }
     let ff = ffTimes.isEmpty ? nil : median(ffTimes)
-    row.peers.append(.init(tool: "ffmpeg", seconds: ff, timing: "rtime", ratio: ff.flatMap { f in row.oursSeconds.map { f / $0 } }))
+    let ffc = ffCPU.isEmpty ? nil : median(ffCPU)
+    row.peers.append(.init(tool: "ffmpeg", seconds: ff, cpuSeconds: ffc, timing: "rtime", ratio: ffc.flatMap { f in row.oursCPUSeconds.map { f / $0 } }))
     if codec.name == "mp3", let mpg123 {
         var mTimes: [Double] = []
+        var mCPU: [Double] = []
         _ = runChild(mpg123, ["-q", "-t", "-e", "f32", path])
         for _ in 0..<options.runs {
             let u = runChild(mpg123, ["-q", "-t", "-e", "f32", path])
-            if u.status == 0 { mTimes.append(u.wallSeconds) }
+            if u.status == 0 {
+                mTimes.append(u.wallSeconds)
+                mCPU.append(u.cpuSeconds)
+            }
         }
         let m = mTimes.isEmpty ? nil : median(mTimes)
-        row.peers.append(.init(tool: "mpg123", seconds: m, timing: "wall", ratio: m.flatMap { x in row.oursSeconds.map { x / $0 } }))
+        let mc = mCPU.isEmpty ? nil : median(mCPU)
+        row.peers.append(.init(tool: "mpg123", seconds: m, cpuSeconds: mc, timing: "wall", ratio: mc.flatMap { x in row.oursCPUSeconds.map { x / $0 } }))
     }
     rows.append(row)
 }
@@ -208,14 +237,21 @@ if options.json {
     print("Source: \(sourceLabel), \(options.seconds) s; median of \(options.runs) runs.\n")
     var table: [[String]] = []
     for r in rows {
-        let oursX = r.oursSeconds.map { r.audioSeconds / $0 }
+        let oursX = r.oursCPUSeconds.map { r.audioSeconds / $0 }
         for (i, p) in r.peers.enumerated() {
             table.append([i == 0 ? r.label : "", i == 0 ? "\(r.bytes)" : "",
                           i == 0 ? (r.oursError.map { "error: \($0)" } ?? fmt(r.oursSeconds, 3)) : "",
-                          i == 0 ? fmt(oursX, 0) : "", i == 0 ? fmt(r.oursParseSeconds, 3) : "",
-                          p.tool == "ffmpeg" ? "ffmpeg -threads 1 (rtime)" : "\(p.tool) (\(p.timing))", fmt(p.seconds, 3), fmt(p.seconds.map { r.audioSeconds / $0 }, 0), fmt(p.ratio, 2)])
+                          i == 0 ? fmt(r.oursCPUSeconds, 3) : "", i == 0 ? fmt(oursX, 0) : "", i == 0 ? fmt(r.oursParseSeconds, 3) : "",
+                          p.tool == "ffmpeg" ? "ffmpeg -threads 1" : "mpg123 -t", fmt(p.seconds, 3), fmt(p.cpuSeconds, 3),
+                          fmt(p.cpuSeconds.map { r.audioSeconds / $0 }, 0), fmt(p.ratio, 2)])
         }
     }
-    printTable(["input", "bytes", "ours s", "ours × realtime", "of which parsing s", "peer", "peer s", "peer × realtime", "ratio (peer s / ours s)"], table)
-    print("\nratio > 1: ExtendedAudioFile decodes faster than the peer.")
+    printTable(["input", "bytes", "ours wall s", "ours CPU s", "ours × realtime", "parsing wall s", "peer", "peer wall s", "peer CPU s", "peer × realtime", "ratio"], table)
+    print("""
+
+    ours = ExtendedAudioFile open + read to Float32 (in process; CPU = the decoding thread's CPU time).
+    ffmpeg = its -benchmark rtime (wall) and utime+stime (CPU), after probing, no process start-up.
+    mpg123 = the whole process (wait4), start-up included. × realtime = audio seconds / CPU seconds.
+    ratio = peer CPU s / ours CPU s: above 1, ExtendedAudioFile decodes faster than the peer.
+    """)
 }
