@@ -3,6 +3,8 @@ import PackageDescription
 
 // Parse-throughput benchmarks for OpenAudioToolbox, kept out of the main package.
 // Run: swift run -c release --package-path Benchmarks parse-bench [--json] [--help]
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
+
 let package = Package(
     name: "OpenAudioToolboxBenchmarks",
     platforms: [.macOS(.v15)],
@@ -10,13 +12,35 @@ let package = Package(
         .package(name: "OpenAudioToolbox", path: ".."),
     ],
     targets: [
+        .target(name: "MallocCounter"),
+        .target(name: "BenchSupport", swiftSettings: strict),
+        .executableTarget(
+            name: "render-alloc-bench",
+            dependencies: [
+                "MallocCounter", "BenchSupport",
+                .product(name: "AudioCore", package: "OpenAudioToolbox"),
+                .product(name: "AudioDevices", package: "OpenAudioToolbox"),
+                .product(name: "AudioQueueEngine", package: "OpenAudioToolbox"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "decode-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "AudioCore", package: "OpenAudioToolbox"),
+                .product(name: "OpenAudioToolbox", package: "OpenAudioToolbox"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(name: "play-bench", dependencies: ["BenchSupport"], swiftSettings: strict),
         .executableTarget(
             name: "parse-bench",
             dependencies: [
                 .product(name: "AudioCore", package: "OpenAudioToolbox"),
                 .product(name: "AudioFiles", package: "OpenAudioToolbox"),
             ],
-            swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
+            swiftSettings: strict
         ),
     ]
 )
