@@ -491,7 +491,9 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var generation = control.withLock { $0.generation }
         var ended = false
         while true {
-            _ = wake.wait(timeout: .now() + .milliseconds(5))
+            // Enqueue, start, stop and reset signal `wake`; otherwise look at the device now and
+            // then (events, the end of a drained stream) without spinning.
+            _ = wake.wait(timeout: .now() + .milliseconds(feederIdle.load(ordering: .relaxed) ? 50 : 5))
             if control.withLock({ $0.disposed }) { break }
             // Generation change (reset/stop): start the decoder afresh.
             let g = control.withLock { $0.generation }
@@ -591,7 +593,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 if wrote == 0 {
                     var ignored = false
                     handleDeviceEvents(&ignored)
-                    usleep_ms(2)
+                    // The ring is full: sleep until about a scratch buffer's worth has played.
+                    let want = min(n - offset, 4096)
+                    let missing = max(0, want - renderer.freeFrames)
+                    usleep_ms(max(2, min(100, Int(Double(missing) / deviceFormat.sampleRate * 1000))))
                 }
             }
         }

@@ -208,7 +208,7 @@ while true {
             }
         }
     } else {
-        var ts = timespec(tv_sec: 0, tv_nsec: 20_000_000)
+        var ts = timespec(tv_sec: 0, tv_nsec: 100_000_000)
         nanosleep(&ts, nil)
     }
 }
