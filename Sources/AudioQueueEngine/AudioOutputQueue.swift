@@ -44,8 +44,8 @@ public enum AudioOutputQueueEvent: Sendable, Equatable {
 public final class AudioOutputQueue: @unchecked Sendable {
     /// The format of the data you enqueue.
     public let format: AudioStreamBasicDescription
-    /// The magic cookie of the data (compressed formats).
-    public let magicCookie: [UInt8]?
+    /// The magic cookie of the data (compressed formats); see ``setMagicCookie(_:)``.
+    public var magicCookie: [UInt8]? { control.withLock { $0.magicCookie } }
     /// The format the device runs at (Float32, the stream's rate and channels unless overridden).
     public let deviceFormat: AudioDeviceFormat
     /// Called on the queue's thread with each buffer the queue has finished with.
@@ -90,6 +90,8 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var rampTime: Float = 0
         var pan: Float = 0
         var startTime: AudioTimeStamp?
+        var magicCookie: [UInt8]?
+        var cookieChanged = false
     }
 
     /// Creates an output queue for data in `format`. `output` opens the device when the queue
@@ -103,14 +105,32 @@ public final class AudioOutputQueue: @unchecked Sendable {
             throw AudioError(.invalidArgument, component: "AudioQueue", "format needs a sample rate and 1...64 channels: \(format)", osStatus: -50)
         }
         self.format = format
-        self.magicCookie = magicCookie
+        control.withLock { $0.magicCookie = magicCookie }
         let device = deviceFormat ?? AudioDeviceFormat(sampleRate: format.sampleRate, channels: Int(format.channelsPerFrame))
         self.deviceFormat = device
         self.deviceFactory = output
         self.outputCallback = callback
         renderer = QueueRenderer(channels: device.channels, sampleRate: device.sampleRate)
-        // Fail now, not at start, when the data cannot be decoded.
-        _ = try makeConverter()
+        // Fail now, not at start, when the data cannot be decoded. A decoder that cannot open
+        // without its magic cookie is accepted when none was given: ``setMagicCookie(_:)``
+        // supplies it before the first enqueue (Apple's queues take the cookie as a property).
+        do {
+            _ = try makeConverter()
+        } catch {
+            if !(magicCookie == nil && !format.isPCM && error.osStatus == 0x2164_6174) { throw error } // '!dat'
+        }
+    }
+
+    /// Sets the magic cookie of the data (Apple's `kAudioQueueProperty_MagicCookie`). Set it
+    /// before enqueuing the first buffer; a later change restarts the decoder.
+    public func setMagicCookie(_ cookie: [UInt8]?) throws(AudioError) {
+        let out = AudioStreamBasicDescription.linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)
+        _ = try AudioConverter(from: format, to: out, magicCookie: cookie)
+        control.withLock { s in
+            s.magicCookie = cookie
+            s.cookieChanged = true
+        }
+        wake.signal()
     }
 
     deinit {
@@ -119,7 +139,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
 
     private func makeConverter() throws(AudioError) -> AudioConverter {
         let out = AudioStreamBasicDescription.linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)
-        return try AudioConverter(from: format, to: out, magicCookie: magicCookie)
+        return try AudioConverter(from: format, to: out, magicCookie: control.withLock { s in
+            s.cookieChanged = false
+            return s.magicCookie
+        })
     }
 
     // MARK: Buffers
@@ -495,6 +518,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
             // then (events, the end of a drained stream) without spinning.
             _ = wake.wait(timeout: .now() + .milliseconds(feederIdle.load(ordering: .relaxed) ? 50 : 5))
             if control.withLock({ $0.disposed }) { break }
+            if control.withLock({ $0.cookieChanged }) { converter = try? makeConverter() }
             // Generation change (reset/stop): start the decoder afresh.
             let g = control.withLock { $0.generation }
             if g != generation {

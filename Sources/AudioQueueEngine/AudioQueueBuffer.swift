@@ -72,6 +72,11 @@ public struct AudioQueueLevelMeterState: Hashable, Sendable {
     public var averagePower: Float
     /// Peak level (linear 0...1, or dB).
     public var peakPower: Float
+    /// Creates a level.
+    public init(averagePower: Float = 0, peakPower: Float = 0) {
+        self.averagePower = averagePower
+        self.peakPower = peakPower
+    }
 }
 
 /// Parameters of a queue (Apple's `AudioQueueParameterID`).

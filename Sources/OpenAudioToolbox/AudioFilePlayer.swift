@@ -54,7 +54,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
 
     private let queue: AudioOutputQueue
     private final class Pool: Sendable {
-        let buffers = Mutex<[AudioQueueBuffer]>([])
+        let buffers = Mutex<[AudioQueueEngine.AudioQueueBuffer]>([])
     }
     private let pool = Pool()
     private let bufferReturned = DispatchSemaphore(value: 0)
@@ -211,7 +211,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         emit(.queue(event))
     }
 
-    private func takeBuffer() -> AudioQueueBuffer? {
+    private func takeBuffer() -> AudioQueueEngine.AudioQueueBuffer? {
         while true {
             if state.withLock({ $0.stopRequested || $0.seekRequest != nil }) { return nil }
             if let b = pool.buffers.withLock({ $0.popLast() }) { return b }

@@ -1,0 +1,360 @@
+// Audio Toolbox–compatible AudioConverter API (decoding and PCM conversion), built on the
+// Swift ``AudioConverter``.
+
+import AudioCore
+import AudioConversion
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Types
+
+/// A converter (Apple's `AudioConverterRef`, an opaque pointer).
+public typealias AudioConverterRef = OpaquePointer
+/// A converter property identifier (Apple's `AudioConverterPropertyID`).
+public typealias AudioConverterPropertyID = UInt32
+
+/// Supplies input packets to ``AudioConverterFillComplexBuffer(_:_:_:_:_:_:)`` (Apple's
+/// `AudioConverterComplexInputDataProc`; a Swift function type here, see
+/// ``AudioQueueOutputCallback``). Set `*ioNumberDataPackets` to the packets supplied (0 at the
+/// end), point `ioData`'s buffers at them and, for variable-size packets, `*outDataPacketDescription`
+/// at their descriptions. The data must stay valid until the next call.
+public typealias AudioConverterComplexInputDataProc = (AudioConverterRef, UnsafeMutablePointer<UInt32>, UnsafeMutablePointer<AudioBufferList>,
+                                                       UnsafeMutablePointer<UnsafeMutablePointer<AudioStreamPacketDescription>?>?,
+                                                       UnsafeMutableRawPointer?) -> OSStatus
+
+// MARK: - Constants
+
+/// `UInt32` (`'mibs'`).
+public let kAudioConverterPropertyMinimumInputBufferSize: AudioConverterPropertyID = fourCC("mibs")
+/// `UInt32` (`'mobs'`).
+public let kAudioConverterPropertyMinimumOutputBufferSize: AudioConverterPropertyID = fourCC("mobs")
+/// `UInt32` (`'xips'`).
+public let kAudioConverterPropertyMaximumInputPacketSize: AudioConverterPropertyID = fourCC("xips")
+/// `UInt32` (`'xops'`).
+public let kAudioConverterPropertyMaximumOutputPacketSize: AudioConverterPropertyID = fourCC("xops")
+/// `UInt32` sample-rate converter quality (`'srcq'`).
+public let kAudioConverterSampleRateConverterQuality: AudioConverterPropertyID = fourCC("srcq")
+/// `UInt32` sample-rate converter complexity (`'srca'`): accepted and ignored.
+public let kAudioConverterSampleRateConverterComplexity: AudioConverterPropertyID = fourCC("srca")
+/// `UInt32` prime method (`'prmm'`): accepted and ignored.
+public let kAudioConverterPrimeMethod: AudioConverterPropertyID = fourCC("prmm")
+/// `AudioConverterPrimeInfo` (`'prim'`).
+public let kAudioConverterPrimeInfo: AudioConverterPropertyID = fourCC("prim")
+/// Magic cookie bytes for the decoder (`'dmgc'`).
+public let kAudioConverterDecompressionMagicCookie: AudioConverterPropertyID = fourCC("dmgc")
+/// Encoder cookie (`'cmgc'`): not supported (no encoders).
+public let kAudioConverterCompressionMagicCookie: AudioConverterPropertyID = fourCC("cmgc")
+/// `AudioStreamBasicDescription` (`'acid'`).
+public let kAudioConverterCurrentInputStreamDescription: AudioConverterPropertyID = fourCC("acid")
+/// `AudioStreamBasicDescription` (`'acod'`).
+public let kAudioConverterCurrentOutputStreamDescription: AudioConverterPropertyID = fourCC("acod")
+/// Encode bit rate (`'brat'`): not supported (no encoders).
+public let kAudioConverterEncodeBitRate: AudioConverterPropertyID = fourCC("brat")
+
+/// Quality: max.
+public let kAudioConverterQuality_Max: UInt32 = 0x7F
+/// Quality: high.
+public let kAudioConverterQuality_High: UInt32 = 0x60
+/// Quality: medium.
+public let kAudioConverterQuality_Medium: UInt32 = 0x40
+/// Quality: low.
+public let kAudioConverterQuality_Low: UInt32 = 0x20
+/// Quality: min.
+public let kAudioConverterQuality_Min: UInt32 = 0
+
+/// Format not supported (`'fmt?'`).
+public let kAudioConverterErr_FormatNotSupported = OSStatus(bitPattern: fourCC("fmt?"))
+/// Operation not supported (`'op??'`).
+public let kAudioConverterErr_OperationNotSupported: OSStatus = 0x6F70_3F3F
+/// Property not supported (`'prop'`).
+public let kAudioConverterErr_PropertyNotSupported = OSStatus(bitPattern: fourCC("prop"))
+/// Invalid input size (`'insz'`).
+public let kAudioConverterErr_InvalidInputSize = OSStatus(bitPattern: fourCC("insz"))
+/// Invalid output size (`'otsz'`).
+public let kAudioConverterErr_InvalidOutputSize = OSStatus(bitPattern: fourCC("otsz"))
+/// Unspecified (`'what'`).
+public let kAudioConverterErr_UnspecifiedError = OSStatus(bitPattern: fourCC("what"))
+/// Bad property size (`'!siz'`).
+public let kAudioConverterErr_BadPropertySizeError = OSStatus(bitPattern: fourCC("!siz"))
+/// Packet descriptions needed (`'!pkd'`).
+public let kAudioConverterErr_RequiresPacketDescriptionsError = OSStatus(bitPattern: fourCC("!pkd"))
+/// Input rate out of range (`'!isr'`).
+public let kAudioConverterErr_InputSampleRateOutOfRange = OSStatus(bitPattern: fourCC("!isr"))
+/// Output rate out of range (`'!osr'`).
+public let kAudioConverterErr_OutputSampleRateOutOfRange = OSStatus(bitPattern: fourCC("!osr"))
+
+// MARK: - The object behind an AudioConverterRef
+
+final class CompatConverter {
+    let source: AudioStreamBasicDescription
+    let destination: AudioStreamBasicDescription
+    var cookie: [UInt8]?
+    var converter: AudioConverter?
+    var primeInfo = AudioConverterPrimeInfo()
+    var quality = SampleRateConverterQuality.medium
+    var output: AudioPCMBuffer?
+
+    init(source: AudioStreamBasicDescription, destination: AudioStreamBasicDescription) {
+        self.source = source
+        self.destination = destination
+    }
+
+    static func from(_ ref: AudioConverterRef?) -> CompatConverter? {
+        guard let ref else { return nil }
+        return Unmanaged<CompatConverter>.fromOpaque(UnsafeRawPointer(ref)).takeUnretainedValue()
+    }
+
+    var ref: AudioConverterRef { AudioConverterRef(Unmanaged.passUnretained(self).toOpaque()) }
+
+    /// The Swift converter, created on first use with the cookie set so far.
+    func make() throws(AudioError) -> AudioConverter {
+        if let converter { return converter }
+        let c = try AudioConverter(from: source, to: destination, magicCookie: cookie)
+        c.primeInfo = primeInfo
+        c.sampleRateConverterQuality = quality
+        converter = c
+        return c
+    }
+}
+
+/// The destination format the Swift converter accepts: native-endian PCM, with the packed flag
+/// implied when the sample bits fill their bytes (Apple accepts it missing).
+private func normalised(_ f: AudioStreamBasicDescription) -> AudioStreamBasicDescription {
+    var f = f
+    if f.isPCM, f.channelsPerFrame > 0 {
+        let perSample = f.isInterleaved ? f.bytesPerFrame / f.channelsPerFrame : f.bytesPerFrame
+        if perSample * 8 == f.bitsPerChannel { f.formatFlags.insert(.isPacked) }
+    }
+    return f
+}
+
+// MARK: - Functions
+
+/// Creates a converter from `inSourceFormat` (any decodable format, or PCM) to
+/// `inDestinationFormat` (PCM) (Apple's `AudioConverterNew`). Encoding is not supported:
+/// a compressed destination returns `kAudioConverterErr_FormatNotSupported`.
+@discardableResult
+public func AudioConverterNew(_ inSourceFormat: UnsafePointer<AudioStreamBasicDescription>,
+                              _ inDestinationFormat: UnsafePointer<AudioStreamBasicDescription>,
+                              _ outAudioConverter: UnsafeMutablePointer<AudioConverterRef?>) -> OSStatus {
+    let src = normalised(inSourceFormat.pointee), dst = normalised(inDestinationFormat.pointee)
+    guard dst.isPCM else { return kAudioConverterErr_FormatNotSupported }
+    do {
+        _ = try AudioConverter(from: src, to: dst)
+    } catch {
+        // A decoder that needs its cookie opens once the cookie is set.
+        if !(error.osStatus == 0x2164_6174 && !src.isPCM) { return error.osStatus ?? kAudioConverterErr_FormatNotSupported }
+    }
+    outAudioConverter.pointee = AudioConverterRef(Unmanaged.passRetained(CompatConverter(source: src, destination: dst)).toOpaque())
+    return noErr
+}
+
+/// Disposes of a converter (Apple's `AudioConverterDispose`).
+@discardableResult
+public func AudioConverterDispose(_ inAudioConverter: AudioConverterRef) -> OSStatus {
+    guard CompatConverter.from(inAudioConverter) != nil else { return kAudio_ParamError }
+    Unmanaged<CompatConverter>.fromOpaque(UnsafeRawPointer(inAudioConverter)).release()
+    return noErr
+}
+
+/// Forgets buffered data and decoder state, ready for discontinuous input (Apple's
+/// `AudioConverterReset`).
+@discardableResult
+public func AudioConverterReset(_ inAudioConverter: AudioConverterRef) -> OSStatus {
+    guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    box.converter?.reset()
+    return noErr
+}
+
+/// Converts packets pulled from `inInputDataProc` into `outOutputData` (Apple's
+/// `AudioConverterFillComplexBuffer`). `*ioOutputDataPacketSize` is the room in packets (frames
+/// for PCM) on entry and the packets produced on return. An input proc error stops the call,
+/// which returns that error with what was converted so far; 0 packets with `noErr` is the end of
+/// the input (call ``AudioConverterReset(_:)`` before reusing the converter).
+@discardableResult
+public func AudioConverterFillComplexBuffer(_ inAudioConverter: AudioConverterRef,
+                                            _ inInputDataProc: AudioConverterComplexInputDataProc,
+                                            _ inInputDataProcUserData: UnsafeMutableRawPointer?,
+                                            _ ioOutputDataPacketSize: UnsafeMutablePointer<UInt32>,
+                                            _ outOutputData: UnsafeMutablePointer<AudioBufferList>,
+                                            _ outPacketDescription: UnsafeMutablePointer<AudioStreamPacketDescription>?) -> OSStatus {
+    guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    let dst = box.destination
+    let outList = UnsafeMutableAudioBufferListPointer(outOutputData)
+    guard outList.count >= dst.bufferCount, dst.bytesPerFrame > 0 else { return kAudioConverterErr_InvalidOutputSize }
+    // Frames that fit: the request, bounded by every output buffer's size.
+    var frames = Int(ioOutputDataPacketSize.pointee)
+    for i in 0..<dst.bufferCount { frames = min(frames, Int(outList[i].mDataByteSize / dst.bytesPerFrame)) }
+    guard frames > 0 else { ioOutputDataPacketSize.pointee = 0; return noErr }
+
+    let converter: AudioConverter
+    let output: AudioPCMBuffer
+    do throws(AudioError) {
+        converter = try box.make()
+        if let o = box.output, o.frameCapacity >= frames { output = o } else {
+            output = try AudioPCMBuffer(format: dst, frameCapacity: frames)
+            box.output = output
+        }
+    } catch {
+        return error.osStatus ?? kAudioConverterErr_FormatNotSupported
+    }
+
+    var procStatus = noErr
+    let ref = box.ref
+    let src = box.source
+    var produced = 0
+    do throws(AudioError) {
+        produced = try converter.fillComplexBuffer(output, maxFrames: frames) { (wanted: Int) throws(AudioError) -> AudioPacketBatch? in
+            let list = AudioBufferList.allocate(maximumBuffers: max(1, src.bufferCount))
+            defer { free(list.unsafeMutablePointer) }
+            var packets = UInt32(max(1, wanted))
+            var descriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?
+            let status = inInputDataProc(ref, &packets, list.unsafeMutablePointer, &descriptions, inInputDataProcUserData)
+            if status != noErr {
+                procStatus = status
+                throw AudioError(.invalidState, component: "AudioConverter", "input proc returned \(status)", osStatus: status)
+            }
+            guard packets > 0, list.count > 0, let data = list[0].mData else { return nil }
+            let size = Int(list[0].mDataByteSize)
+            var batch = AudioPacketBatch()
+            batch.data = Array(UnsafeRawBufferPointer(start: data, count: size))
+            batch.packetCount = Int(packets)
+            if let descriptions, !(src.bytesPerPacket > 0) {
+                batch.packetDescriptions = Array(UnsafeBufferPointer(start: descriptions, count: Int(packets)))
+            } else if src.bytesPerPacket == 0 {
+                throw AudioError(.invalidArgument, component: "AudioConverter", "variable-size packets need descriptions",
+                                 osStatus: kAudioConverterErr_RequiresPacketDescriptionsError)
+            }
+            return batch
+        }
+    } catch {
+        // What was decoded before the error is still delivered.
+        produced = converter.read(into: output, maxFrames: frames)
+        if procStatus == noErr { procStatus = error.osStatus ?? kAudioConverterErr_UnspecifiedError }
+    }
+    for i in 0..<dst.bufferCount {
+        let bytes = produced * Int(dst.bytesPerFrame)
+        if bytes > 0, let outData = outList[i].mData {
+            outData.copyMemory(from: output.mutableBytes(i).baseAddress!, byteCount: bytes)
+        }
+        var b = outList[i]
+        b.mDataByteSize = UInt32(bytes)
+        outList[i] = b
+    }
+    ioOutputDataPacketSize.pointee = UInt32(produced)
+    return procStatus
+}
+
+/// Converts a buffer of PCM to PCM at the same sample rate (Apple's
+/// `AudioConverterConvertBuffer`).
+@discardableResult
+public func AudioConverterConvertBuffer(_ inAudioConverter: AudioConverterRef, _ inInputDataSize: UInt32, _ inInputData: UnsafeRawPointer,
+                                        _ ioOutputDataSize: UnsafeMutablePointer<UInt32>, _ outOutputData: UnsafeMutableRawPointer) -> OSStatus {
+    guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    let src = box.source, dst = box.destination
+    guard src.isPCM, dst.isPCM, src.isInterleaved, dst.isInterleaved, src.sampleRate == dst.sampleRate, src.bytesPerFrame > 0 else {
+        return kAudioConverterErr_OperationNotSupported
+    }
+    let frames = Int(inInputDataSize / src.bytesPerFrame)
+    guard Int(ioOutputDataSize.pointee) >= frames * Int(dst.bytesPerFrame) else { return kAudioConverterErr_InvalidOutputSize }
+    do throws(AudioError) {
+        let converter = try box.make()
+        converter.reset()
+        try converter.decode(packet: UnsafeRawBufferPointer(start: inInputData, count: frames * Int(src.bytesPerFrame)))
+        try converter.endOfInput()
+        let out = try AudioPCMBuffer(format: dst, frameCapacity: max(1, frames))
+        let n = converter.read(into: out, maxFrames: frames)
+        outOutputData.copyMemory(from: out.mutableBytes(0).baseAddress!, byteCount: n * Int(dst.bytesPerFrame))
+        ioOutputDataSize.pointee = UInt32(n * Int(dst.bytesPerFrame))
+        converter.reset()
+        return noErr
+    } catch {
+        return error.osStatus ?? kAudioConverterErr_UnspecifiedError
+    }
+}
+
+private enum ConverterValue { case uint32(UInt32), asbd(AudioStreamBasicDescription), prime(AudioConverterPrimeInfo), bytes([UInt8]) }
+
+private func converterProperty(_ box: CompatConverter, _ id: AudioConverterPropertyID) -> ConverterValue? {
+    switch id {
+    case kAudioConverterCurrentInputStreamDescription: return .asbd(box.source)
+    case kAudioConverterCurrentOutputStreamDescription: return .asbd(box.destination)
+    case kAudioConverterPrimeInfo: return .prime(box.converter?.primeInfo ?? box.primeInfo)
+    case kAudioConverterSampleRateConverterQuality: return .uint32(box.quality.rawValue)
+    case kAudioConverterDecompressionMagicCookie: return .bytes(box.cookie ?? [])
+    case kAudioConverterPropertyMaximumOutputPacketSize, kAudioConverterPropertyMinimumOutputBufferSize: return .uint32(box.destination.bytesPerPacket)
+    case kAudioConverterPropertyMaximumInputPacketSize, kAudioConverterPropertyMinimumInputBufferSize:
+        return .uint32(box.source.bytesPerPacket > 0 ? box.source.bytesPerPacket : maximumPacketSize(box.source))
+    default: return nil
+    }
+}
+
+/// Size of a property and whether it can be set (Apple's `AudioConverterGetPropertyInfo`).
+@discardableResult
+public func AudioConverterGetPropertyInfo(_ inAudioConverter: AudioConverterRef, _ inPropertyID: AudioConverterPropertyID,
+                                          _ outSize: UnsafeMutablePointer<UInt32>?, _ outWritable: UnsafeMutablePointer<DarwinBoolean>?) -> OSStatus {
+    guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    guard let v = converterProperty(box, inPropertyID) else { return kAudioConverterErr_PropertyNotSupported }
+    switch v {
+    case .uint32: outSize?.pointee = 4
+    case .asbd: outSize?.pointee = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
+    case .prime: outSize?.pointee = UInt32(MemoryLayout<AudioConverterPrimeInfo>.size)
+    case .bytes(let b): outSize?.pointee = UInt32(b.count)
+    }
+    let writable = [kAudioConverterPrimeInfo, kAudioConverterSampleRateConverterQuality, kAudioConverterDecompressionMagicCookie].contains(inPropertyID)
+    outWritable?.pointee = DarwinBoolean(writable)
+    return noErr
+}
+
+/// Reads a property (Apple's `AudioConverterGetProperty`): current stream descriptions, prime
+/// info, quality, decompression cookie, packet sizes.
+@discardableResult
+public func AudioConverterGetProperty(_ inAudioConverter: AudioConverterRef, _ inPropertyID: AudioConverterPropertyID,
+                                      _ ioPropertyDataSize: UnsafeMutablePointer<UInt32>, _ outPropertyData: UnsafeMutableRawPointer) -> OSStatus {
+    guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    guard let v = converterProperty(box, inPropertyID) else { return kAudioConverterErr_PropertyNotSupported }
+    let e = kAudioConverterErr_BadPropertySizeError
+    switch v {
+    case .uint32(let x): return writeProperty(x, ioPropertyDataSize, outPropertyData, sizeError: e)
+    case .asbd(let x): return writeProperty(x, ioPropertyDataSize, outPropertyData, sizeError: e)
+    case .prime(let x): return writeProperty(x, ioPropertyDataSize, outPropertyData, sizeError: e)
+    case .bytes(let b): return writeBytes(b, ioPropertyDataSize, outPropertyData, sizeError: e)
+    }
+}
+
+/// Sets a property (Apple's `AudioConverterSetProperty`): `DecompressionMagicCookie` (restarts
+/// the decoder), `PrimeInfo`, `SampleRateConverterQuality`; complexity and prime method are
+/// accepted and ignored.
+@discardableResult
+public func AudioConverterSetProperty(_ inAudioConverter: AudioConverterRef, _ inPropertyID: AudioConverterPropertyID,
+                                      _ inPropertyDataSize: UInt32, _ inPropertyData: UnsafeRawPointer) -> OSStatus {
+    guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    switch inPropertyID {
+    case kAudioConverterDecompressionMagicCookie:
+        let cookie = Array(UnsafeRawBufferPointer(start: inPropertyData, count: Int(inPropertyDataSize)))
+        do throws(AudioError) {
+            _ = try AudioConverter(from: box.source, to: box.destination, magicCookie: cookie)
+        } catch {
+            return error.osStatus ?? kAudioConverterErr_FormatNotSupported
+        }
+        box.cookie = cookie
+        box.converter = nil
+        return noErr
+    case kAudioConverterPrimeInfo:
+        guard inPropertyDataSize >= UInt32(MemoryLayout<AudioConverterPrimeInfo>.size) else { return kAudioConverterErr_BadPropertySizeError }
+        box.primeInfo = inPropertyData.loadUnaligned(as: AudioConverterPrimeInfo.self)
+        box.converter?.primeInfo = box.primeInfo
+        return noErr
+    case kAudioConverterSampleRateConverterQuality:
+        guard inPropertyDataSize >= 4 else { return kAudioConverterErr_BadPropertySizeError }
+        let raw = inPropertyData.loadUnaligned(as: UInt32.self)
+        box.quality = SampleRateConverterQuality.allCases.last(where: { $0.rawValue <= raw }) ?? .min
+        box.converter?.sampleRateConverterQuality = box.quality
+        return noErr
+    case kAudioConverterSampleRateConverterComplexity, kAudioConverterPrimeMethod:
+        return inPropertyDataSize >= 4 ? noErr : kAudioConverterErr_BadPropertySizeError
+    default:
+        return kAudioConverterErr_PropertyNotSupported
+    }
+}

@@ -1,0 +1,571 @@
+// Audio Toolbox–compatible C-style API: the Core Audio base types as Swift sees Apple's headers.
+//
+// The Swift API's value types (AudioStreamBasicDescription, AudioStreamPacketDescription,
+// AudioTimeStamp, ...) are the same types here: they gain Apple's `m`-prefixed fields as computed
+// properties with the C integer types, and Apple's memberwise initialisers. Scalar type names that
+// the Swift API uses for richer types (AudioFormatID, AudioFormatFlags, AudioChannelLayoutTag,
+// AudioChannelLabel) are redeclared here as Apple's `UInt32` typealiases; a file that imports only
+// `OpenAudioToolbox` sees these (a module's own declarations shadow those of the modules it
+// re-exports). The Swift types stay reachable as `AudioCore.AudioFormatID` etc. See docs/PORTING.md.
+
+import AudioCore
+import AudioFiles
+import AudioConversion
+import AudioQueueEngine
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Scalars
+
+/// A result code (Apple's `OSStatus`): 0 is success, anything else an error.
+public typealias OSStatus = Int32
+/// The success result (Apple's `noErr`).
+public let noErr: OSStatus = 0
+/// A Core Foundation index (Apple's `CFIndex`).
+public typealias CFIndex = Int
+/// A time interval in seconds (Apple's `CFTimeInterval`).
+public typealias CFTimeInterval = Double
+
+/// A C boolean as Swift imports `Boolean *` out-parameters (Apple's `DarwinBoolean`).
+public struct DarwinBoolean: ExpressibleByBooleanLiteral, Hashable, Sendable, CustomStringConvertible {
+    private var value: UInt8
+    /// The value as a Swift `Bool`.
+    public var boolValue: Bool { value != 0 }
+    /// Creates a value from a `Bool`.
+    public init(_ value: Bool) { self.value = value ? 1 : 0 }
+    /// Creates a value from a literal.
+    public init(booleanLiteral value: Bool) { self.init(value) }
+    /// `true` or `false`.
+    public var description: String { boolValue.description }
+}
+
+/// An audio data format identifier, a four-character code (Apple's `AudioFormatID`). The Swift
+/// API's richer type is `AudioCore.AudioFormatID`.
+public typealias AudioFormatID = UInt32
+/// Format-specific flags (Apple's `AudioFormatFlags`). The Swift API's option set is
+/// `AudioCore.AudioFormatFlags`.
+public typealias AudioFormatFlags = UInt32
+/// A channel layout tag (Apple's `AudioChannelLayoutTag`).
+public typealias AudioChannelLayoutTag = UInt32
+/// A channel label (Apple's `AudioChannelLabel`).
+public typealias AudioChannelLabel = UInt32
+/// A sample time (Apple's `AudioSampleType` family is deprecated; this is `Float64`).
+public typealias AudioSampleTime = Float64
+
+/// Packs a four-character code.
+@inline(__always)
+func fourCC(_ s: StaticString) -> UInt32 {
+    precondition(s.utf8CodeUnitCount == 4)
+    let p = s.utf8Start
+    return UInt32(p[0]) << 24 | UInt32(p[1]) << 16 | UInt32(p[2]) << 8 | UInt32(p[3])
+}
+
+// MARK: - General error codes
+
+/// A parameter is invalid (Apple's `kAudio_ParamError`).
+public let kAudio_ParamError: OSStatus = -50
+/// The function is not implemented (Apple's `kAudio_UnimplementedError`).
+public let kAudio_UnimplementedError: OSStatus = -4
+/// The file was not found (Apple's `kAudio_FileNotFoundError`).
+public let kAudio_FileNotFoundError: OSStatus = -43
+/// Permission denied (Apple's `kAudio_FilePermissionError`).
+public let kAudio_FilePermissionError: OSStatus = -54
+/// Too many files open (Apple's `kAudio_TooManyFilesOpenError`).
+public let kAudio_TooManyFilesOpenError: OSStatus = -42
+/// Out of memory (Apple's `kAudio_MemFullError`).
+public let kAudio_MemFullError: OSStatus = -108
+/// A four-character `'what'` error (Apple's `kAudio_BadFilePathError` is `'!pth'`).
+public let kAudio_BadFilePathError: OSStatus = OSStatus(bitPattern: fourCC("!pth"))
+
+// MARK: - Format IDs
+
+/// Linear PCM (`'lpcm'`).
+public let kAudioFormatLinearPCM: AudioFormatID = fourCC("lpcm")
+/// AC-3 (`'ac-3'`).
+public let kAudioFormatAC3: AudioFormatID = fourCC("ac-3")
+/// AC-3 in 60958 (`'cac3'`).
+public let kAudioFormat60958AC3: AudioFormatID = fourCC("cac3")
+/// Apple IMA 4:1 ADPCM (`'ima4'`).
+public let kAudioFormatAppleIMA4: AudioFormatID = fourCC("ima4")
+/// MPEG-4 AAC (`'aac '`).
+public let kAudioFormatMPEG4AAC: AudioFormatID = fourCC("aac ")
+/// MPEG-4 CELP (`'celp'`).
+public let kAudioFormatMPEG4CELP: AudioFormatID = fourCC("celp")
+/// MPEG-4 HVXC (`'hvxc'`).
+public let kAudioFormatMPEG4HVXC: AudioFormatID = fourCC("hvxc")
+/// MPEG-4 TwinVQ (`'twvq'`).
+public let kAudioFormatMPEG4TwinVQ: AudioFormatID = fourCC("twvq")
+/// MACE 3:1 (`'MAC3'`).
+public let kAudioFormatMACE3: AudioFormatID = fourCC("MAC3")
+/// MACE 6:1 (`'MAC6'`).
+public let kAudioFormatMACE6: AudioFormatID = fourCC("MAC6")
+/// G.711 mu-law (`'ulaw'`).
+public let kAudioFormatULaw: AudioFormatID = fourCC("ulaw")
+/// G.711 A-law (`'alaw'`).
+public let kAudioFormatALaw: AudioFormatID = fourCC("alaw")
+/// QDesign (`'QDMC'`).
+public let kAudioFormatQDesign: AudioFormatID = fourCC("QDMC")
+/// QDesign 2 (`'QDM2'`).
+public let kAudioFormatQDesign2: AudioFormatID = fourCC("QDM2")
+/// QUALCOMM PureVoice (`'Qclp'`).
+public let kAudioFormatQUALCOMM: AudioFormatID = fourCC("Qclp")
+/// MPEG Layer I (`'.mp1'`).
+public let kAudioFormatMPEGLayer1: AudioFormatID = fourCC(".mp1")
+/// MPEG Layer II (`'.mp2'`).
+public let kAudioFormatMPEGLayer2: AudioFormatID = fourCC(".mp2")
+/// MPEG Layer III (`'.mp3'`).
+public let kAudioFormatMPEGLayer3: AudioFormatID = fourCC(".mp3")
+/// Time code (`'time'`).
+public let kAudioFormatTimeCode: AudioFormatID = fourCC("time")
+/// MIDI stream (`'midi'`).
+public let kAudioFormatMIDIStream: AudioFormatID = fourCC("midi")
+/// Parameter value stream (`'apvs'`).
+public let kAudioFormatParameterValueStream: AudioFormatID = fourCC("apvs")
+/// Apple Lossless (`'alac'`).
+public let kAudioFormatAppleLossless: AudioFormatID = fourCC("alac")
+/// HE-AAC (`'aach'`).
+public let kAudioFormatMPEG4AAC_HE: AudioFormatID = fourCC("aach")
+/// AAC-LD (`'aacl'`).
+public let kAudioFormatMPEG4AAC_LD: AudioFormatID = fourCC("aacl")
+/// AAC-ELD (`'aace'`).
+public let kAudioFormatMPEG4AAC_ELD: AudioFormatID = fourCC("aace")
+/// AAC-ELD with SBR (`'aacf'`).
+public let kAudioFormatMPEG4AAC_ELD_SBR: AudioFormatID = fourCC("aacf")
+/// AAC-ELD v2 (`'aacg'`).
+public let kAudioFormatMPEG4AAC_ELD_V2: AudioFormatID = fourCC("aacg")
+/// HE-AAC v2 (`'aacp'`).
+public let kAudioFormatMPEG4AAC_HE_V2: AudioFormatID = fourCC("aacp")
+/// AAC spatial (`'aacs'`).
+public let kAudioFormatMPEG4AAC_Spatial: AudioFormatID = fourCC("aacs")
+/// USAC (`'usac'`).
+public let kAudioFormatMPEGD_USAC: AudioFormatID = fourCC("usac")
+/// AMR narrow band (`'samr'`).
+public let kAudioFormatAMR: AudioFormatID = fourCC("samr")
+/// AMR wide band (`'sawb'`).
+public let kAudioFormatAMR_WB: AudioFormatID = fourCC("sawb")
+/// Audible (`'AUDB'`).
+public let kAudioFormatAudible: AudioFormatID = fourCC("AUDB")
+/// iLBC (`'ilbc'`).
+public let kAudioFormatiLBC: AudioFormatID = fourCC("ilbc")
+/// DVI/Intel IMA ADPCM (`0x6D730011`).
+public let kAudioFormatDVIIntelIMA: AudioFormatID = 0x6D73_0011
+/// Microsoft GSM 6.10 (`0x6D730031`).
+public let kAudioFormatMicrosoftGSM: AudioFormatID = 0x6D73_0031
+/// AES3 (`'aes3'`).
+public let kAudioFormatAES3: AudioFormatID = fourCC("aes3")
+/// Enhanced AC-3 (`'ec-3'`).
+public let kAudioFormatEnhancedAC3: AudioFormatID = fourCC("ec-3")
+/// FLAC (`'flac'`).
+public let kAudioFormatFLAC: AudioFormatID = fourCC("flac")
+/// Opus (`'opus'`).
+public let kAudioFormatOpus: AudioFormatID = fourCC("opus")
+/// APAC (`'apac'`).
+public let kAudioFormatAPAC: AudioFormatID = fourCC("apac")
+
+// MARK: - Format flags
+
+/// Float samples.
+public let kAudioFormatFlagIsFloat: AudioFormatFlags = 1 << 0
+/// Big-endian samples.
+public let kAudioFormatFlagIsBigEndian: AudioFormatFlags = 1 << 1
+/// Signed integer samples.
+public let kAudioFormatFlagIsSignedInteger: AudioFormatFlags = 1 << 2
+/// Sample bits fill their bytes.
+public let kAudioFormatFlagIsPacked: AudioFormatFlags = 1 << 3
+/// Unpacked samples are high-aligned.
+public let kAudioFormatFlagIsAlignedHigh: AudioFormatFlags = 1 << 4
+/// One buffer per channel.
+public let kAudioFormatFlagIsNonInterleaved: AudioFormatFlags = 1 << 5
+/// Not mixable.
+public let kAudioFormatFlagIsNonMixable: AudioFormatFlags = 1 << 6
+/// Explicitly no flags.
+public let kAudioFormatFlagsAreAllClear: AudioFormatFlags = 0x8000_0000
+/// Native endianness (little-endian on every platform this runs on: no flag).
+public let kAudioFormatFlagsNativeEndian: AudioFormatFlags = 0
+/// Native float, packed.
+public let kAudioFormatFlagsNativeFloatPacked: AudioFormatFlags = kAudioFormatFlagIsFloat | kAudioFormatFlagsNativeEndian | kAudioFormatFlagIsPacked
+/// Canonical (deprecated by Apple): native float, packed.
+public let kAudioFormatFlagsCanonical: AudioFormatFlags = kAudioFormatFlagsNativeFloatPacked
+/// Linear PCM: float samples.
+public let kLinearPCMFormatFlagIsFloat: AudioFormatFlags = kAudioFormatFlagIsFloat
+/// Linear PCM: big-endian.
+public let kLinearPCMFormatFlagIsBigEndian: AudioFormatFlags = kAudioFormatFlagIsBigEndian
+/// Linear PCM: signed integers.
+public let kLinearPCMFormatFlagIsSignedInteger: AudioFormatFlags = kAudioFormatFlagIsSignedInteger
+/// Linear PCM: packed.
+public let kLinearPCMFormatFlagIsPacked: AudioFormatFlags = kAudioFormatFlagIsPacked
+/// Linear PCM: high-aligned.
+public let kLinearPCMFormatFlagIsAlignedHigh: AudioFormatFlags = kAudioFormatFlagIsAlignedHigh
+/// Linear PCM: non-interleaved.
+public let kLinearPCMFormatFlagIsNonInterleaved: AudioFormatFlags = kAudioFormatFlagIsNonInterleaved
+/// Linear PCM: non-mixable.
+public let kLinearPCMFormatFlagIsNonMixable: AudioFormatFlags = kAudioFormatFlagIsNonMixable
+/// Linear PCM: shift of the fixed-point fraction bits field.
+public let kLinearPCMFormatFlagsSampleFractionShift: AudioFormatFlags = 7
+/// Linear PCM: mask of the fixed-point fraction bits field.
+public let kLinearPCMFormatFlagsSampleFractionMask: AudioFormatFlags = 0x3F << 7
+/// Linear PCM: no flags.
+public let kLinearPCMFormatFlagsAreAllClear: AudioFormatFlags = kAudioFormatFlagsAreAllClear
+/// Apple Lossless: 16-bit source.
+public let kAppleLosslessFormatFlag_16BitSourceData: AudioFormatFlags = 1
+/// Apple Lossless: 20-bit source.
+public let kAppleLosslessFormatFlag_20BitSourceData: AudioFormatFlags = 2
+/// Apple Lossless: 24-bit source.
+public let kAppleLosslessFormatFlag_24BitSourceData: AudioFormatFlags = 3
+/// Apple Lossless: 32-bit source.
+public let kAppleLosslessFormatFlag_32BitSourceData: AudioFormatFlags = 4
+
+// MARK: - AudioStreamBasicDescription
+
+extension AudioStreamBasicDescription {
+    /// A zeroed description (Apple's `AudioStreamBasicDescription()`), to be filled in or
+    /// passed to a `GetProperty` call.
+    public init() {
+        self.init(sampleRate: 0, formatID: AudioCore.AudioFormatID(rawValue: 0), formatFlags: [], bytesPerPacket: 0,
+                  framesPerPacket: 0, bytesPerFrame: 0, channelsPerFrame: 0, bitsPerChannel: 0)
+    }
+
+    /// Apple's memberwise initialiser.
+    public init(mSampleRate: Float64, mFormatID: AudioFormatID, mFormatFlags: AudioFormatFlags, mBytesPerPacket: UInt32,
+                mFramesPerPacket: UInt32, mBytesPerFrame: UInt32, mChannelsPerFrame: UInt32, mBitsPerChannel: UInt32,
+                mReserved: UInt32 = 0) {
+        self.init(sampleRate: mSampleRate, formatID: AudioCore.AudioFormatID(rawValue: mFormatID),
+                  formatFlags: AudioCore.AudioFormatFlags(rawValue: mFormatFlags), bytesPerPacket: mBytesPerPacket,
+                  framesPerPacket: mFramesPerPacket, bytesPerFrame: mBytesPerFrame, channelsPerFrame: mChannelsPerFrame,
+                  bitsPerChannel: mBitsPerChannel)
+        reserved = mReserved
+    }
+
+    /// Frames per second (Apple's field).
+    public var mSampleRate: Float64 { get { sampleRate } set { sampleRate = newValue } }
+    /// The format identifier as a four-character code (Apple's field).
+    public var mFormatID: AudioFormatID { get { formatID.rawValue } set { formatID = AudioCore.AudioFormatID(rawValue: newValue) } }
+    /// The format flags (Apple's field).
+    public var mFormatFlags: AudioFormatFlags { get { formatFlags.rawValue } set { formatFlags = AudioCore.AudioFormatFlags(rawValue: newValue) } }
+    /// Bytes per packet, 0 when variable (Apple's field).
+    public var mBytesPerPacket: UInt32 { get { bytesPerPacket } set { bytesPerPacket = newValue } }
+    /// Frames per packet, 0 when variable (Apple's field).
+    public var mFramesPerPacket: UInt32 { get { framesPerPacket } set { framesPerPacket = newValue } }
+    /// Bytes per frame (Apple's field).
+    public var mBytesPerFrame: UInt32 { get { bytesPerFrame } set { bytesPerFrame = newValue } }
+    /// Channels per frame (Apple's field).
+    public var mChannelsPerFrame: UInt32 { get { channelsPerFrame } set { channelsPerFrame = newValue } }
+    /// Bits per channel (Apple's field).
+    public var mBitsPerChannel: UInt32 { get { bitsPerChannel } set { bitsPerChannel = newValue } }
+    /// Padding, 0 (Apple's field).
+    public var mReserved: UInt32 { get { reserved } set { reserved = newValue } }
+}
+
+// MARK: - AudioStreamPacketDescription
+
+extension AudioStreamPacketDescription {
+    /// A zeroed description.
+    public init() { self.init(startOffset: 0, variableFramesInPacket: 0, dataByteSize: 0) }
+    /// Apple's memberwise initialiser.
+    public init(mStartOffset: Int64, mVariableFramesInPacket: UInt32, mDataByteSize: UInt32) {
+        self.init(startOffset: mStartOffset, variableFramesInPacket: mVariableFramesInPacket, dataByteSize: mDataByteSize)
+    }
+    /// Byte offset of the packet in its buffer (Apple's field).
+    public var mStartOffset: Int64 { get { startOffset } set { startOffset = newValue } }
+    /// Frames in the packet when they vary, else 0 (Apple's field).
+    public var mVariableFramesInPacket: UInt32 { get { variableFramesInPacket } set { variableFramesInPacket = newValue } }
+    /// Bytes in the packet (Apple's field).
+    public var mDataByteSize: UInt32 { get { dataByteSize } set { dataByteSize = newValue } }
+}
+
+// MARK: - AudioFilePacketTableInfo
+
+extension AudioFilePacketTableInfo {
+    /// A zeroed value.
+    public init() { self.init(numberValidFrames: 0, primingFrames: 0, remainderFrames: 0) }
+    /// Apple's memberwise initialiser.
+    public init(mNumberValidFrames: Int64, mPrimingFrames: Int32, mRemainderFrames: Int32) {
+        self.init(numberValidFrames: mNumberValidFrames, primingFrames: mPrimingFrames, remainderFrames: mRemainderFrames)
+    }
+    /// Frames of real audio (Apple's field).
+    public var mNumberValidFrames: Int64 { get { numberValidFrames } set { numberValidFrames = newValue } }
+    /// Encoder delay frames (Apple's field).
+    public var mPrimingFrames: Int32 { get { primingFrames } set { primingFrames = newValue } }
+    /// Padding frames at the end (Apple's field).
+    public var mRemainderFrames: Int32 { get { remainderFrames } set { remainderFrames = newValue } }
+}
+
+// MARK: - AudioFormatListItem
+
+extension AudioFormatListItem {
+    /// A zeroed item.
+    public init() { self.init(format: AudioStreamBasicDescription(), channelLayoutTag: AudioCore.AudioChannelLayoutTag(rawValue: 0)) }
+    /// Apple's memberwise initialiser.
+    public init(mASBD: AudioStreamBasicDescription, mChannelLayoutTag: AudioChannelLayoutTag) {
+        self.init(format: mASBD, channelLayoutTag: AudioCore.AudioChannelLayoutTag(rawValue: mChannelLayoutTag))
+    }
+    /// The stream description (Apple's field).
+    public var mASBD: AudioStreamBasicDescription { get { format } set { format = newValue } }
+    /// The layout tag (Apple's field).
+    public var mChannelLayoutTag: AudioChannelLayoutTag {
+        get { channelLayoutTag.rawValue }
+        set { channelLayoutTag = AudioCore.AudioChannelLayoutTag(rawValue: newValue) }
+    }
+}
+
+// MARK: - AudioQueueLevelMeterState
+
+extension AudioQueueLevelMeterState {
+    /// Apple's memberwise initialiser.
+    public init(mAveragePower: Float32, mPeakPower: Float32) { self.init(averagePower: mAveragePower, peakPower: mPeakPower) }
+    /// RMS power (Apple's field).
+    public var mAveragePower: Float32 { get { averagePower } set { averagePower = newValue } }
+    /// Peak power (Apple's field).
+    public var mPeakPower: Float32 { get { peakPower } set { peakPower = newValue } }
+}
+
+// MARK: - AudioTimeStamp
+
+/// SMPTE time (Apple's `SMPTETime`). OpenAudioToolbox time stamps carry no SMPTE time: it is
+/// always zero.
+public struct SMPTETime: Hashable, Sendable {
+    /// Subframes.
+    public var mSubframes: Int16 = 0
+    /// Subframes per frame.
+    public var mSubframeDivisor: Int16 = 0
+    /// Counter.
+    public var mCounter: UInt32 = 0
+    /// SMPTE type.
+    public var mType: UInt32 = 0
+    /// Flags.
+    public var mFlags: UInt32 = 0
+    /// Hours.
+    public var mHours: Int16 = 0
+    /// Minutes.
+    public var mMinutes: Int16 = 0
+    /// Seconds.
+    public var mSeconds: Int16 = 0
+    /// Frames.
+    public var mFrames: Int16 = 0
+    /// A zero time.
+    public init() {}
+}
+
+extension AudioTimeStampFlags {
+    /// The word-clock time is valid (never set by OpenAudioToolbox).
+    public static let wordClockTimeValid = AudioTimeStampFlags(rawValue: 1 << 3)
+    /// The SMPTE time is valid (never set by OpenAudioToolbox).
+    public static let smpteTimeValid = AudioTimeStampFlags(rawValue: 1 << 4)
+}
+
+extension AudioTimeStamp {
+    /// Apple's memberwise initialiser; word-clock and SMPTE times are not kept.
+    public init(mSampleTime: Float64, mHostTime: UInt64, mRateScalar: Float64, mWordClockTime: UInt64 = 0,
+                mSMPTETime: SMPTETime = SMPTETime(), mFlags: AudioTimeStampFlags, mReserved: UInt32 = 0) {
+        self.init(sampleTime: mSampleTime, hostTime: mHostTime, rateScalar: mRateScalar, flags: mFlags)
+    }
+    /// Sample time (Apple's field).
+    public var mSampleTime: Float64 { get { sampleTime } set { sampleTime = newValue } }
+    /// Host time in nanoseconds (Apple's field; Apple's host ticks are `mach_absolute_time`).
+    public var mHostTime: UInt64 { get { hostTime } set { hostTime = newValue } }
+    /// Rate scalar (Apple's field).
+    public var mRateScalar: Float64 { get { rateScalar } set { rateScalar = newValue } }
+    /// Word-clock time: always 0 here (Apple's field; setting it has no effect).
+    public var mWordClockTime: UInt64 { get { 0 } set { _ = newValue } }
+    /// SMPTE time: always zero here (Apple's field; setting it has no effect).
+    public var mSMPTETime: SMPTETime { get { SMPTETime() } set { _ = newValue } }
+    /// Which fields are valid (Apple's field).
+    public var mFlags: AudioTimeStampFlags { get { flags } set { flags = newValue } }
+    /// Padding (Apple's field): always 0.
+    public var mReserved: UInt32 { get { 0 } set { _ = newValue } }
+}
+
+/// Sample time is valid (Apple's `kAudioTimeStampSampleTimeValid`).
+public let kAudioTimeStampSampleTimeValid = AudioTimeStampFlags.sampleTimeValid
+/// Host time is valid (Apple's `kAudioTimeStampHostTimeValid`).
+public let kAudioTimeStampHostTimeValid = AudioTimeStampFlags.hostTimeValid
+/// Rate scalar is valid (Apple's `kAudioTimeStampRateScalarValid`).
+public let kAudioTimeStampRateScalarValid = AudioTimeStampFlags.rateScalarValid
+/// Sample and host time are valid (Apple's `kAudioTimeStampSampleHostTimeValid`).
+public let kAudioTimeStampSampleHostTimeValid = AudioTimeStampFlags.sampleHostTimeValid
+
+// MARK: - AudioBuffer / AudioBufferList
+
+/// One buffer of audio (Apple's `AudioBuffer`).
+public struct AudioBuffer {
+    /// Interleaved channels in the buffer.
+    public var mNumberChannels: UInt32
+    /// Bytes in the buffer.
+    public var mDataByteSize: UInt32
+    /// The bytes.
+    public var mData: UnsafeMutableRawPointer?
+    /// A zeroed buffer.
+    public init() { self.init(mNumberChannels: 0, mDataByteSize: 0, mData: nil) }
+    /// Apple's memberwise initialiser.
+    public init(mNumberChannels: UInt32, mDataByteSize: UInt32, mData: UnsafeMutableRawPointer?) {
+        self.mNumberChannels = mNumberChannels
+        self.mDataByteSize = mDataByteSize
+        self.mData = mData
+    }
+}
+
+/// A variable-length list of buffers (Apple's `AudioBufferList`): `mNumberBuffers` buffers
+/// follow in memory, the first being `mBuffers`. Allocate lists of more than one buffer with
+/// ``allocate(maximumBuffers:)`` and reach them through ``UnsafeMutableAudioBufferListPointer``.
+public struct AudioBufferList {
+    /// Number of buffers.
+    public var mNumberBuffers: UInt32
+    /// The first buffer (the others follow it in memory).
+    public var mBuffers: (AudioBuffer)
+    /// A list of zero buffers.
+    public init() { self.init(mNumberBuffers: 0, mBuffers: AudioBuffer()) }
+    /// Apple's memberwise initialiser.
+    public init(mNumberBuffers: UInt32, mBuffers: (AudioBuffer)) {
+        self.mNumberBuffers = mNumberBuffers
+        self.mBuffers = mBuffers
+    }
+    /// Bytes needed for a list of `maximumBuffers` buffers.
+    public static func sizeInBytes(maximumBuffers: Int) -> Int {
+        MemoryLayout<AudioBufferList>.size - MemoryLayout<AudioBuffer>.size + max(1, maximumBuffers) * MemoryLayout<AudioBuffer>.stride
+    }
+    /// Allocates a zeroed list with room for `maximumBuffers` buffers and `mNumberBuffers` set
+    /// to that count; free it with `free(list.unsafeMutablePointer)`.
+    public static func allocate(maximumBuffers: Int) -> UnsafeMutableAudioBufferListPointer {
+        let raw = calloc(1, sizeInBytes(maximumBuffers: maximumBuffers))!
+        let list = raw.bindMemory(to: AudioBufferList.self, capacity: 1)
+        list.pointee.mNumberBuffers = UInt32(maximumBuffers)
+        return UnsafeMutableAudioBufferListPointer(list)
+    }
+}
+
+/// A collection view of an ``AudioBufferList``'s buffers (Apple's Swift overlay type).
+public struct UnsafeMutableAudioBufferListPointer: MutableCollection, RandomAccessCollection {
+    /// The list.
+    public var unsafeMutablePointer: UnsafeMutablePointer<AudioBufferList>
+    /// The list, read-only.
+    public var unsafePointer: UnsafePointer<AudioBufferList> { UnsafePointer(unsafeMutablePointer) }
+    /// Wraps a list.
+    public init(_ p: UnsafeMutablePointer<AudioBufferList>) { unsafeMutablePointer = p }
+    /// Wraps a list, or nil.
+    public init?(_ p: UnsafeMutablePointer<AudioBufferList>?) {
+        guard let p else { return nil }
+        unsafeMutablePointer = p
+    }
+    /// The number of buffers (`mNumberBuffers`).
+    public var count: Int {
+        get { Int(unsafeMutablePointer.pointee.mNumberBuffers) }
+        nonmutating set { unsafeMutablePointer.pointee.mNumberBuffers = UInt32(newValue) }
+    }
+    /// 0.
+    public var startIndex: Int { 0 }
+    /// ``count``.
+    public var endIndex: Int { count }
+    private var buffers: UnsafeMutablePointer<AudioBuffer> {
+        UnsafeMutableRawPointer(unsafeMutablePointer).advanced(by: MemoryLayout<AudioBufferList>.offset(of: \AudioBufferList.mBuffers)!)
+            .assumingMemoryBound(to: AudioBuffer.self)
+    }
+    /// The buffer at `index`.
+    public subscript(index: Int) -> AudioBuffer {
+        get { buffers[index] }
+        nonmutating set { buffers[index] = newValue }
+    }
+}
+
+// MARK: - AudioChannelLayout (C shape)
+
+/// Flags of a channel description (Apple's `AudioChannelFlags`).
+public struct AudioChannelFlags: OptionSet, Hashable, Sendable {
+    /// The bits.
+    public var rawValue: UInt32
+    /// Creates flags.
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// Rectangular coordinates.
+    public static let rectangularCoordinates = AudioChannelFlags(rawValue: 1 << 0)
+    /// Spherical coordinates.
+    public static let sphericalCoordinates = AudioChannelFlags(rawValue: 1 << 1)
+    /// Coordinates in metres.
+    public static let meters = AudioChannelFlags(rawValue: 1 << 2)
+}
+
+/// One channel's label and position (Apple's `AudioChannelDescription`).
+public struct AudioChannelDescription {
+    /// The label (`kAudioChannelLabel_*`).
+    public var mChannelLabel: AudioChannelLabel
+    /// Coordinate flags.
+    public var mChannelFlags: AudioChannelFlags
+    /// Coordinates.
+    public var mCoordinates: (Float32, Float32, Float32)
+    /// A zeroed description.
+    public init() { self.init(mChannelLabel: 0, mChannelFlags: [], mCoordinates: (0, 0, 0)) }
+    /// Apple's memberwise initialiser.
+    public init(mChannelLabel: AudioChannelLabel, mChannelFlags: AudioChannelFlags, mCoordinates: (Float32, Float32, Float32)) {
+        self.mChannelLabel = mChannelLabel
+        self.mChannelFlags = mChannelFlags
+        self.mCoordinates = mCoordinates
+    }
+}
+
+/// A channel layout in Apple's variable-length C shape (`AudioChannelLayout`):
+/// `mNumberChannelDescriptions` descriptions follow in memory from `mChannelDescriptions`.
+/// Properties deliver it in this shape; the Swift API's type is `AudioCore.AudioChannelLayout`.
+public struct AudioChannelLayout {
+    /// The layout tag.
+    public var mChannelLayoutTag: AudioChannelLayoutTag
+    /// The bitmap, when the tag is `kAudioChannelLayoutTag_UseChannelBitmap`.
+    public var mChannelBitmap: AudioChannelBitmap
+    /// Number of channel descriptions that follow.
+    public var mNumberChannelDescriptions: UInt32
+    /// The first channel description.
+    public var mChannelDescriptions: (AudioChannelDescription)
+    /// A zeroed layout.
+    public init() { self.init(mChannelLayoutTag: 0, mChannelBitmap: [], mNumberChannelDescriptions: 0, mChannelDescriptions: AudioChannelDescription()) }
+    /// Apple's memberwise initialiser.
+    public init(mChannelLayoutTag: AudioChannelLayoutTag, mChannelBitmap: AudioChannelBitmap, mNumberChannelDescriptions: UInt32,
+                mChannelDescriptions: (AudioChannelDescription)) {
+        self.mChannelLayoutTag = mChannelLayoutTag
+        self.mChannelBitmap = mChannelBitmap
+        self.mNumberChannelDescriptions = mNumberChannelDescriptions
+        self.mChannelDescriptions = mChannelDescriptions
+    }
+}
+
+/// The layout is given by channel descriptions.
+public let kAudioChannelLayoutTag_UseChannelDescriptions: AudioChannelLayoutTag = 0
+/// The layout is given by the bitmap.
+public let kAudioChannelLayoutTag_UseChannelBitmap: AudioChannelLayoutTag = 1 << 16
+/// Mono.
+public let kAudioChannelLayoutTag_Mono: AudioChannelLayoutTag = (100 << 16) | 1
+/// Stereo.
+public let kAudioChannelLayoutTag_Stereo: AudioChannelLayoutTag = (101 << 16) | 2
+/// Unknown layout with the channel count in the low 16 bits.
+public let kAudioChannelLayoutTag_Unknown: AudioChannelLayoutTag = 0xFFFF_0000
+
+/// Serialisation of channel layouts and other C shapes into client memory.
+enum CLayout {
+    /// Bytes of a C `AudioChannelLayout` with `descriptions` descriptions.
+    static func size(descriptions: Int) -> Int {
+        MemoryLayout<AudioChannelLayout>.size - MemoryLayout<AudioChannelDescription>.size + descriptions * MemoryLayout<AudioChannelDescription>.stride
+    }
+
+    /// Apple's C bytes of a Swift channel layout.
+    static func bytes(_ layout: AudioCore.AudioChannelLayout) -> [UInt8] {
+        let count = layout.tag == .useChannelDescriptions ? layout.channelLabels.count : 0
+        var out = [UInt8](repeating: 0, count: max(size(descriptions: count), MemoryLayout<AudioChannelLayout>.size))
+        out.withUnsafeMutableBytes { raw in
+            let header = raw.baseAddress!.assumingMemoryBound(to: AudioChannelLayout.self)
+            header.pointee = AudioChannelLayout()
+            header.pointee.mChannelLayoutTag = layout.tag.rawValue
+            header.pointee.mChannelBitmap = layout.bitmap
+            header.pointee.mNumberChannelDescriptions = UInt32(count)
+            let first = MemoryLayout<AudioChannelLayout>.offset(of: \AudioChannelLayout.mChannelDescriptions)!
+            for (i, label) in layout.channelLabels.prefix(count).enumerated() {
+                let d = (raw.baseAddress! + first + i * MemoryLayout<AudioChannelDescription>.stride).assumingMemoryBound(to: AudioChannelDescription.self)
+                d.pointee = AudioChannelDescription(mChannelLabel: label.rawValue, mChannelFlags: [], mCoordinates: (0, 0, 0))
+            }
+        }
+        return out
+    }
+}
+
+// MARK: - CFURL stand-in
+
+/// Apple's `CFAllocator` stand-in: allocator arguments are accepted and ignored (pass nil).
+public typealias CFAllocator = OpaquePointer
+/// The default allocator (nil).
+public var kCFAllocatorDefault: CFAllocator? { nil }
