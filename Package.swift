@@ -43,5 +43,6 @@ let package = Package(
         .testTarget(name: "AudioQueueEngineTests", dependencies: ["AudioQueueEngine", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CPulseAudio", "CALSA"], swiftSettings: strict),
         .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),
+        .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
     ]
 )

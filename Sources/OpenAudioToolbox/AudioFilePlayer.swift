@@ -73,6 +73,10 @@ public final class AudioFilePlayer: @unchecked Sendable {
         var queueFramesEnqueued: Int64 = 0
         var durations: [Double?] = []
         var generationBase: Int64 = 0
+        /// True once ``play(from:duration:)`` has started the queue.
+        var queueStarted = false
+        /// True once the feeder has enqueued everything (or stopped).
+        var feederDone = false
     }
 
     /// Opens the first file to learn the device format; `output` opens the device.
@@ -119,10 +123,11 @@ public final class AudioFilePlayer: @unchecked Sendable {
         // Let the feeder fill some audio before the device starts pulling.
         let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
         while queue.bufferedFrames < Int64(deviceFormat.sampleRate / 4) && HostTime.now() < deadline
-                && !(state.withLock { $0.state == .ended || $0.stopRequested }) {
+                && !(state.withLock { $0.state == .ended || $0.stopRequested || $0.feederDone }) {
             sleepMillis(2)
         }
         try queue.start()
+        state.withLock { $0.queueStarted = true }
         setState(.playing)
     }
 
@@ -278,6 +283,11 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 index += 1
             }
         }
+        state.withLock { $0.feederDone = true }
+        // End the stream only once the queue runs: starting a queue clears a pending
+        // stop(immediately: false), and a queue stopped before it starts ends at once, dropping
+        // what it holds (a file shorter than the ring would never play, or never end).
+        while !(state.withLock { $0.queueStarted || $0.stopRequested }) { sleepMillis(2) }
         if !(state.withLock { $0.stopRequested }) { queue.stop(immediately: false) }
     }
 }
