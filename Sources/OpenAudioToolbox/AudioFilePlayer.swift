@@ -227,11 +227,45 @@ public final class AudioFilePlayer: @unchecked Sendable {
     private func feed() {
         var index = 0
         var reader: ExtendedAudioFile?
+        // True once everything is enqueued and the queue was told to end after it.
+        var endIssued = false
         guard let pcm = try? AudioPCMBuffer(format: clientFormat, frameCapacity: framesPerBuffer) else { return }
         let limitFrames = state.withLock { $0.stopAfterSeconds }.map { Int64($0 * deviceFormat.sampleRate) }
+        // End the stream only once the queue runs: starting a queue clears a pending
+        // stop(immediately: false), and a queue stopped before it starts ends at once, dropping
+        // what it holds (a file shorter than the ring would never play, or never end).
+        func issueEnd() {
+            state.withLock { $0.feederDone = true }
+            while !(state.withLock { $0.queueStarted || $0.stopRequested }) { sleepMillis(2) }
+            if !(state.withLock { $0.stopRequested }) { queue.stop(immediately: false) }
+            endIssued = true
+        }
         while !(state.withLock { $0.stopRequested }) {
+            if endIssued {
+                // Everything is enqueued (the ring holds seconds of audio): keep serving seeks
+                // until the queue has played out.
+                let (ended, seeking, paused) = state.withLock { ($0.state == .ended, $0.seekRequest != nil, $0.state == .paused) }
+                if ended { break }
+                guard seeking else {
+                    _ = bufferReturned.wait(timeout: .now() + .milliseconds(20))
+                    continue
+                }
+                // Take back the end of stream (starting the running queue clears it) and
+                // reopen the item playing now; the seek below moves in it.
+                do {
+                    try queue.start()
+                    if paused { try queue.pause() }
+                } catch {
+                    emit(.itemFailed(index: index, error: error))
+                    break
+                }
+                endIssued = false
+                state.withLock { $0.feederDone = false }
+                index = position().item
+                reader = nil
+            }
             if reader == nil {
-                guard index < paths.count else { break }
+                guard index < paths.count else { issueEnd(); continue }
                 do {
                     let r = try ExtendedAudioFile(path: paths[index], clientFormat: clientFormat)
                     reader = r
@@ -260,7 +294,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 }
                 continue
             }
-            if let limit = limitFrames, state.withLock({ $0.queueFramesEnqueued }) >= limit { break }
+            if let limit = limitFrames, state.withLock({ $0.queueFramesEnqueued }) >= limit { issueEnd(); continue }
             guard let buffer = takeBuffer() else { continue }
             do {
                 var n = try reader!.read(into: pcm)
@@ -269,8 +303,13 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 }
                 if n == 0 {
                     pool.buffers.withLock { $0.append(buffer) }
-                    reader = nil
-                    index += 1
+                    if index + 1 < paths.count {
+                        reader = nil
+                        index += 1
+                    } else {
+                        // Keep the last reader: a seek may still come while the ring plays out.
+                        issueEnd()
+                    }
                     continue
                 }
                 buffer.fill(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(pcm.mutableBytes(0))[0..<(n * deviceFormat.channels * 4)]))
@@ -283,12 +322,6 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 index += 1
             }
         }
-        state.withLock { $0.feederDone = true }
-        // End the stream only once the queue runs: starting a queue clears a pending
-        // stop(immediately: false), and a queue stopped before it starts ends at once, dropping
-        // what it holds (a file shorter than the ring would never play, or never end).
-        while !(state.withLock { $0.queueStarted || $0.stopRequested }) { sleepMillis(2) }
-        if !(state.withLock { $0.stopRequested }) { queue.stop(immediately: false) }
     }
 }
 
