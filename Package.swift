@@ -44,5 +44,6 @@ let package = Package(
         .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CPulseAudio", "CALSA"], swiftSettings: strict),
         .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "CompatTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
+        .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
     ]
 )

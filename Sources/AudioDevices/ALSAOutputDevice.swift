@@ -45,6 +45,10 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     public let bufferFrames: Int
     /// The sample format written to the PCM.
     public let sampleFormat: ALSASampleFormat
+    /// False for `file` and `null` PCMs, which take data as fast as it comes: a short render is
+    /// then written as it is (the device calls again) instead of being padded with silence,
+    /// which would put gaps into a `file` PCM's output.
+    public let isRealTime: Bool
     /// Buffered time: the PCM delay once running, the buffer size before.
     public var latency: Double {
         let d = delayFrames.load(ordering: .relaxed)
@@ -95,6 +99,8 @@ public final class ALSAOutputDevice: AudioOutputDevice {
             throw error
         }
         pcm = handle
+        let type = snd_pcm_type(handle.pcm)
+        isRealTime = type != SND_PCM_TYPE_FILE && type != SND_PCM_TYPE_NULL
         self.format = AudioDeviceFormat(sampleRate: Double(actual.rate), channels: format.channels)
         framesPerRender = actual.period
         bufferFrames = actual.buffer
@@ -162,7 +168,12 @@ public final class ALSAOutputDevice: AudioOutputDevice {
             let time = AudioTimeStamp(sampleTime: Double(done), hostTime: heardAt, rateScalar: 1, flags: .sampleHostTimeValid)
             var result = render(buffers.pointers, period, time)
             result.frames = max(0, min(result.frames, period))
-            let frames = result.isEndOfStream ? result.frames : period
+            let frames = result.isEndOfStream || !isRealTime ? result.frames : period
+            if frames == 0 && !result.isEndOfStream {
+                // Nothing yet from a source feeding an unpaced PCM: call again shortly.
+                sleepUntil(hostTime: HostTime.now() + 1_000_000)
+                continue
+            }
             if result.frames < period { buffers.silence(from: result.frames) }
             let bytes: UnsafeRawPointer
             switch sampleFormat {

@@ -73,6 +73,10 @@ public final class AudioFilePlayer: @unchecked Sendable {
         var queueFramesEnqueued: Int64 = 0
         var durations: [Double?] = []
         var generationBase: Int64 = 0
+        /// True once ``play(from:duration:)`` has started the queue.
+        var queueStarted = false
+        /// True once the feeder has enqueued everything (or stopped).
+        var feederDone = false
     }
 
     /// Opens the first file to learn the device format; `output` opens the device.
@@ -119,10 +123,11 @@ public final class AudioFilePlayer: @unchecked Sendable {
         // Let the feeder fill some audio before the device starts pulling.
         let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
         while queue.bufferedFrames < Int64(deviceFormat.sampleRate / 4) && HostTime.now() < deadline
-                && !(state.withLock { $0.state == .ended || $0.stopRequested }) {
+                && !(state.withLock { $0.state == .ended || $0.stopRequested || $0.feederDone }) {
             sleepMillis(2)
         }
         try queue.start()
+        state.withLock { $0.queueStarted = true }
         setState(.playing)
     }
 
@@ -222,11 +227,45 @@ public final class AudioFilePlayer: @unchecked Sendable {
     private func feed() {
         var index = 0
         var reader: ExtendedAudioFile?
+        // True once everything is enqueued and the queue was told to end after it.
+        var endIssued = false
         guard let pcm = try? AudioPCMBuffer(format: clientFormat, frameCapacity: framesPerBuffer) else { return }
         let limitFrames = state.withLock { $0.stopAfterSeconds }.map { Int64($0 * deviceFormat.sampleRate) }
+        // End the stream only once the queue runs: starting a queue clears a pending
+        // stop(immediately: false), and a queue stopped before it starts ends at once, dropping
+        // what it holds (a file shorter than the ring would never play, or never end).
+        func issueEnd() {
+            state.withLock { $0.feederDone = true }
+            while !(state.withLock { $0.queueStarted || $0.stopRequested }) { sleepMillis(2) }
+            if !(state.withLock { $0.stopRequested }) { queue.stop(immediately: false) }
+            endIssued = true
+        }
         while !(state.withLock { $0.stopRequested }) {
+            if endIssued {
+                // Everything is enqueued (the ring holds seconds of audio): keep serving seeks
+                // until the queue has played out.
+                let (ended, seeking, paused) = state.withLock { ($0.state == .ended, $0.seekRequest != nil, $0.state == .paused) }
+                if ended { break }
+                guard seeking else {
+                    _ = bufferReturned.wait(timeout: .now() + .milliseconds(20))
+                    continue
+                }
+                // Take back the end of stream (starting the running queue clears it) and
+                // reopen the item playing now; the seek below moves in it.
+                do {
+                    try queue.start()
+                    if paused { try queue.pause() }
+                } catch {
+                    emit(.itemFailed(index: index, error: error))
+                    break
+                }
+                endIssued = false
+                state.withLock { $0.feederDone = false }
+                index = position().item
+                reader = nil
+            }
             if reader == nil {
-                guard index < paths.count else { break }
+                guard index < paths.count else { issueEnd(); continue }
                 do {
                     let r = try ExtendedAudioFile(path: paths[index], clientFormat: clientFormat)
                     reader = r
@@ -255,7 +294,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 }
                 continue
             }
-            if let limit = limitFrames, state.withLock({ $0.queueFramesEnqueued }) >= limit { break }
+            if let limit = limitFrames, state.withLock({ $0.queueFramesEnqueued }) >= limit { issueEnd(); continue }
             guard let buffer = takeBuffer() else { continue }
             do {
                 var n = try reader!.read(into: pcm)
@@ -264,8 +303,13 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 }
                 if n == 0 {
                     pool.buffers.withLock { $0.append(buffer) }
-                    reader = nil
-                    index += 1
+                    if index + 1 < paths.count {
+                        reader = nil
+                        index += 1
+                    } else {
+                        // Keep the last reader: a seek may still come while the ring plays out.
+                        issueEnd()
+                    }
                     continue
                 }
                 buffer.fill(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(pcm.mutableBytes(0))[0..<(n * deviceFormat.channels * 4)]))
@@ -278,7 +322,6 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 index += 1
             }
         }
-        if !(state.withLock { $0.stopRequested }) { queue.stop(immediately: false) }
     }
 }
 

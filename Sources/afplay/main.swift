@@ -216,7 +216,5 @@ if ui {
     writeStdout(statusLine() + "\n")
     tcsetattr(0, TCSANOW, &terminal)
 }
-let wasInterrupted = interrupted.load(ordering: .relaxed)
 player.stop()
-if wasInterrupted { emitJSON([("event", jsonString("state")), ("state", jsonString("stopped"))]) }
 exit(anyFailed.load(ordering: .relaxed) ? 1 : 0)
