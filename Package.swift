@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "OpenAudioToolbox", targets: ["OpenAudioToolbox"]),
         .executable(name: "afinfo", targets: ["afinfo"]),
         .executable(name: "afplay", targets: ["afplay"]),
+        .executable(name: "afconvert", targets: ["afconvert"]),
     ],
     targets: [
         // C libraries from Debian's -dev packages, found through pkg-config.
@@ -35,6 +36,7 @@ let package = Package(
         .target(name: "OpenAudioToolbox", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine"], swiftSettings: strict),
         .executableTarget(name: "afplay", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         .executableTarget(name: "afinfo", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
+        .executableTarget(name: "afconvert", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         .target(name: "AudioTestSupport", dependencies: ["AudioCore", "AudioFiles", "AudioConversion"], swiftSettings: strict),
         .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore"], swiftSettings: strict),
         .testTarget(name: "AudioConversionTests", dependencies: ["AudioConversion", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
@@ -42,6 +44,7 @@ let package = Package(
         .testTarget(name: "AudioDevicesTests", dependencies: ["AudioDevices", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioQueueEngineTests", dependencies: ["AudioQueueEngine", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CPulseAudio", "CALSA"], swiftSettings: strict),
+        .testTarget(name: "AudioWritingTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "CompatTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),

@@ -30,6 +30,12 @@ public final class ExtendedAudioFile {
         }
     }
 
+    /// Resampling quality when the client rate differs from the file's; set before the first read.
+    public var sampleRateConverterQuality: SampleRateConverterQuality {
+        get { converter.sampleRateConverterQuality }
+        set { converter.sampleRateConverterQuality = newValue }
+    }
+
     /// Valid frames in the file, at the file's rate.
     public var frameCount: Int64 { file.validFrames }
 
