@@ -1,3 +1,4 @@
+import AudioCore
 import AudioTestSupport
 import OpenAudioToolbox
 import Testing
@@ -11,7 +12,7 @@ struct OutputCase: CustomStringConvertible, Sendable {
     var data: String
     var ext: String
     var codec: String
-    var formatID: AudioFormatID
+    var formatID: AudioCore.AudioFormatID
     /// True when ffmpeg's decoder output applies the file's gapless info (so its frame count
     /// must equal ours).
     var ffmpegTrims: Bool
