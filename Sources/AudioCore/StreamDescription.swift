@@ -198,7 +198,8 @@ public struct AudioStreamBasicDescription: Hashable, Sendable, CustomStringConve
     /// Apple-style one-line summary, e.g.
     /// `2 ch,  44100 Hz, Int16` or `2 ch,  44100 Hz, .mp3 (0x00000000) 0 bits/channel, ...`.
     public var description: String {
-        let rate = sampleRate == sampleRate.rounded() ? String(Int(sampleRate)) : String(sampleRate)
+        let rate = sampleRate.isFinite && abs(sampleRate) < 1e15 && sampleRate == sampleRate.rounded()
+            ? String(Int64(sampleRate)) : String(sampleRate)
         var s = "\(channelsPerFrame) ch, \(String(repeating: " ", count: max(0, 6 - rate.count)))\(rate) Hz, "
         if isPCM {
             let order = bitsPerChannel > 8 ? (isBigEndian ? "big-endian " : "little-endian ") : ""

@@ -17,7 +17,10 @@ public struct AudioDeviceFormat: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `2 ch @ 44100 Hz`.
-    public var description: String { "\(channels) ch @ \(Int(sampleRate)) Hz" }
+    public var description: String {
+        let rate = sampleRate.isFinite && abs(sampleRate) < 1e15 ? String(Int64(sampleRate)) : String(sampleRate)
+        return "\(channels) ch @ \(rate) Hz"
+    }
 
     /// The matching non-interleaved Float32 stream description.
     public var streamDescription: AudioStreamBasicDescription {

@@ -101,12 +101,15 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 deviceFormat: AudioDeviceFormat? = nil,
                 output: @escaping AudioOutputDeviceFactory,
                 callback: @escaping @Sendable (AudioOutputQueue, AudioQueueBuffer) -> Void) throws(AudioError) {
-        guard format.sampleRate > 0, format.channelsPerFrame > 0, format.channelsPerFrame <= 64 else {
+        guard format.sampleRate >= 1, format.sampleRate <= 1_536_000, format.channelsPerFrame > 0, format.channelsPerFrame <= 64 else {
             throw AudioError(.invalidArgument, component: "AudioQueue", "format needs a sample rate and 1...64 channels: \(format)", osStatus: -50)
         }
         self.format = format
         control.withLock { $0.magicCookie = magicCookie }
         let device = deviceFormat ?? AudioDeviceFormat(sampleRate: format.sampleRate, channels: Int(format.channelsPerFrame))
+        guard device.sampleRate >= 1, device.sampleRate <= 1_536_000, device.channels > 0, device.channels <= 64 else {
+            throw AudioError(.invalidArgument, component: "AudioQueue", "device format \(device) is out of range", osStatus: -50)
+        }
         self.deviceFormat = device
         self.deviceFactory = output
         self.outputCallback = callback

@@ -14,47 +14,7 @@ public final class ToolProcess: @unchecked Sendable {
 
     /// Starts `executable` with `arguments`; `environment` entries override the inherited ones.
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], outputPath: String) throws(AudioError) {
-        var env: [String: String] = [:]
-        var e = environ
-        while let p = e.pointee {
-            let entry = String(cString: p)
-            if let eq = entry.firstIndex(of: "=") { env[String(entry[..<eq])] = String(entry[entry.index(after: eq)...]) }
-            e += 1
-        }
-        for (k, v) in environment { env[k] = v }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // Test threads (Swift concurrency / Dispatch workers) block most signals, and a spawned
-        // process inherits the mask: unblock everything and restore the default SIGTERM/SIGINT
-        // handling, or the child ignores the SIGTERM it is stopped with.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGTERM)
-        sigaddset(&defaults, SIGINT)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard rc == 0 else {
-            throw AudioError(.io, component: "test process", "cannot start \(executable)", underlying: String(cString: strerror(rc)))
-        }
-        self.pid = pid
+        pid = try spawnProcess(executable, arguments, environment: environment, outputPath: outputPath)
         self.outputPath = outputPath
     }
 

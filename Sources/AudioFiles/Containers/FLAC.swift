@@ -283,12 +283,9 @@ struct FLACParser: ContainerParser {
         scanStart = -1
         guard phase == .frames else { return }
         synced = false
-        // An exact offset from the index is a frame start; otherwise take the index from the header.
-        if let p = packetIndex, p < Int64(packetOffsets.count), packetOffsets[Int(p)] == offset {
-            reindex = false
-        } else {
-            reindex = true
-        }
+        // After seek(toPacket:) the packets are numbered from the packet it returned (the
+        // stream's contract); after a bare discontinuity, from the next frame header.
+        reindex = packetIndex == nil
     }
 
     func frame(forPacket packet: Int64) -> Int64? {

@@ -312,6 +312,9 @@ struct MPEGAudioParser: ContainerParser {
             seenFrames += 1
             p += length
             guard let next = nextInSync(input, p) else { break }
+            // Track the header of every frame delivered, as a step starting at this frame would:
+            // how runs are cut by the input's chunking must not change the parser's state.
+            if adts != nil { adts = ADTSHeader(input, p) ?? adts } else { mpeg = MPEGFrameHeader(input, p) ?? mpeg }
             length = next
         }
         expected = offset + Int64(p)
