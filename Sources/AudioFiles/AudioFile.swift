@@ -239,7 +239,7 @@ public final class AudioFile {
             bitRate = stated
         } else if format.sampleRate > 0, totalFrames > 0 {
             let seconds = Double(totalFrames) / format.sampleRate
-            bitRate = UInt32(clamping: Int64((Double(bytes) * 8 / seconds).rounded()))
+            bitRate = clampedUInt32(Double(bytes) * 8 / seconds)
         } else {
             bitRate = stream.bitRate
         }

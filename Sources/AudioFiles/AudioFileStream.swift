@@ -330,12 +330,12 @@ public final class AudioFileStream {
     public var bitRate: UInt32 {
         if let b = out.info.bitRate { return b }
         guard let f = dataFormat, f.sampleRate > 0 else { return 0 }
-        if f.isPCM { return UInt32(clamping: Int64(f.sampleRate * Double(f.bytesPerFrame) * 8)) }
+        if f.isPCM { return clampedUInt32(f.sampleRate * Double(f.bytesPerFrame) * 8) }
         let fpp = f.framesPerPacket > 0 ? Double(f.framesPerPacket)
             : (out.packetsSeen > 0 ? Double(out.framesSeen) / Double(out.packetsSeen) : 0)
         guard fpp > 0 else { return 0 }
         let bits = averageBytesPerPacket * 8 * f.sampleRate / fpp
-        return bits.isFinite ? UInt32(clamping: Int64(bits.rounded())) : 0
+        return clampedUInt32(bits)
     }
 
     /// The first frame of `packet` (`PacketToFrame`).

@@ -175,3 +175,21 @@ func withMutableRawBytes<R>(_ array: inout [UInt8], _ body: (UnsafeMutableRawBuf
     }
     return try result.get()
 }
+
+/// `value` rounded and clamped to `0...UInt32.max` (0 for NaN): for rates computed from
+/// untrusted sizes and sample rates, which must never trap on conversion.
+func clampedUInt32(_ value: Double) -> UInt32 {
+    guard value.isFinite, value > 0 else { return 0 }
+    let r = value.rounded()
+    return r >= Double(UInt32.max) ? UInt32.max : UInt32(r)
+}
+
+/// `value` rounded and clamped to `Int64`'s range (0 for NaN), for frame counts computed from
+/// untrusted durations and rates.
+func clampedInt64(_ value: Double) -> Int64 {
+    guard value.isFinite else { return 0 }
+    let r = value.rounded()
+    if r >= 9.2e18 { return Int64.max >> 1 }
+    if r <= -9.2e18 { return Int64.min >> 1 }
+    return Int64(r)
+}

@@ -229,7 +229,7 @@ struct MP4Parser: ContainerParser {
     /// A duration in the media timescale as frames at the format's sample rate.
     func scaledDuration(_ d: UInt32) -> UInt32 {
         guard let rate = format?.asbd.sampleRate, mediaTimescale > 0, Double(mediaTimescale) != rate else { return d }
-        return UInt32(clamping: Int64((Double(d) * rate / Double(mediaTimescale)).rounded()))
+        return clampedUInt32(Double(d) * rate / Double(mediaTimescale))
     }
 
     // MARK: Boxes
@@ -405,11 +405,13 @@ struct MP4Parser: ContainerParser {
         guard count > 0, rate > 0 else { return nil }
         let mediaScale = track.timescale > 0 ? Double(track.timescale) : rate
         func frames(_ media: Int64) -> Int64 {
-            Double(track.timescale) == rate ? media : Int64((Double(media) * rate / mediaScale).rounded())
+            Double(track.timescale) == rate ? media : clampedInt64(Double(media) * rate / mediaScale)
         }
         var total: Int64
         switch format.framesSource {
-        case .fixed: total = count * Int64(format.asbd.framesPerPacket)
+        case .fixed:
+            let (t, overflow) = count.multipliedReportingOverflow(by: Int64(format.asbd.framesPerPacket))
+            total = overflow ? 0 : t
         case .durations: total = frames(table.totalDuration)
         case .opusTOC:
             // Muxers shorten the last sample's duration to the end of the audio; the packet itself
@@ -426,7 +428,7 @@ struct MP4Parser: ContainerParser {
         if let mediaTime = track.editMediaTime, let duration = track.editDuration {
             priming = min(frames(mediaTime), total)
             if movieTimescale > 0 && duration > 0 && duration < UInt64(Int64.max >> 8) {
-                valid = Int64((Double(duration) * rate / Double(movieTimescale)).rounded())
+                valid = clampedInt64(Double(duration) * rate / Double(movieTimescale))
             } else {
                 valid = total - priming
             }

@@ -91,7 +91,7 @@ final class MP4Writer: ContainerWriter {
             sampleEntry = box("alac", entry.bytes + cookie)
         } else {
             let seconds = max(1e-9, Double(total) / f.sampleRate)
-            let bitRate = UInt32(clamping: Int64(Double(c.dataBytes) * 8 / seconds))
+            let bitRate = clampedUInt32(Double(c.dataBytes) * 8 / seconds)
             sampleEntry = box("mp4a", entry.bytes + full("esds", 0, 0, esdsDescriptor(asc: c.cookie ?? [], bitRate: bitRate)))
         }
         var stsd = ByteBuilder(); stsd.u32be(1); stsd.append(sampleEntry)
