@@ -17,14 +17,9 @@ struct CAFParser: ContainerParser {
     enum State: Equatable {
         case header
         case chunks
-        case data(CAFData)
+        case data(ChunkDataRegion)
     }
 
-    enum CAFData: Equatable {
-        case cbr(CBRDataRegion)
-        case table(TablePacketReader)
-        case mpeg(MPEGFrameSplitter)
-    }
 
     var state = State.header
     var format: AudioStreamBasicDescription?
@@ -63,18 +58,7 @@ struct CAFParser: ContainerParser {
         case .chunks:
             return try parseChunk(input, at: offset, isEOF: isEOF, &out)
         case .data(var d):
-            let status: ParseStatus?
-            switch d {
-            case .cbr(var region):
-                status = region.step(input, at: offset, isEOF: isEOF, &out)
-                d = .cbr(region)
-            case .table(var reader):
-                status = try reader.step(input, at: offset, isEOF: isEOF, &out, component: Self.component)
-                d = .table(reader)
-            case .mpeg(var splitter):
-                status = splitter.step(input, at: offset, isEOF: isEOF, &out)
-                d = .mpeg(splitter)
-            }
+            let status = try d.step(input, at: offset, isEOF: isEOF, &out, component: Self.component)
             if let status {
                 state = .data(d)
                 return status
@@ -152,7 +136,7 @@ struct CAFParser: ContainerParser {
             let length: Int64? = size == -1 ? nil : size - 4
             if let length { out.set(\.audioDataByteCount, length, .audioDataByteCount) }
             out.set(\.dataOffset, start, .dataOffset)
-            let newState: CAFData
+            let newState: ChunkDataRegion
             if !isVBR {
                 if let length { out.set(\.audioDataPacketCount, length / Int64(format.bytesPerPacket), .audioDataPacketCount) }
                 newState = .cbr(CBRDataRegion(bytesPerPacket: Int(format.bytesPerPacket), remaining: length))

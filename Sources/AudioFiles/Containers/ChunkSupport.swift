@@ -281,3 +281,28 @@ func riffInfoKey(_ id: FourCC) -> String? {
     default: nil
     }
 }
+
+// MARK: - Audio data regions
+
+/// How a chunked container's audio data is delivered: constant-size packets, packets from a
+/// packet table, or MPEG frames found by their headers. Shared by WAV and CAF.
+enum ChunkDataRegion: Equatable {
+    case cbr(CBRDataRegion)
+    case table(TablePacketReader)
+    case mpeg(MPEGFrameSplitter)
+
+    /// One step of the region; nil when it is done.
+    mutating func step(_ input: UnsafeRawBufferPointer, at offset: Int64, isEOF: Bool, _ out: inout ParseOutput, component: String) throws -> ParseStatus? {
+        switch self {
+        case .cbr(var region):
+            defer { self = .cbr(region) }
+            return region.step(input, at: offset, isEOF: isEOF, &out)
+        case .table(var reader):
+            defer { self = .table(reader) }
+            return try reader.step(input, at: offset, isEOF: isEOF, &out, component: component)
+        case .mpeg(var splitter):
+            defer { self = .mpeg(splitter) }
+            return splitter.step(input, at: offset, isEOF: isEOF, &out)
+        }
+    }
+}

@@ -10,13 +10,9 @@ struct WAVParser: ContainerParser {
     enum State: Equatable {
         case header
         case chunks
-        case data(WAVData)
+        case data(ChunkDataRegion)
     }
 
-    enum WAVData: Equatable {
-        case cbr(CBRDataRegion)
-        case mpeg(MPEGFrameSplitter)
-    }
 
     var state = State.header
     var bigEndian = false
@@ -47,15 +43,7 @@ struct WAVParser: ContainerParser {
         case .chunks:
             return try parseChunk(input, at: offset, isEOF: isEOF, &out)
         case .data(var d):
-            let status: ParseStatus?
-            switch d {
-            case .cbr(var region):
-                status = region.step(input, at: offset, isEOF: isEOF, &out)
-                d = .cbr(region)
-            case .mpeg(var splitter):
-                status = splitter.step(input, at: offset, isEOF: isEOF, &out)
-                d = .mpeg(splitter)
-            }
+            let status = try d.step(input, at: offset, isEOF: isEOF, &out, component: Self.component)
             if let status {
                 state = .data(d)
                 return status
@@ -195,7 +183,7 @@ struct WAVParser: ContainerParser {
         }
     }
 
-    private func makeData(remaining: Int64?) -> WAVData {
+    private func makeData(remaining: Int64?) -> ChunkDataRegion {
         if format?.isMPEG == true { return .mpeg(MPEGFrameSplitter(remaining: remaining)) }
         return .cbr(CBRDataRegion(bytesPerPacket: Int(format?.asbd.bytesPerPacket ?? 1), remaining: remaining))
     }
