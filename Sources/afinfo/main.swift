@@ -4,11 +4,7 @@ import OpenAudioToolbox
 import Glibc
 #endif
 
-func writeError(_ text: String) {
-    var line = text
-    if !line.hasSuffix("\n") { line += "\n" }
-    _ = line.withCString { write(2, $0, strlen($0)) }
-}
+func writeError(_ text: String) { writeStandardError(text) }
 
 let usage = """
 usage: afinfo [--json] [--decode] [--hint TYPE] FILE...

@@ -24,10 +24,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
     exit(code)
 }
 
-func writeStderr(_ text: String) {
-    let line = text.hasSuffix("\n") ? text : text + "\n"
-    _ = line.withCString { write(2, $0, strlen($0)) }
-}
+func writeStderr(_ text: String) { writeStandardError(text) }
 
 func writeStdout(_ text: String) {
     _ = text.withCString { write(1, $0, strlen($0)) }
