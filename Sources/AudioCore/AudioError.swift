@@ -26,6 +26,10 @@ public struct AudioError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidArgument
         /// A property or value is not known (yet).
         case valueUnknown
+        /// The operation was cancelled (a stop, a dispose, a byte source's cancellation).
+        case cancelled
+        /// Nothing arrived within a configured time (a stalled stream, a silent server).
+        case timedOut
     }
 
     /// What kind of failure this is.
