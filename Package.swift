@@ -23,8 +23,8 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian's -dev packages, found through pkg-config.
-        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavcodec libavformat libavutil libswresample",
-                       providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswresample-dev"])]),
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavcodec libavutil libswresample",
+                       providers: [.apt(["libavcodec-dev", "libavutil-dev", "libswresample-dev"])]),
         // libpulse.pc adds -pthread/-D_REENTRANT, which SwiftPM rejects with a warning; its headers and
         // library are on the default paths, so no pkg-config lookup is needed.
         .systemLibrary(name: "CPulseAudio", providers: [.apt(["libpulse-dev"])]),

@@ -20,7 +20,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(ffmpeg mpg123 mpv pulseaudio pulseaudio-utils libpulse-dev libasound2-dev libavcodec-dev libavformat-dev libavutil-dev libswresample-dev pkg-config)
+packages=(ffmpeg mpg123 mpv pulseaudio pulseaudio-utils libpulse-dev libasound2-dev libavcodec-dev libavutil-dev libswresample-dev pkg-config)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
