@@ -5,6 +5,14 @@ import AudioFiles
 import AudioQueueEngine
 import Dispatch
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Set `OAT_STREAM_DEBUG=1` to trace the decoder thread's decisions on stderr.
+let debugEnabled = getenv("OAT_STREAM_DEBUG") != nil
+
+func format3(_ v: Double) -> String { String((v * 1000).rounded() / 1000) }
 
 /// A request from the control plane to the decoder thread.
 enum EngineCommand: Sendable {
@@ -123,6 +131,11 @@ final class ItemDecoder {
     var inputEnded = false
     var drained = false
     var startedMarked = false
+    var finishMarked = false
+    /// Bumped by every seek: bytes of a chunk being fed when a seek happens are stale.
+    var seekGeneration = 0
+    /// The rest of the chunk being fed (after the part being parsed), if any.
+    var unfed: (bytes: [UInt8], offset: Int64)?
     var notOptimizedHandled = false
 
     init(index: Int, url: String, reader: SourceReader) {
@@ -188,8 +201,10 @@ final class DecoderThread {
 
     // MARK: Main loop
 
+    /// The queue entry to open when the current item is done.
+    var next = 0
+
     func run() {
-        var next = 0
         defer { shutdown() }
         while true {
             if engine.control.withLock({ $0.stopRequested }) { break }
@@ -212,13 +227,27 @@ final class DecoderThread {
             }
             guard let item = current else { continue }
             do {
-                try step(item)
                 if item.drained {
-                    marks.append((enqueuedFrames, .itemFinished(item.index, item.url)))
-                    retire(item)
-                    current = nil
-                    next = item.index + 1
+                    if !item.finishMarked {
+                        item.finishMarked = true
+                        marks.append((enqueuedFrames, .itemFinished(item.index, item.url)))
+                    }
+                    let hasNext = engine.control.withLock { item.index + 1 < $0.items.count }
+                    if hasNext {
+                        retire(item)
+                        current = nil
+                        next = item.index + 1
+                        if phase == .ending, let queue {
+                            // An item was appended while the end played out: take the end back.
+                            try? queue.start()
+                            phase = .playing
+                        }
+                    } else if finishPlayback() {
+                        break
+                    }
+                    continue
                 }
+                try step(item)
             } catch is Interrupted {
                 if let target = handleInterrupt() { next = target }
             } catch let error as AudioError {
@@ -272,6 +301,13 @@ final class DecoderThread {
             return true
         }
         if phase != .ending {
+            if engine.control.withLock({ $0.paused }) {
+                // Paused before the end was reached: wait for resume.
+                do { try waitTick(milliseconds: 20) } catch {
+                    if let target = handleInterrupt() { next = target }
+                }
+                return false
+            }
             if !queueStarted || queuePaused {
                 if !startQueue() { return true }
             }
@@ -283,9 +319,7 @@ final class DecoderThread {
             try waitTick(milliseconds: 10)
         } catch {
             // A seek or skip came while the end played out.
-            if let target = handleInterrupt() {
-                _ = target
-            }
+            if let target = handleInterrupt() { next = target }
             return false
         }
         if engine.queueEnded.load(ordering: .acquiring) || !queue.isRunning {
@@ -365,6 +399,12 @@ final class DecoderThread {
     /// Drops everything queued; the timeline restarts at 0.
     func resetQueue() {
         guard let queue else { return }
+        if phase == .ending && queue.isRunning {
+            // The end of the stream was marked: starting the running queue takes it back, so
+            // the reset below is not followed by the queue stopping itself.
+            try? queue.start()
+            if queuePaused { try? queue.pause() }
+        }
         if queueStarted && !queuePaused { try? queue.pause() }
         queuePaused = queueStarted
         queue.reset()
@@ -450,7 +490,11 @@ final class DecoderThread {
             if let m = item.pendingMetadata.first, m.audioByteOffset > offset, m.audioByteOffset < offset + Int64(bytes.count) {
                 cut = Int(m.audioByteOffset - offset)
             }
+            let generation = item.seekGeneration
+            item.unfed = (Array(bytes[cut...]), offset + Int64(cut))
+            defer { item.unfed = nil }
             try parse(item, Array(bytes[0..<cut]))
+            if item.seekGeneration != generation { return }
             offset += Int64(cut)
             item.fedOffset = offset
             bytes.removeFirst(cut)
@@ -657,8 +701,10 @@ final class DecoderThread {
         var newRequest = false
         let retainedEnd = item.retainedStart + Int64(item.retained.count)
         var replay: [UInt8] = []
-        if result.byteOffset >= item.retainedStart && result.byteOffset < retainedEnd {
-            replay = Array(item.retained[Int(result.byteOffset - item.retainedStart)...])
+        // A seek while a chunk is being parsed: its unparsed rest is still ours.
+        let unfed = item.unfed.flatMap { $0.offset == retainedEnd ? $0.bytes : nil } ?? []
+        if result.byteOffset >= item.retainedStart && result.byteOffset < retainedEnd + Int64(unfed.count) {
+            replay = Array((item.retained + unfed)[Int(result.byteOffset - item.retainedStart)...])
         } else if let range = item.reader.pendingByteRange, result.byteOffset >= range.start, result.byteOffset < range.end,
                   result.byteOffset >= item.fedOffset {
             item.reader.drop(before: result.byteOffset)
@@ -678,6 +724,7 @@ final class DecoderThread {
         }
         item.inputEnded = false
         item.drained = false
+        item.finishMarked = false
         item.pendingMetadata.removeAll()
         converter.reset(discardingFrames: discard)
         converter.limitRemainingFrames(parser.packetTableInfo.map { $0.numberValidFrames - target })
@@ -693,14 +740,14 @@ final class DecoderThread {
             engine.emit(.seeked(index: item.index, seconds: landed, isEstimated: result.isEstimated, newRequest: newRequest))
         }
         item.discontinuityNext = true
+        item.seekGeneration += 1
         if !replay.isEmpty {
-            // Feed the retained bytes again; the network thread continues after them.
-            let end = retainedEnd
+            // Parse the retained bytes again: they go back to the front of the network
+            // thread's buffer, which continues after them.
             item.fedOffset = result.byteOffset
             item.retained.removeAll()
             item.retainedStart = result.byteOffset
-            try feed(item, replay, at: result.byteOffset)
-            item.fedOffset = end
+            item.reader.pushBack(.bytes(replay, offset: result.byteOffset))
         }
     }
 
@@ -722,6 +769,12 @@ final class DecoderThread {
         try tick()
     }
 
+    func debug(_ text: @autoclosure () -> String) {
+        guard debugEnabled else { return }
+        let line = "[stream \(String(format3(engine.elapsed)))] \(text())\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+
     func tick() throws {
         let (stop, command, paused, volumeChanged) = engine.control.withLock { c -> (Bool, EngineCommand?, Bool, Bool) in
             let command = c.commands.isEmpty ? nil : c.commands.removeFirst()
@@ -737,12 +790,13 @@ final class DecoderThread {
         }
         guard let queue else { return }
         // Pause and resume.
+        debug("tick phase \(phase) started \(queueStarted) paused \(queuePaused)/\(paused) enq \(enqueuedFrames) played \(queue.playedStreamFrames) ring \(queue.bufferedFrames) running \(queue.isRunning) underruns \(queue.underrunCount)")
         if paused && queueStarted && !queuePaused {
             try? queue.pause()
             queuePaused = true
             engine.setState(.paused)
-        } else if !paused && queuePaused && phase == .playing {
-            try? queue.start()
+        } else if !paused && queuePaused && (phase == .playing || phase == .ending) {
+            do { try queue.start() } catch { debug("resume failed: \(error)") }
             queuePaused = false
             engine.setState(.playing)
         } else if paused && !queueStarted {
@@ -818,7 +872,9 @@ final class DecoderThread {
         guard let queue else { return false }
         do {
             try queue.start()
+            debug("queue started")
         } catch {
+            debug("queue start failed: \(error)")
             lastError = error
             engine.emit(.error(index: current?.index ?? 0, error))
             engine.requestStop()
