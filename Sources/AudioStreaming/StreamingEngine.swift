@@ -405,8 +405,9 @@ final class DecoderThread {
             try? queue.start()
             if queuePaused { try? queue.pause() }
         }
-        if queueStarted && !queuePaused { try? queue.pause() }
-        queuePaused = queueStarted
+        // The queue keeps running through the reset (its device plays silence until new audio
+        // comes): a paused device would keep the stale frames in the play ring, leaving no
+        // room for the new ones.
         queue.reset()
         enqueuedFrames = 0
         marks.removeAll()
@@ -734,7 +735,7 @@ final class DecoderThread {
         item.baseSeconds = landed
         segment = (0, item.index, landed)
         marks.append((0, .segment(item.index, landed)))
-        phase = queueStarted ? .rebuffering : .starting
+        phase = .starting
         engine.control.withLock { $0.position = landed }
         if reportEvent {
             engine.emit(.seeked(index: item.index, seconds: landed, isEstimated: result.isEstimated, newRequest: newRequest))
@@ -853,7 +854,8 @@ final class DecoderThread {
         let decoded = Double(max(0, enqueuedFrames - queue.playedStreamFrames)) / deviceRate
         // The play ring holds about 2 s: never wait for more decoded audio than fits.
         let inputDone = (current?.inputEnded ?? true) || (current?.reader.isFinished ?? true)
-        let full = pool.buffers.withLock { $0.isEmpty } && decoded > 0.5
+        // Every queue buffer is in use: nothing more can be buffered before playback starts.
+        let full = pool.buffers.withLock { $0.isEmpty } && decoded > 0
         if buffered >= target || full || (inputDone && decoded > 0) {
             if engine.control.withLock({ $0.paused }) {
                 phase = .playing
