@@ -29,12 +29,15 @@ let package = Package(
         // library are on the default paths, so no pkg-config lookup is needed.
         .systemLibrary(name: "CPulseAudio", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Non-variadic wrappers for curl_easy_setopt/getinfo and libcurl's macros.
+        .target(name: "COATCurl", dependencies: ["CCurl"]),
         .target(name: "AudioCore", swiftSettings: strict),
         .target(name: "AudioFiles", dependencies: ["AudioCore"], swiftSettings: strict),
         .target(name: "AudioConversion", dependencies: ["AudioCore", "CFFmpeg"], swiftSettings: strict),
         .target(name: "AudioDevices", dependencies: ["AudioCore", "CPulseAudio", "CALSA"], swiftSettings: strict),
         .target(name: "AudioQueueEngine", dependencies: ["AudioCore", "AudioConversion", "AudioDevices"], swiftSettings: strict),
-        .target(name: "AudioStreaming", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine"], swiftSettings: strict),
+        .target(name: "AudioStreaming", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "CCurl", "COATCurl"], swiftSettings: strict),
         .target(name: "OpenAudioToolbox", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming"], swiftSettings: strict),
         .executableTarget(name: "afplay", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         .executableTarget(name: "afinfo", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
