@@ -168,3 +168,10 @@ public final class AtomicCounter: Sendable {
     /// The count.
     public var value: Int { storage.load(ordering: .relaxed) }
 }
+
+/// A 32-bit atomic word (relaxed).
+final class AtomicCounter32: Sendable {
+    private let storage = Atomic<UInt32>(0)
+    func load() -> UInt32 { storage.load(ordering: .relaxed) }
+    func store(_ v: UInt32) { storage.store(v, ordering: .relaxed) }
+}
