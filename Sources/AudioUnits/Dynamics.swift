@@ -6,9 +6,10 @@ import Glibc
 /// A feed-forward compressor with an RMS detector and a soft knee (Apple's
 /// `kAudioUnitSubType_DynamicsProcessor`, with explicit ratio and knee).
 ///
-/// The detector follows the mean square of the loudest channel (stereo-linked) with the attack
-/// time constant when the level rises and the release one when it falls; its level L is in dB
-/// RMS (a full-scale sine reads −3.01 dB). The static curve, with threshold T, ratio R and knee
+/// The detector averages the square of the loudest channel (stereo-linked) over 5 ms; its
+/// level L is in dB RMS (a full-scale sine reads −3.01 dB). The gain the static curve asks
+/// for is approached with the attack time constant when it falls and the release one when it
+/// rises. The static curve, with threshold T, ratio R and knee
 /// width W (dB): below T − W/2 no change; above T + W/2 the gain is (1/R − 1)(L − T); in the
 /// knee (1/R − 1)(L − T + W/2)² / (2W). The makeup gain is added after.
 ///
@@ -19,6 +20,7 @@ import Glibc
 /// `_ReleaseTime` and `_OverallGain`.
 public final class AUDynamicsNode: AUNode, @unchecked Sendable {
     private var meanSquare = 0.0
+    private var gainDB = 0.0
     private let reduction = AtomicFloat()
 
     /// Creates a compressor of `channels` channels.
@@ -62,22 +64,25 @@ public final class AUDynamicsNode: AUNode, @unchecked Sendable {
         let input = context.input(0), out = context.output(0)
         let channels = out.channelCount
         let rate = sampleRate
+        let k = 1 - exp(-1 / (0.005 * rate))
         let a = 1 - exp(-1 / (Double(attack.value) * rate)), r = 1 - exp(-1 / (Double(release.value) * rate))
         let t = Double(threshold.value), ratio = Double(self.ratio.value), knee = Double(self.knee.value)
         let mk = Double(makeup.value)
         var ms = meanSquare
-        var lastGain = 0.0
+        var g = gainDB
         for f in 0..<context.frames {
             var peak = 0.0
             for c in 0..<channels { let x = Double(input[c][f]); peak = max(peak, x * x) }
-            ms += (peak > ms ? a : r) * (peak - ms)
+            ms += k * (peak - ms)
             let level = 10 * log10(ms + 1e-20)
-            lastGain = AUDynamicsNode.staticGain(level: level, threshold: t, ratio: ratio, knee: knee)
-            let g = Float(pow(10, (lastGain + mk) / 20))
-            for c in 0..<channels { out[c][f] = input[c][f] * g }
+            let target = AUDynamicsNode.staticGain(level: level, threshold: t, ratio: ratio, knee: knee)
+            g += (target < g ? a : r) * (target - g)
+            let lin = Float(pow(10, (g + mk) / 20))
+            for c in 0..<channels { out[c][f] = input[c][f] * lin }
         }
         meanSquare = ms < 1e-30 ? 0 : ms
-        reduction.value = Float(lastGain)
+        gainDB = g
+        reduction.value = Float(g)
     }
 }
 

@@ -115,7 +115,7 @@ public final class AUOutputNode: AUNode, @unchecked Sendable {
 
 /// A pull-model render graph of ``AUNode``s (Apple's AUGraph, done the real-time-safe way).
 ///
-/// Edit it on the control plane (``add(_:)``, ``connect(_:bus:to:bus:)``, ``disconnect(_:bus:)``,
+/// Edit it on the control plane (``add(_:)``, ``connect(_:output:to:input:)``, ``disconnect(_:input:)``,
 /// ``remove(_:)``); nothing changes for the render thread until ``commit()`` compiles the
 /// edited graph into a plan (topologically sorted, every buffer preallocated, new nodes
 /// prepared) and swaps it in atomically. The old plan is freed on the control thread once the
@@ -222,13 +222,12 @@ public final class AudioGraph: @unchecked Sendable {
         node.graph = nil
     }
 
-    /// Connects output bus `sourceBus` of `source` to input bus `destinationBus` of
-    /// `destination` (takes effect at ``commit()``).
+    /// Connects output bus `output` of `source` to input bus `input` of `destination` (takes effect at ``commit()``).
     ///
     /// Errors: a node not in the graph (dangling), a bus out of range, different channel
     /// counts on the two buses (format mismatch), a bus already connected (an output bus feeds
     /// one input: use ``AUSplitterNode`` to fan out), or a connection that would close a cycle.
-    public func connect(_ source: AUNode, bus sourceBus: Int = 0, to destination: AUNode, bus destinationBus: Int = 0) throws(AudioError) {
+    public func connect(_ source: AUNode, output sourceBus: Int = 0, to destination: AUNode, input destinationBus: Int = 0) throws(AudioError) {
         let result = description.withLock { d -> AudioError? in
             guard d.nodes.contains(where: { $0 === source }) else {
                 return AudioError(.invalidArgument, component: "AudioGraph", "cannot connect \(source.name): it is not in the graph (add it first)", osStatus: -10860)
@@ -273,7 +272,7 @@ public final class AudioGraph: @unchecked Sendable {
     }
 
     /// Disconnects whatever feeds input bus `bus` of `destination` (takes effect at ``commit()``).
-    public func disconnect(_ destination: AUNode, bus: Int = 0) {
+    public func disconnect(_ destination: AUNode, input bus: Int = 0) {
         let did = ObjectIdentifier(destination)
         description.withLock { d in
             d.connections.removeAll { $0.destination == did && $0.destinationBus == bus }

@@ -53,6 +53,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     public var underrunCount: Int { underruns.load(ordering: .relaxed) }
     /// True once the input ended and every frame was played.
     public var isFinished: Bool { ended.load(ordering: .acquiring) && ring.availableToRead == 0 }
+    /// True once the end of input was reached (frames may still be buffered).
+    public var isInputEnded: Bool { ended.load(ordering: .acquiring) }
     /// The error that stopped the feeder, if any.
     public var error: AudioError? { failure.withLock { $0 } }
     /// Frames waiting in the ring.

@@ -41,7 +41,7 @@ struct GraphTests {
         // A self loop too.
         let s = AUMixerNode(inputs: 2)
         try g.add(s)
-        #expect(throws: AudioError.self) { try g.connect(s, bus: 0, to: s, bus: 1) }
+        #expect(throws: AudioError.self) { try g.connect(s, to: s, input: 1) }
     }
 
     @Test func formatMismatchAndDanglingConnectionsAreRejected() throws {
@@ -56,7 +56,7 @@ struct GraphTests {
         }
         let outside = AUGainNode(name: "outside")
         #expect { try g.connect(outside, to: g.output) } throws: { e in (e as! AudioError).message.contains("not in the graph") }
-        #expect(throws: AudioError.self) { try g.connect(stereo, bus: 3, to: g.output) }
+        #expect(throws: AudioError.self) { try g.connect(stereo, output: 3, to: g.output) }
         try g.connect(stereo, to: g.output)
         #expect { try g.connect(stereo, to: g.output) } throws: { e in (e as! AudioError).message.contains("already connected") }
         // Removing a node drops its connections; the plan still compiles.
@@ -78,8 +78,8 @@ struct GraphTests {
         let mix = AUMixerNode(inputs: 2, inputChannels: 1, outputChannels: 1)
         for n in [src, split, mix] as [AUNode] { try g.add(n) }
         try g.connect(src, to: split)
-        try g.connect(split, bus: 0, to: mix, bus: 0)
-        try g.connect(split, bus: 1, to: mix, bus: 1)
+        try g.connect(split, output: 0, to: mix, input: 0)
+        try g.connect(split, output: 1, to: mix, input: 1)
         try g.connect(mix, to: g.output)
         try g.commit()
         let out = g.renderOffline(frames: 1024)
