@@ -75,13 +75,13 @@ final class Stream {
     }
 
     /// Parses and decodes until `quantum` frames are available; returns the frames read into `buffer`.
-    func render(_ source: [UInt8]) throws(AudioError) -> Int {
+    func render(_ source: [UInt8]) throws -> Int {
         while true {
             if let c = converter, c.bufferedFrameCount >= quantum { break }
             if position >= source.count { position = 0 }
             let n = min(4096, source.count - position)
             var batches: [AudioPacketBatch] = []
-            try source.withUnsafeBytes { raw throws(AudioError) in
+            try source.withUnsafeBytes { raw in
                 try parser.parse(UnsafeRawBufferPointer(rebasing: raw[position..<position + n])) { event in
                     if case .packets(let b) = event { batches.append(b) }
                 }
@@ -114,19 +114,16 @@ func threadCPU() -> Double {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-func renderQuanta(_ count: Int) {
+@MainActor func renderQuanta(_ count: Int) {
     for _ in 0..<count {
         for i in 0..<master.count { master[i] = 0 }
         for s in streams {
             let frames: Int
             do { frames = try s.render(bytes) } catch { fail("stream failed: \(error)") }
-            guard let l = s.buffer.floatChannel(0), let r = s.buffer.floatChannel(1) else { fail("buffer is not Float32 non-interleaved") }
+            let pcm = s.buffer.mutableBytes(0).bindMemory(to: Float.self)
             let g = s.gain
             master.withUnsafeMutableBufferPointer { m in
-                for f in 0..<frames {
-                    m[2 * f] += l[f] * g
-                    m[2 * f + 1] += r[f] * g
-                }
+                for i in 0..<(frames * 2) { m[i] += pcm[i] * g }
             }
         }
     }
