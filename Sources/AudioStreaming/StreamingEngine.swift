@@ -442,6 +442,7 @@ final class DecoderThread {
         }
         switch r {
         case .opened(let info):
+            debug("opened \(info.url) type \(info.contentType ?? "-") live \(info.isLive)")
             item.info = info
             engine.control.withLock { c in
                 if c.playingIndex == item.index || !queueStarted { c.currentInfo = info }
@@ -564,6 +565,7 @@ final class DecoderThread {
     /// Creates the converter (and the output queue for the first item).
     func prepareDecoder(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
         guard item.converter == nil, let format = parser.dataFormat else { return }
+        debug("decoder for \(format)")
         try ensureQueue(for: format)
         let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.magicCookie)
         if let info = parser.packetTableInfo {

@@ -50,10 +50,14 @@ public actor StreamingPlayer {
         continuation.finish()
     }
 
-    /// The byte source for `url`: a path, `file://` URL or `-` (standard input) gives a file source.
-    /// Other schemes need a source factory that knows them.
+    /// The byte source for `url`: `http`, `https` and `icy` URLs give an ``HTTPByteSource`` with
+    /// default options; a path, `file://` URL or `-` (standard input) gives a file source.
     public static func defaultSource(for url: String) throws(AudioError) -> any ByteSource {
         if url == "-" { return FileByteSource(path: "/dev/stdin") }
+        let lower = url.lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") || lower.hasPrefix("icy://") {
+            return HTTPByteSource(url: url)
+        }
         if let colon = url.firstIndex(of: ":"), url[..<colon].allSatisfy({ $0.isLetter || $0 == "+" }), url[url.index(after: colon)...].hasPrefix("//"),
            !url.hasPrefix("file://") {
             throw AudioError(.unsupportedFormat, component: "StreamingPlayer", "no byte source for the scheme of \(url)")
