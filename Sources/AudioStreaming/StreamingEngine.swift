@@ -132,6 +132,8 @@ final class ItemDecoder {
     var drained = false
     var startedMarked = false
     var finishMarked = false
+    /// Rejoins of a live stream since audio last came (bounded).
+    var liveRejoins = 0
     /// Bumped by every seek: bytes of a chunk being fed when a seek happens are stale.
     var seekGeneration = 0
     /// The rest of the chunk being fed (after the part being parsed), if any.
@@ -451,6 +453,7 @@ final class DecoderThread {
                 item.parser = AudioFileStream(fileTypeHint: fileTypeHint(contentType: info.contentType, url: info.url))
             }
         case .bytes(let bytes, let offset):
+            if item.liveRejoins > 0 && item.outputFrames > 0 { item.liveRejoins = 0 }
             try feed(item, bytes, at: offset)
         case .metadata(let m):
             if m.audioByteOffset <= item.fedOffset {
@@ -471,14 +474,41 @@ final class DecoderThread {
                     // Let the audio decoded so far play, then restart the decoder.
                     try drainConverter(item, converter)
                     converter.reset()
+                    converter.limitRemainingFrames(nil)
                 }
             }
         case .end:
+            if item.isLive && item.liveRejoins < 5 && !(engine.control.withLock { $0.stopRequested }) {
+                try rejoin(item)
+                return
+            }
             item.inputEnded = true
             try drainEnd(item)
         case .failed(let error):
             throw error
         }
+    }
+
+    /// A live stream that ended (the server closed the connection) is joined again: a new
+    /// request, and the parser and decoder resynchronise (a discontinuity).
+    func rejoin(_ item: ItemDecoder) throws {
+        item.liveRejoins += 1
+        debug("live stream \(item.url) ended: rejoining (\(item.liveRejoins))")
+        if let converter = item.converter {
+            try drainConverter(item, converter)
+            converter.reset()
+            converter.limitRemainingFrames(nil)
+        }
+        retire(item)
+        let source = try engine.makeSource(item.url)
+        item.reader = SourceReader(url: item.url, source: source, at: 0, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
+        item.discontinuityNext = true
+        item.fedOffset = 0
+        item.retained.removeAll()
+        item.retainedStart = 0
+        item.pendingMetadata.removeAll()
+        engine.control.withLock { $0.reconnectsFromClosedReaders += 1 }
+        engine.emit(.reconnected(index: item.index, continuous: false))
     }
 
     /// Parses `bytes` (at audio byte `offset`), decodes the packets and enqueues the PCM,
@@ -568,7 +598,8 @@ final class DecoderThread {
         debug("decoder for \(format)")
         try ensureQueue(for: format)
         let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.magicCookie)
-        if let info = parser.packetTableInfo {
+        // A live stream's header (a looping file's LAME tag) says nothing about where it ends.
+        if let info = parser.packetTableInfo, !item.isLive {
             converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: max(0, Int64(info.primingFrames))),
                                                           trailingFrames: UInt32(clamping: max(0, Int64(info.remainderFrames))))
             converter.validFrameCount = info.numberValidFrames

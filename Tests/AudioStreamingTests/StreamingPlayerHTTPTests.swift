@@ -1,0 +1,111 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AudioCore
+import AudioDevices
+import AudioQueueEngine
+import AudioStreaming
+import AudioTestSupport
+import Testing
+
+/// StreamingPlayer over HTTP against the loopback fault-injecting server, into a WAV file
+/// written as fast as the player feeds it (not real time).
+@Suite struct StreamingPlayerHTTPTests {
+    /// An on-demand MP3 whose connection drops mid-stream resumes with a Range request at the
+    /// next byte: every frame plays exactly once, no repeat and no hole.
+    @Test func onDemandDisconnectPlaysEveryFrameOnce() async throws {
+        let dir = try ScratchDirectory("splayer-http")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 3, codec: ["-c:a", "libmp3lame", "-b:a", "128k"]))
+        let reference = try decodeWithToolbox(file).samples
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        var route = TestHTTPServer.Route(body: .file(file), contentType: "audio/mpeg")
+        route.faults = [.disconnect(afterBytes: 20_011)]
+        server.route("/a.mp3", route)
+        let out = dir.path + "/out.wav"
+        let player = StreamingPlayer(output: wavOutput(out))
+        let log = StreamingEventLog()
+        let task = log.attach(player)
+        await player.play(server.url("/a.mp3"))
+        #expect(await log.waitFor(20, isStopped))
+        let stats = await player.statistics
+        await player.stop()
+        task.cancel()
+        #expect(log.stopReason == .ended)
+        #expect(log.events.contains { if case .reconnected(_, true) = $0 { true } else { false } })
+        _ = stats
+        let requests = server.requests(to: "/a.mp3")
+        #expect(requests.count == 2)
+        #expect(requests.last?.range == "bytes=20011-")
+        let played = try readFloatWAV(out).samples
+        #expect(played.count == reference.count, "played \(played.count / 2) frames of \(reference.count / 2)")
+        let alignment = alignSegments(recording: played, reference: reference, channels: 2)
+        #expect(alignment.segments.count == 1 && alignment.unmatchedFrames == 0, "\(alignment)")
+    }
+
+    /// A live stream (no length, no ranges) that drops is rejoined: the player reports a
+    /// discontinuous reconnect and keeps playing.
+    @Test func liveStreamRejoinsAndKeepsPlaying() async throws {
+        let dir = try ScratchDirectory("splayer-http-live")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 2, codec: ["-c:a", "libmp3lame", "-b:a", "128k"]))
+        let bytes = try #require(Corpus.read(file))
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        var route = TestHTTPServer.Route(body: .looping(bytes), contentType: "audio/mpeg")
+        route.acceptsRanges = false
+        route.sendsContentLength = false
+        route.icyMetaInterval = 8192
+        route.throttleBytesPerSecond = 64_000
+        route.faults = [.disconnect(afterBytes: 40_000)]
+        server.route("/live.mp3", route)
+        server.setTitle("Live One", for: "/live.mp3")
+        let out = dir.path + "/out.wav"
+        let player = StreamingPlayer(output: wavOutput(out, realTime: false))
+        let log = StreamingEventLog()
+        let task = log.attach(player)
+        await player.play(server.url("/live.mp3"))
+        #expect(await log.waitFor(10) { if case .reconnected(_, false) = $0 { true } else { false } })
+        // Audio keeps coming after the rejoin.
+        let before = await player.position.seconds
+        try await Task.sleep(for: .seconds(1.5))
+        let after = await player.position.seconds
+        let stats = await player.statistics
+        let info = await player.sourceInfo
+        await player.stop()
+        task.cancel()
+        #expect(after > before + 0.5, "position \(before) -> \(after) after the rejoin")
+        #expect(stats.reconnects >= 1)
+        #expect(info?.isLive == true)
+        #expect(log.events.contains { if case .metadata(let m, _, _) = $0 { m.title == "Live One" } else { false } })
+        #expect(log.stopReason == .stopped)
+    }
+
+    /// A 404 stops with an error promptly, naming the status.
+    @Test func notFoundStopsWithAnErrorPromptly() async throws {
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        var route = TestHTTPServer.Route(body: .bytes([]), contentType: "text/plain")
+        route.status = 404
+        server.route("/missing.mp3", route)
+        let player = StreamingPlayer(output: { format throws(AudioError) in try AudioOutput.open(.null(realTime: false), format: format).device })
+        let log = StreamingEventLog()
+        let task = log.attach(player)
+        let start = HostTime.now()
+        await player.play(server.url("/missing.mp3"))
+        #expect(await log.waitFor(5, isStopped))
+        let seconds = HostTime.seconds(ticks: HostTime.now() - start)
+        task.cancel()
+        print("404: stopped(error) after \(seconds) s")
+        // No retries for a 404: well under the reconnect policy's give-up time (60 s).
+        #expect(seconds < 5, "stopped after \(seconds) s")
+        guard case .error(let e) = log.stopReason else {
+            Issue.record("expected an error stop, got \(String(describing: log.stopReason))")
+            return
+        }
+        #expect(e.description.contains("404"), "\(e)")
+    }
+}
