@@ -391,6 +391,11 @@ public struct HLSMap: Sendable, Equatable {
     public var uri: String
     /// Its byte range, if given.
     public var byteRange: HLSByteRange?
+    /// Creates a map.
+    public init(uri: String, byteRange: HLSByteRange? = nil) {
+        self.uri = uri
+        self.byteRange = byteRange
+    }
 }
 
 /// One media segment.

@@ -265,7 +265,10 @@ public final class MPEGTSDemuxer {
 
     private func flushMeta(into output: inout MPEGTSOutput) {
         if meta.active && meta.headerDone && !meta.overflow && !meta.body.isEmpty {
-            output.id3.append(.init(pts: meta.pts, audioOffsetAtArrival: audioTotal, bytes: meta.body))
+            var body = meta.body
+            // A metadata access-unit wrapper (ISO 13818-1 2.12.4: 5 bytes) before the ID3 tag.
+            if body.count > 8, body[0] != 0x49, body[5] == 0x49, body[6] == 0x44, body[7] == 0x33 { body.removeFirst(5) }
+            output.id3.append(.init(pts: meta.pts, audioOffsetAtArrival: audioTotal, bytes: body))
         }
         meta = PESState()
     }
