@@ -41,6 +41,7 @@ import Glibc
         #expect(s > minimumSNR, "SNR \(s) dB at lag \(lag)")
         let frames = decoded.samples.count / 2
         let expected = reference.count / 2
+        print("HLS figure: \(hint) from \(fromSeconds) s: SNR \(dB(s)) at lag \(lag), \(frames) frames vs \(expected) in the source, \(drained.bytes.count) bytes")
         // Within one AAC/MP3 priming and padding of the source length.
         #expect(abs(frames - expected) <= 3 * 1152, "\(frames) frames decoded, \(expected) expected")
     }
@@ -52,6 +53,7 @@ import Glibc
             let prefix = try decodeElementary(Array(drained.bytes[..<Int(m.audioByteOffset)]), hint: hint)
             let t = Double(prefix.samples.count / max(1, prefix.channels)) / 44_100
             #expect(abs(t - seconds) < tolerance, "\(m.title ?? "") at \(t) s, expected \(seconds)")
+            print("HLS figure: title \(m.title ?? "") at \(t) s (byte \(m.audioByteOffset)), expected \(seconds) s")
         }
     }
 
@@ -201,6 +203,7 @@ import Glibc
         let (s, lag) = alignedSNR(reference: Array(reference.samples[(Int(skipped * 44_100) * 2)...]), test: decoded.samples, channels: 2,
                                   maxLag: 44_100 / 2, from: 22_050)
         #expect(s > 12, "SNR \(s) dB at lag \(lag)")
+        print("HLS figure: live joined at sequence \(firstSequence), SNR \(dB(s)) at lag \(lag), requests \(source.statistics.requests)")
         let frames = decoded.samples.count / 2
         let expected = reference.samples.count / 2 - Int(skipped * 44_100) + lag
         #expect(abs(frames - expected) <= 3 * 1152, "\(frames) frames, \(expected) expected (joined at sequence \(firstSequence))")

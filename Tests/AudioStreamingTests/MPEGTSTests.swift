@@ -81,6 +81,7 @@ import Testing
         #expect(decoded.channels == 2)
         let (s, lag) = alignedSNR(reference: source.samples, test: decoded.samples, channels: 2)
         #expect(s > minimumSNR, "SNR \(s) dB at lag \(lag)")
+        print("TS figure: \(expected): SNR \(dB(s)) at lag \(lag), \(decoded.samples.count / 2) frames, \(whole.audio.count) audio bytes from \(ts.count) TS bytes")
         let frames = decoded.samples.count / 2
         #expect(abs(frames - source.samples.count / 2) <= 2 * 1152 + 1024, "\(frames) frames vs \(source.samples.count / 2)")
         // Title positions: the frame the tag's byte offset falls in, as a time.
@@ -89,6 +90,7 @@ import Testing
             let prefix = try decodeElementary(Array(whole.audio[..<Int(offset)]), hint: hint)
             let t = Double(prefix.samples.count / 2) / 44_100
             #expect(abs(t - seconds) < 0.35, "tag at \(t) s, expected \(seconds)")
+            print("TS figure: \(expected) tag at \(t) s, expected \(seconds) s")
         }
     }
 

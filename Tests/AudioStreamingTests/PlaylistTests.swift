@@ -118,6 +118,22 @@ import Testing
         #expect(throws: AudioError.self) { try parse("File1=a.mp3\n", url: "http://x/y.pls") }
     }
 
+    /// Found by the playlist fuzzer: file URLs with a host or a relative path, and URLs without a
+    /// host, used to come out as empty or relative entries.
+    @Test func fuzzFindingsMalformedReferences() {
+        for (ref, base) in [("file://", "file:///tmp/x/list.m3u"), ("file://MEDIA:TYPE=AUDIO", "/tmp/list.m3u"),
+                            ("File:=xexample/s", "file:///tmp/x/list.pls"), ("http://", "/tmp/list.m3u"),
+                            ("//", "http://h/x.m3u"), ("file://host/share/a.mp3", "/tmp/list.m3u")] {
+            do {
+                let p = try Playlist.parse(bytes: Array("#EXTM3U\n#EXTINF:1,x\n\(ref)\n".utf8), url: base)
+                Issue.record("accepted '\(ref)' as \(p.entries.map(\.url))")
+            } catch {
+                #expect(error.message.contains("line 3"), "\(error)")
+            }
+        }
+        #expect((try? Playlist.parse(bytes: Array("file://localhost/a%20b.mp3\n".utf8), url: "/tmp/l.m3u"))?.entries.first?.url == "/a%20b.mp3")
+    }
+
     @Test func detection() {
         #expect(Playlist.isPlaylist(bytes: [], url: "http://x/a.PLS", contentType: nil))
         #expect(Playlist.isPlaylist(bytes: [], url: "http://x/a", contentType: "application/vnd.apple.mpegurl"))

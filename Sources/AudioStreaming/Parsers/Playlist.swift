@@ -172,7 +172,22 @@ public struct Playlist: Sendable, Equatable {
         } else if let scheme = target.scheme, !target.isRemote, scheme != "file" {
             throw AudioError(.unsupportedFormat, component: component, "\(kind) line \(line): unsupported URL scheme '\(scheme)' in '\(ref)'")
         }
-        if target.scheme == "file" { return target.path }
+        if target.isRemote {
+            guard let host = target.authority, !host.isEmpty else {
+                throw AudioError(.invalidData, component: component, "\(kind) line \(line): no host in '\(ref)'")
+            }
+            return target.text
+        }
+        guard !target.path.isEmpty else {
+            throw AudioError(.invalidData, component: component, "\(kind) line \(line): empty path in '\(ref)'")
+        }
+        if target.scheme == "file" {
+            // file:///abs or file://localhost/abs only: no remote hosts, no relative paths.
+            guard target.path.hasPrefix("/"), (target.authority ?? "").isEmpty || target.authority == "localhost" else {
+                throw AudioError(.invalidData, component: component, "\(kind) line \(line): '\(ref)' is not an absolute file URL")
+            }
+            return target.path
+        }
         return target.text
     }
 
