@@ -296,7 +296,15 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
         }
         let oldEnd = media.mediaSequence + Int64(media.segments.count)
         let newEnd = m.mediaSequence + Int64(m.segments.count)
-        if newEnd > oldEnd || m.hasEndList != media.hasEndList {
+        if newEnd < oldEnd && !m.segments.isEmpty {
+            // The media sequence went backwards: the packager restarted. Rejoin near the new end.
+            let back = min(m.segments.count, max(1, options.liveStartSegmentsFromEnd))
+            nextSequence = m.mediaSequence + Int64(m.segments.count - back)
+            if deliveredAny { pending.append(.event(.reconnected(info, continuous: false))) }
+            currentMap = nil
+            shared.withLock { $0.stats.reconnects += 1 }
+            unchangedReloads = 0
+        } else if newEnd > oldEnd || m.hasEndList != media.hasEndList {
             unchangedReloads = 0
         } else {
             unchangedReloads += 1
@@ -361,7 +369,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
         var events: [(Int64, TimedID3)] = []
         for tag in out.id3 {
             guard let id3 = tag.bytes.withUnsafeBytes({ TimedID3.parse($0) }), !id3.fields.isEmpty else { continue }
-            events.append((out.audioOffset(for: tag), id3))
+            events.append((out.audioOffset(for: tag, codec: codec), id3))
         }
         events.sort { $0.0 < $1.0 }
         var cursor = 0

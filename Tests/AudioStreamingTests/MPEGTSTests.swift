@@ -86,10 +86,11 @@ import Testing
         #expect(abs(frames - source.samples.count / 2) <= 2 * 1152 + 1024, "\(frames) frames vs \(source.samples.count / 2)")
         // Title positions: the frame the tag's byte offset falls in, as a time.
         for (tag, seconds) in zip(whole.id3, [0.0, 1.5, 3.0]) {
-            let offset = whole.audioOffset(for: tag)
+            let offset = whole.audioOffset(for: tag, codec: expected)
             let prefix = try decodeElementary(Array(whole.audio[..<Int(offset)]), hint: hint)
             let t = Double(prefix.samples.count / 2) / 44_100
-            #expect(abs(t - seconds) < 0.35, "tag at \(t) s, expected \(seconds)")
+            // Frame-exact: within one frame of the time, plus the decoder's priming.
+            #expect(abs(t - seconds) < 0.08, "tag at \(t) s, expected \(seconds)")
             print("TS figure: \(expected) tag at \(t) s, expected \(seconds) s")
         }
     }

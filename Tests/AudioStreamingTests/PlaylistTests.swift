@@ -123,7 +123,8 @@ import Testing
     @Test func fuzzFindingsMalformedReferences() {
         for (ref, base) in [("file://", "file:///tmp/x/list.m3u"), ("file://MEDIA:TYPE=AUDIO", "/tmp/list.m3u"),
                             ("File:=xexample/s", "file:///tmp/x/list.pls"), ("http://", "/tmp/list.m3u"),
-                            ("//", "http://h/x.m3u"), ("file://host/share/a.mp3", "/tmp/list.m3u")] {
+                            ("//", "http://h/x.m3u"), ("file://host/share/a.mp3", "/tmp/list.m3u"),
+                            ("//host/share/a.mp3", "/tmp/list.m3u")] {
             do {
                 let p = try Playlist.parse(bytes: Array("#EXTM3U\n#EXTINF:1,x\n\(ref)\n".utf8), url: base)
                 Issue.record("accepted '\(ref)' as \(p.entries.map(\.url))")
@@ -132,6 +133,7 @@ import Testing
             }
         }
         #expect((try? Playlist.parse(bytes: Array("file://localhost/a%20b.mp3\n".utf8), url: "/tmp/l.m3u"))?.entries.first?.url == "/a%20b.mp3")
+        #expect((try? Playlist.parse(bytes: Array("[playlist]\nFile1=////\n".utf8), url: "file:///tmp/x/l.pls"))?.entries.first?.url == "/")
     }
 
     @Test func detection() {

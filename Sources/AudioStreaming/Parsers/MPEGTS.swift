@@ -41,15 +41,96 @@ public struct MPEGTSOutput: Sendable, Equatable {
         public var bytes: [UInt8]
     }
 
+    /// Total audio bytes output so far (not reset when `audio` is cleared).
+    public var audioBytesTotal: Int64 = 0
+
     /// The audio offset a timed tag applies at: the first audio PES whose PTS is at or after the
-    /// tag's PTS (33-bit wrap aware), else its arrival offset.
+    /// tag's PTS (33-bit wrap aware); when no audio output so far is that late, the end of the
+    /// audio output so far (the tag belongs to what follows).
     public func audioOffset(for tag: TimedTag) -> Int64 {
         guard let p = tag.pts else { return tag.audioOffsetAtArrival }
         for m in audioPTS {
             let d = (m.pts - p) & 0x1_FFFF_FFFF
             if d < 0x1_0000_0000 { return m.audioOffset }   // m.pts >= p modulo 2^33
         }
-        return max(tag.audioOffsetAtArrival, (audioPTS.last?.audioOffset ?? 0))
+        return max(tag.audioOffsetAtArrival, audioBytesTotal)
+    }
+}
+
+extension MPEGTSOutput {
+    /// The audio offset a timed tag applies at, to the audio frame: within the last audio PES that
+    /// starts at or before the tag's PTS, frames (ADTS or MPEG audio headers in `audio`) are
+    /// stepped until the tag's time is reached. Falls back to ``audioOffset(for:)`` when the
+    /// frames cannot be walked (unknown codec, `audio` cleared, broken headers).
+    public func audioOffset(for tag: TimedTag, codec: MPEGTSAudioCodec?) -> Int64 {
+        let coarse = audioOffset(for: tag)
+        guard let codec, let p = tag.pts, !audioPTS.isEmpty, audioBytesTotal == Int64(audio.count) else { return coarse }
+        // The last PES that starts at or before the tag (modulo 2^33).
+        var start: PTSMark?
+        var limit = Int64(audio.count)
+        for (i, m) in audioPTS.enumerated() {
+            let d = (p - m.pts) & 0x1_FFFF_FFFF
+            if d < 0x1_0000_0000 {
+                start = m
+                limit = i + 1 < audioPTS.count ? audioPTS[i + 1].audioOffset : Int64(audio.count)
+            }
+        }
+        guard let mark = start, mark.audioOffset >= 0, limit <= Int64(audio.count) else { return coarse }
+        let target = (p - mark.pts) & 0x1_FFFF_FFFF
+        var at = Int(mark.audioOffset)
+        var elapsed: Int64 = 0
+        while at < Int(limit) {
+            if elapsed >= target { return Int64(at) }
+            guard let f = AudioFrameHeader.parse(audio, at: at, codec: codec), f.length > 0, f.rate > 0 else { return coarse }
+            elapsed += Int64(f.samples) * 90_000 / Int64(f.rate)
+            at += f.length
+        }
+        return min(Int64(at), limit)
+    }
+}
+
+/// The size and duration of one ADTS or MPEG audio frame, from its header.
+struct AudioFrameHeader {
+    var length: Int
+    var samples: Int
+    var rate: Int
+
+    static let adtsRates = [96_000, 88_200, 64_000, 48_000, 44_100, 32_000, 24_000, 22_050, 16_000, 12_000, 11_025, 8_000, 7_350]
+    static let mpeg1Bitrates: [[Int]] = [
+        [0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448],   // layer I
+        [0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384],      // layer II
+        [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320],       // layer III
+    ]
+    static let mpeg2Bitrates: [[Int]] = [
+        [0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256],
+        [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
+        [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
+    ]
+
+    static func parse(_ b: [UInt8], at i: Int, codec: MPEGTSAudioCodec) -> AudioFrameHeader? {
+        guard i >= 0, i + 7 <= b.count, b[i] == 0xFF, b[i + 1] & 0xE0 == 0xE0 else { return nil }
+        switch codec {
+        case .aacADTS:
+            guard b[i + 1] & 0x06 == 0 else { return nil }
+            let rateIndex = Int(b[i + 2] >> 2 & 0x0F)
+            guard rateIndex < adtsRates.count else { return nil }
+            let length = Int(b[i + 3] & 0x03) << 11 | Int(b[i + 4]) << 3 | Int(b[i + 5] >> 5)
+            guard length >= 7 else { return nil }
+            return AudioFrameHeader(length: length, samples: 1024 * (Int(b[i + 6] & 0x03) + 1), rate: adtsRates[rateIndex])
+        case .mpegAudio:
+            let version = Int(b[i + 1] >> 3 & 3)      // 3 MPEG-1, 2 MPEG-2, 0 MPEG-2.5
+            let layer = Int(b[i + 1] >> 1 & 3)        // 3 I, 2 II, 1 III
+            let bitrateIndex = Int(b[i + 2] >> 4)
+            let rateIndex = Int(b[i + 2] >> 2 & 3)
+            guard version != 1, layer != 0, bitrateIndex != 0, bitrateIndex != 15, rateIndex != 3 else { return nil }
+            let l = 3 - layer                          // 0 I, 1 II, 2 III
+            let kbps = (version == 3 ? mpeg1Bitrates : mpeg2Bitrates)[l][bitrateIndex]
+            let rate = [44_100, 48_000, 32_000][rateIndex] >> (version == 3 ? 0 : version == 2 ? 1 : 2)
+            let padding = Int(b[i + 2] >> 1 & 1)
+            let samples = l == 0 ? 384 : (l == 2 && version != 3 ? 576 : 1152)
+            let length = l == 0 ? (12 * kbps * 1000 / rate + padding) * 4 : samples / 8 * kbps * 1000 / rate + padding
+            return AudioFrameHeader(length: length, samples: samples, rate: rate)
+        }
     }
 }
 
@@ -248,6 +329,7 @@ public final class MPEGTSDemuxer {
         if isAudio {
             output.audio.append(contentsOf: data)
             audioTotal += Int64(data.count)
+            output.audioBytesTotal = audioTotal
         } else if !s.overflow {
             if s.body.count + data.count > maximumID3Bytes {
                 s.overflow = true

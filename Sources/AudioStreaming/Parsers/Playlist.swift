@@ -181,14 +181,16 @@ public struct Playlist: Sendable, Equatable {
         guard !target.path.isEmpty else {
             throw AudioError(.invalidData, component: component, "\(kind) line \(line): empty path in '\(ref)'")
         }
-        if target.scheme == "file" {
-            // file:///abs or file://localhost/abs only: no remote hosts, no relative paths.
-            guard target.path.hasPrefix("/"), (target.authority ?? "").isEmpty || target.authority == "localhost" else {
-                throw AudioError(.invalidData, component: component, "\(kind) line \(line): '\(ref)' is not an absolute file URL")
-            }
-            return target.path
+        // A local file: file:///abs, file://localhost/abs or a path; no hosts (UNC-like
+        // //host/share), no relative file: URLs. Repeated leading slashes collapse to one.
+        guard (target.authority ?? "").isEmpty || target.authority == "localhost",
+              target.scheme != "file" || target.path.hasPrefix("/") else {
+            throw AudioError(.invalidData, component: component, "\(kind) line \(line): '\(ref)' is not a local file reference")
         }
-        return target.text
+        var path = Substring(target.path)
+        while path.hasPrefix("//") { path = path.dropFirst() }
+        if let q = target.query, target.scheme == nil { return String(path) + "?" + q }
+        return String(path)
     }
 
     static func parsePLS(_ lines: [Substring], base: PlaylistURL, limits: PlaylistLimits) throws(AudioError) -> [PlaylistEntry] {
