@@ -260,3 +260,40 @@ extension String {
         split(separator: a, omittingEmptySubsequences: false).joined(separator: b)
     }
 }
+
+@Suite struct PlaylistExpansionTests {
+    /// A fake web of playlists keyed by URL.
+    func fetcher(_ pages: [String: String]) -> (String) throws(AudioError) -> Playlist.Fetched {
+        { (url: String) throws(AudioError) -> Playlist.Fetched in
+            guard let text = pages[url] else { throw AudioError(.network, component: "test", "404 \(url)") }
+            return Playlist.Fetched(bytes: Array(text.utf8), url: url)
+        }
+    }
+
+    @Test func nestedPlaylistsExpandInOrder() throws {
+        let pages = [
+            "http://h/top.pls": "[playlist]\nFile1=a.mp3\nFile2=sub/list.m3u\nTitle2=Sub\nFile3=live/master.m3u8\nFile4=z.mp3\n",
+            "http://h/sub/list.m3u": "#EXTM3U\n#EXTINF:10,B\nb.mp3\nc.mp3\n",
+            "http://h/live/master.m3u8": "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\nlow.m3u8\n",
+        ]
+        let entries = try Playlist.expand(url: "http://h/top.pls", fetch: fetcher(pages))
+        #expect(entries.map(\.url) == ["http://h/a.mp3", "http://h/sub/b.mp3", "http://h/sub/c.mp3", "http://h/live/master.m3u8", "http://h/z.mp3"])
+        #expect(entries[1].title == "B")
+    }
+
+    @Test func nestingAndCyclesAreBounded() {
+        let pages = ["http://h/a.m3u": "b.m3u\n", "http://h/b.m3u": "a.m3u\n"]
+        do {
+            _ = try Playlist.expand(url: "http://h/a.m3u", fetch: fetcher(pages))
+            Issue.record("cycle accepted")
+        } catch {
+            #expect(error.code == .limitExceeded, "\(error)")
+        }
+        var limits = PlaylistLimits()
+        limits.maximumNestingDepth = 1
+        let chain = ["http://h/1.m3u": "2.m3u\n", "http://h/2.m3u": "3.m3u\n", "http://h/3.m3u": "x.mp3\n"]
+        #expect(throws: AudioError.self) { try Playlist.expand(url: "http://h/1.m3u", limits: limits, fetch: fetcher(chain)) }
+        limits.maximumNestingDepth = 2
+        #expect((try? Playlist.expand(url: "http://h/1.m3u", limits: limits, fetch: fetcher(chain)))?.map(\.url) == ["http://h/x.mp3"])
+    }
+}

@@ -288,3 +288,57 @@ public struct Playlist: Sendable, Equatable {
         return entries
     }
 }
+
+extension Playlist {
+    /// What a fetch of a playlist URL returned, for ``expand(url:limits:fetch:)``.
+    public struct Fetched: Sendable {
+        /// The body.
+        public var bytes: [UInt8]
+        /// The declared MIME type.
+        public var contentType: String?
+        /// The URL after redirects.
+        public var url: String
+        /// Creates a fetch result.
+        public init(bytes: [UInt8], contentType: String? = nil, url: String) {
+            self.bytes = bytes
+            self.contentType = contentType
+            self.url = url
+        }
+    }
+
+    /// Fetches and parses the playlist at `url` and, depth first, every entry that is itself a
+    /// PLS/M3U playlist (by extension), returning the playable entries in order. An HLS playlist,
+    /// at the top or nested, is returned as one entry with its URL (play it with ``HLSByteSource``).
+    /// Nesting deeper than `limits.maximumNestingDepth` throws `.limitExceeded`; a cycle is
+    /// refused by the same limit. At most `limits.maximumEntries` entries come out in all.
+    public static func expand(url: String, limits: PlaylistLimits = PlaylistLimits(),
+                              fetch: (String) throws(AudioError) -> Fetched) throws(AudioError) -> [PlaylistEntry] {
+        var out: [PlaylistEntry] = []
+        try expand(url: url, depth: 0, title: nil, limits: limits, fetch: fetch, into: &out)
+        return out
+    }
+
+    private static func expand(url: String, depth: Int, title: String?, limits: PlaylistLimits,
+                               fetch: (String) throws(AudioError) -> Fetched, into out: inout [PlaylistEntry]) throws(AudioError) {
+        guard depth <= limits.maximumNestingDepth else {
+            throw AudioError(.limitExceeded, component: component,
+                             "playlist \(url) is nested \(depth) deep (limit \(limits.maximumNestingDepth))")
+        }
+        let fetched = try fetch(url)
+        let playlist = try parse(bytes: fetched.bytes, url: fetched.url, contentType: fetched.contentType, depth: depth, limits: limits)
+        if playlist.hls != nil {
+            out.append(PlaylistEntry(url: fetched.url, title: title, duration: playlist.hls?.media.flatMap { $0.hasEndList ? $0.totalDuration : nil }, line: 0))
+            return
+        }
+        for entry in playlist.entries {
+            if entry.looksLikePlaylist {
+                try expand(url: entry.url, depth: depth + 1, title: entry.title, limits: limits, fetch: fetch, into: &out)
+            } else {
+                out.append(entry)
+            }
+            guard out.count <= limits.maximumEntries else {
+                throw AudioError(.limitExceeded, component: component, "playlist \(url) expands to more than \(limits.maximumEntries) entries")
+            }
+        }
+    }
+}
