@@ -200,6 +200,13 @@ public final class AudioInputQueue: @unchecked Sendable {
     /// nil for PCM).
     public var packetTableInfo: AudioFilePacketTableInfo? { control.withLock { $0.packetTableInfo } }
 
+    /// Frames the encoder puts before the audio (AAC, Opus, MP3 priming; nil for formats
+    /// without), known from creation: set it as the file's priming before writing packets.
+    public var primingFrames: Int32? {
+        let p = control.withLock { $0.encoder?.primeInfo.leadingFrames ?? 0 }
+        return p > 0 ? Int32(p) : nil
+    }
+
     /// The largest packet the queue can deliver (`kAudioQueueProperty_MaximumOutputPacketSize`),
     /// for sizing buffers as seed 000's `DeriveBufferSize` does.
     public var maximumOutputPacketSize: Int {

@@ -174,7 +174,15 @@ let rate = format.sampleRate
 
 let writer: AudioFileWriter
 do {
-    writer = try AudioFileWriter(path: output, fileType: type, dataFormat: format, magicCookie: queue.magicCookie)
+    // Crash safe: headers, Ogg pages, FLAC STREAMINFO, CAF packet table or MP4 fragment every
+    // half second, so a killed afrecord leaves a readable file missing at most that much.
+    var options = AudioFileWriterOptions()
+    options.crashSafe = true
+    options.checkpointSeconds = 0.5
+    writer = try AudioFileWriter(path: output, fileType: type, dataFormat: format, magicCookie: queue.magicCookie, options: options)
+    if let priming = queue.packetTableInfo?.primingFrames ?? queue.primingFrames, priming > 0 {
+        writer.packetTableInfo = AudioFilePacketTableInfo(numberValidFrames: 0, primingFrames: priming, remainderFrames: 0)
+    }
 } catch {
     fail("\(error)", code: 1)
 }
