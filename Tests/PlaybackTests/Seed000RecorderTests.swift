@@ -1,0 +1,157 @@
+// Seed 000's recording listing (Audio Queue Services Programming Guide, "Recording Audio"),
+// translated to Swift as it would be written on macOS: only the import differs.
+#if canImport(AudioToolbox)
+import AudioToolbox
+#else
+import OpenAudioToolbox
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import AudioTestSupport
+import Testing
+
+// MARK: - The listing
+
+private let kNumberBuffers = 3                                 // 1
+
+struct AQRecorderState {
+    var mDataFormat = AudioStreamBasicDescription()            // 2
+    var mQueue: AudioQueueRef?                                 // 3
+    var mBuffers = [AudioQueueBufferRef?](repeating: nil, count: kNumberBuffers) // 4
+    var mAudioFile: AudioFileID?                               // 5
+    var bufferByteSize: UInt32 = 0                             // 6
+    var mCurrentPacket: Int64 = 0                              // 7
+    var mIsRunning = false                                     // 8
+}
+
+func HandleInputBuffer(_ aqData: UnsafeMutableRawPointer?, _ inAQ: AudioQueueRef, _ inBuffer: AudioQueueBufferRef,
+                       _ inStartTime: UnsafePointer<AudioTimeStamp>, _ inNumPackets: UInt32,
+                       _ inPacketDesc: UnsafePointer<AudioStreamPacketDescription>?) {
+    let pAqData = aqData!.assumingMemoryBound(to: AQRecorderState.self)             // 1
+    var inNumPackets = inNumPackets
+    if inNumPackets == 0 && pAqData.pointee.mDataFormat.mBytesPerPacket != 0 {     // 2
+        inNumPackets = inBuffer.pointee.mAudioDataByteSize / pAqData.pointee.mDataFormat.mBytesPerPacket
+    }
+    if AudioFileWritePackets(pAqData.pointee.mAudioFile!, false, inBuffer.pointee.mAudioDataByteSize, // 3
+                             inPacketDesc, pAqData.pointee.mCurrentPacket, &inNumPackets,
+                             inBuffer.pointee.mAudioData) == noErr {
+        pAqData.pointee.mCurrentPacket += Int64(inNumPackets)                       // 4
+    }
+    if !pAqData.pointee.mIsRunning { return }                                       // 5
+    AudioQueueEnqueueBuffer(pAqData.pointee.mQueue!, inBuffer, 0, nil)              // 6
+}
+
+func DeriveBufferSize(_ audioQueue: AudioQueueRef, _ ASBDescription: inout AudioStreamBasicDescription,
+                      _ seconds: Float64, _ outBufferSize: UnsafeMutablePointer<UInt32>) {
+    let maxBufferSize = 0x50000                                                      // 5
+    var maxPacketSize = ASBDescription.mBytesPerPacket                               // 6
+    if maxPacketSize == 0 {                                                          // 7
+        var maxVBRPacketSize = UInt32(MemoryLayout<UInt32>.size)
+        AudioQueueGetProperty(audioQueue, kAudioQueueProperty_MaximumOutputPacketSize, &maxPacketSize, &maxVBRPacketSize)
+    }
+    let numBytesForTime = ASBDescription.mSampleRate * Float64(maxPacketSize) * seconds // 8
+    outBufferSize.pointee = UInt32(numBytesForTime < Float64(maxBufferSize) ? numBytesForTime : Float64(maxBufferSize)) // 9
+}
+
+@discardableResult
+func SetMagicCookieForFile(_ inQueue: AudioQueueRef, _ inFile: AudioFileID) -> OSStatus {
+    var result = noErr                                                               // 3
+    var cookieSize: UInt32 = 0                                                       // 4
+    if AudioQueueGetPropertySize(inQueue, kAudioQueueProperty_MagicCookie, &cookieSize) == noErr { // 5
+        let magicCookie = UnsafeMutableRawPointer.allocate(byteCount: Int(max(cookieSize, 1)), alignment: 1) // 6
+        if AudioQueueGetProperty(inQueue, kAudioQueueProperty_MagicCookie, magicCookie, &cookieSize) == noErr { // 7
+            result = AudioFileSetProperty(inFile, kAudioFilePropertyMagicCookieData, cookieSize, magicCookie) // 8
+        }
+        magicCookie.deallocate()                                                     // 9
+    }
+    return result                                                                    // 10
+}
+
+/// The listing's main part: set up the format, create the queue and the file, record for
+/// `duration` seconds (running `whileRecording` once started), stop and clean up. Returns the
+/// packets written.
+func recordLikeSeed000(to filePath: String, duration: Double, whileRecording: () throws -> Void) throws -> Int64 {
+    let aqData = UnsafeMutablePointer<AQRecorderState>.allocate(capacity: 1)         // 1
+    aqData.initialize(to: AQRecorderState())
+    defer { aqData.deinitialize(count: 1); aqData.deallocate() }
+    aqData.pointee.mDataFormat.mFormatID = kAudioFormatLinearPCM                     // 2
+    aqData.pointee.mDataFormat.mSampleRate = 44100.0                                 // 3
+    aqData.pointee.mDataFormat.mChannelsPerFrame = 2                                 // 4
+    aqData.pointee.mDataFormat.mBitsPerChannel = 16                                  // 5
+    aqData.pointee.mDataFormat.mBytesPerPacket =                                     // 6
+        aqData.pointee.mDataFormat.mChannelsPerFrame * UInt32(MemoryLayout<Int16>.size)
+    aqData.pointee.mDataFormat.mBytesPerFrame = aqData.pointee.mDataFormat.mBytesPerPacket
+    aqData.pointee.mDataFormat.mFramesPerPacket = 1                                  // 7
+    let fileType: AudioFileTypeID = kAudioFileAIFFType                               // 8
+    aqData.pointee.mDataFormat.mFormatFlags =                                        // 9
+        kLinearPCMFormatFlagIsBigEndian | kLinearPCMFormatFlagIsSignedInteger | kLinearPCMFormatFlagIsPacked
+
+    var status = AudioQueueNewInput(&aqData.pointee.mDataFormat, HandleInputBuffer, aqData, nil,
+                                    CFRunLoopMode.commonModes.rawValue, 0, &aqData.pointee.mQueue)
+    try #require(status == noErr, "AudioQueueNewInput: \(status)")
+    let queue = aqData.pointee.mQueue!
+
+    var dataFormatSize = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
+    AudioQueueGetProperty(queue, kAudioQueueProperty_StreamDescription, &aqData.pointee.mDataFormat, &dataFormatSize)
+
+    let bytes = Array(filePath.utf8)
+    let audioFileURL = CFURLCreateFromFileSystemRepresentation(nil, bytes, bytes.count, false)!
+    status = AudioFileCreateWithURL(audioFileURL, fileType, &aqData.pointee.mDataFormat, .eraseFile, &aqData.pointee.mAudioFile)
+    try #require(status == noErr, "AudioFileCreateWithURL: \(status)")
+
+    DeriveBufferSize(queue, &aqData.pointee.mDataFormat, 0.5, &aqData.pointee.bufferByteSize)
+    for i in 0..<kNumberBuffers {
+        AudioQueueAllocateBuffer(queue, aqData.pointee.bufferByteSize, &aqData.pointee.mBuffers[i])
+        AudioQueueEnqueueBuffer(queue, aqData.pointee.mBuffers[i]!, 0, nil)
+    }
+    SetMagicCookieForFile(queue, aqData.pointee.mAudioFile!)
+
+    aqData.pointee.mCurrentPacket = 0
+    aqData.pointee.mIsRunning = true
+    status = AudioQueueStart(queue, nil)
+    try #require(status == noErr, "AudioQueueStart: \(status)")
+    let started = AudioGetCurrentHostTime()
+    try whileRecording()
+    let left = duration - Double(AudioGetCurrentHostTime() - started) / 1e9
+    if left > 0 { usleep(UInt32(left * 1e6)) }
+    AudioQueueStop(queue, true)
+    aqData.pointee.mIsRunning = false
+
+    SetMagicCookieForFile(queue, aqData.pointee.mAudioFile!)
+    AudioQueueDispose(queue, true)
+    AudioFileClose(aqData.pointee.mAudioFile!)
+    return aqData.pointee.mCurrentPacket
+}
+
+// MARK: - The test
+
+// In the recording suite, so it never runs beside the other real-time recording tests.
+extension PlaybackRecordingTests {
+    /// The translated listing records the null sink's monitor while the reference plays: the AIFF
+    /// it writes holds the signal bit-exactly and as many packets as the callback counted.
+    @Test func seed000RecorderRecordsTheMonitor() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let scratch = try ScratchDirectory("seed000")
+        defer { scratch.remove() }
+        #if !canImport(AudioToolbox)
+        AudioQueueInputSelection.set(.pulse(source: daemon.monitorSource), options: AudioInput.Options(pulseServer: daemon.server))
+        defer { AudioQueueInputSelection.set(nil) }
+        #endif
+        let path = "\(scratch.path)/seed000.aiff"
+        let reference = recordingReference(rate: 44100, seconds: 1.5)
+        let packets = try recordLikeSeed000(to: path, duration: 3.0) {
+            usleep(200_000)
+            try playIntoSink(reference, daemon: daemon)
+        }
+        let file = try AudioFile(path: path)
+        #expect(file.fileFormat == .aiff)
+        #expect(file.dataFormat.sampleRate == 44100 && file.dataFormat.channelsPerFrame == 2 && file.dataFormat.bitsPerChannel == 16)
+        #expect(file.packetCount == packets && packets > 44100, "file has \(file.packetCount) packets, the callback wrote \(packets)")
+        let decoded = try decodeWithToolbox(path)
+        let alignment = alignSegments(recording: decoded.samples, reference: reference, channels: 2, tolerance: 0.5 / 32768)
+        #expect(isCompleteInOrder(alignment, referenceFrames: reference.count / 2), "\(alignment)")
+        #expect(ffprobeDuration(path) != nil, "ffprobe cannot read the seed's AIFF")
+    }
+}
