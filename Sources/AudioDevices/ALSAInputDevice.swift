@@ -36,6 +36,7 @@ public final class ALSAInputDevice: AudioInputDevice {
     public var capturedFrames: Int64 { captured.load(ordering: .acquiring) }
 
     nonisolated(unsafe) private var pcm: OpaquePointer?
+    nonisolated(unsafe) private var config: OpaquePointer?
     private let captured = Atomic<Int64>(0)
     private let state = Atomic<Int>(0) // 0 idle, 1 running, 2 paused, 3 stopping, 4 finished
     private let closed = Atomic<Bool>(false)
@@ -49,7 +50,11 @@ public final class ALSAInputDevice: AudioInputDevice {
     /// `periods` periods of buffer. Throws ``AudioError/Code/deviceUnavailable`` when the PCM
     /// cannot be opened for capture, ``AudioError/Code/unsupportedFormat`` when it refuses the
     /// format.
-    public init(device: String = "default", format: AudioDeviceFormat, periodFrames: Int = 512, periods: Int = 8) throws(AudioError) {
+    ///
+    /// `configText` is ALSA configuration loaded on top of the system one for this PCM only (as
+    /// for ``ALSAOutputDevice``), e.g. a `file` PCM whose `infile` supplies the captured data.
+    public init(device: String = "default", format: AudioDeviceFormat, periodFrames: Int = 512, periods: Int = 8,
+                configText: String? = nil) throws(AudioError) {
         guard format.channels >= 1, format.channels <= 64, format.sampleRate >= 1, format.sampleRate <= 1_000_000 else {
             throw AudioError(.invalidArgument, component: "ALSA input", "unsupported format \(format)")
         }
@@ -58,13 +63,33 @@ public final class ALSAInputDevice: AudioInputDevice {
         let previousHandler = snd_lib_error_set_local { _, _, _, _, _, _ in }
         defer { snd_lib_error_set_local(previousHandler) }
         var handle: OpaquePointer?
-        let err = snd_pcm_open(&handle, device, SND_PCM_STREAM_CAPTURE, 0)
+        var top: OpaquePointer?
+        var err: Int32
+        if let configText {
+            var update: OpaquePointer?
+            err = snd_config_update_r(&top, &update, nil)
+            if update != nil { snd_config_update_free(update) }
+            if err >= 0, let t = top {
+                var input: OpaquePointer?
+                err = snd_input_buffer_open(&input, configText, configText.utf8.count)
+                if err >= 0, let input {
+                    err = snd_config_load(t, input)
+                    snd_input_close(input)
+                }
+                if err >= 0 { err = snd_pcm_open_lconf(&handle, device, SND_PCM_STREAM_CAPTURE, 0, t) }
+            }
+        } else {
+            err = snd_pcm_open(&handle, device, SND_PCM_STREAM_CAPTURE, 0)
+        }
         guard err >= 0, let handle else {
+            if let top { snd_config_delete(top) }
             throw AudioError(.deviceUnavailable, component: "ALSA input", "cannot open capture PCM \(device)", underlying: String(cString: snd_strerror(err)))
         }
+        let config = top
         func check(_ err: Int32, _ what: String) throws(AudioError) {
             if err < 0 {
                 snd_pcm_close(handle)
+                if let config { snd_config_delete(config) }
                 throw AudioError(.unsupportedFormat, component: "ALSA input", "\(device): cannot set \(what)", underlying: String(cString: snd_strerror(err)))
             }
         }
@@ -92,6 +117,7 @@ public final class ALSAInputDevice: AudioInputDevice {
         snd_pcm_hw_params_get_period_size(hw, &period, &dir)
         snd_pcm_hw_params_get_buffer_size(hw, &buffer)
         pcm = handle
+        self.config = config
         sampleFormat = sample
         self.format = AudioDeviceFormat(sampleRate: Double(rate), channels: format.channels)
         framesPerCapture = Int(period)
@@ -208,7 +234,9 @@ public final class ALSAInputDevice: AudioInputDevice {
         stop()
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         if let pcm { snd_pcm_close(pcm) }
+        if let config { snd_config_delete(config) }
         pcm = nil
+        config = nil
     }
 
     /// Takes pending events.

@@ -126,6 +126,54 @@ struct PlaybackRecordingTests {
 
     private func readAt(_ table: [String: UInt64], _ name: String) -> UInt64 { table[name] ?? HostTime.now() }
 
+    /// Losing the server mid-recording is reported and the file is still finished; bad input
+    /// specs, missing sources, formats a container cannot hold and bad flags fail clearly,
+    /// leaving no file behind.
+    @Test func afrecordDeviceLossAndErrors() throws {
+        let afrecord = try #require(builtProduct("afrecord"), "afrecord is not built (swift build)")
+        let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
+        defer { daemon.stop() }
+        let scratch = try ScratchDirectory("afrecord-errors")
+        defer { scratch.remove() }
+
+        let lostPath = "\(scratch.path)/lost.m4a"
+        let recorder = try startRecorder(afrecord, [], lostPath, daemon: daemon)
+        defer { recorder.stop(grace: 0.5) }
+        try #require(waitUntil(15) { isRecording(recorder) }, "afrecord did not start: \(recorder.output)")
+        sleepSeconds(1.5)
+        daemon.kill()
+        let code = recorder.wait(timeout: 10)
+        #expect(code == 0, "afrecord after the server went away: \(String(describing: code)) \(recorder.output)")
+        #expect(recorder.output.contains("went away"), "\(recorder.output)")
+        let file = try AudioFile(path: lostPath)
+        #expect(Double(file.validFrames) / 44100 >= 1, "only \(file.validFrames) frames before the loss")
+        #expect(ffprobeDuration(lostPath) != nil)
+
+        func run(_ args: [String], _ name: String) throws -> (code: Int32?, output: String) {
+            let p = try ToolProcess(afrecord, args, environment: daemon.environment, outputPath: "\(scratch.path)/\(name).log")
+            return (p.wait(timeout: 10), p.output)
+        }
+        // The server is gone now: an explicit pulse input fails, and the output is removed.
+        let noServer = try run(["--input", "pulse", "\(scratch.path)/none.wav"], "none")
+        #expect(noServer.code == 1 && noServer.output.contains("PulseAudio"), "\(noServer)")
+        #expect(access("\(scratch.path)/none.wav", F_OK) != 0, "a failed afrecord left its file")
+        try daemon.start()
+        let noSource = try run(["--input", "pulse:oat_no_such_source", "\(scratch.path)/nosrc.wav"], "nosrc")
+        #expect(noSource.code == 1 && noSource.output.contains("oat_no_such_source"), "\(noSource)")
+        #expect(access("\(scratch.path)/nosrc.wav", F_OK) != 0)
+        let wrongFormat = try run(["-d", "aac", "\(scratch.path)/aac.wav"], "fmt")
+        #expect(wrongFormat.code == 1 && wrongFormat.output.contains("cannot hold"), "\(wrongFormat)")
+        #expect(access("\(scratch.path)/aac.wav", F_OK) != 0)
+        let badFlag = try run(["--bogus", "\(scratch.path)/x.wav"], "flag")
+        #expect(badFlag.code == 2 && badFlag.output.contains("unknown option"), "\(badFlag)")
+        let badInput = try run(["--input", "jack", "\(scratch.path)/x.wav"], "input")
+        #expect(badInput.code == 2, "\(badInput)")
+        let unwritable = try run(["-t", "1", "/nonexistent-dir/x.wav"], "path")
+        #expect(unwritable.code == 1 && unwritable.output.contains("cannot create"), "\(unwritable)")
+        let list = try run(["--list"], "list")
+        #expect(list.code == 0 && list.output.contains("pulse:\(daemon.monitorSource)"), "\(list)")
+    }
+
     /// The input queue in process: buffers' time stamps advance by exactly the frames delivered
     /// (PCM and AAC), host times follow the sample clock, packet descriptions come with AAC, the
     /// level meter sees the played signal, and a draining stop delivers everything.
