@@ -81,6 +81,7 @@ public final class AudioInputQueue: @unchecked Sendable {
     private let control = Mutex(State())
     private let transport = RecursiveLock()
     private let meteringOn = Atomic<Bool>(false)
+    private let bufferFramesLimit = Atomic<Int>(0)
     private let levels = Mutex<[AudioQueueLevelMeterState]>([])
 
     struct CaptureAnchor {
@@ -168,6 +169,7 @@ public final class AudioInputQueue: @unchecked Sendable {
         deviceFormat = AudioDeviceFormat(sampleRate: format.sampleRate, channels: Int(format.channelsPerFrame))
         let encoder = try Self.makeEncoder(format, encoderSettings)
         streamDescription = encoder.outputFormat
+        bufferFramesLimit.store(max(1, Int(format.sampleRate / 2)), ordering: .relaxed)
         shared = CaptureShared(capacity: Int(format.sampleRate * 2) * Int(format.channelsPerFrame), channels: Int(format.channelsPerFrame))
         let box = EncoderBox(encoder)
         control.withLock { s in
@@ -272,6 +274,14 @@ public final class AudioInputQueue: @unchecked Sendable {
         currentLevels().map { AudioQueueLevelMeterState(averagePower: decibels($0.averagePower), peakPower: decibels($0.peakPower)) }
     }
 
+    /// A buffer is delivered once it holds this many seconds of audio even if it has room for
+    /// more (default 0.5 s), so buffers sized generously (seed 000's `DeriveBufferSize` gives
+    /// 320 KB for AAC, 20 s of audio) still arrive at a steady pace.
+    public var maximumBufferDuration: Double {
+        get { Double(bufferFramesLimit.load(ordering: .relaxed)) / format.sampleRate }
+        set { bufferFramesLimit.store(max(1, Int(newValue * format.sampleRate)), ordering: .relaxed) }
+    }
+
     /// Stops by itself (as a draining stop, posting ``AudioInputQueueEvent/finished``) once
     /// `frames` captured frames have been taken, counting from the last start after a stop or
     /// reset; nil removes the limit. Set before ``start()`` for an exact length.
@@ -282,8 +292,9 @@ public final class AudioInputQueue: @unchecked Sendable {
     // MARK: Buffers
 
     /// Allocates a buffer of `byteCapacity` bytes with room for `packetDescriptionCapacity`
-    /// packet descriptions (Apple's `AudioQueueAllocateBufferWithPacketDescriptions`; variable
-    /// size formats need descriptions).
+    /// packet descriptions (Apple's `AudioQueueAllocateBufferWithPacketDescriptions`). For
+    /// variable-size formats the capacity limits the packets per buffer; 0 means no limit (the
+    /// delivery's ``AudioQueueBuffer/packetDescriptions`` still describe every packet).
     public func allocateBuffer(byteCapacity: Int, packetDescriptionCapacity: Int = 0) throws(AudioError) -> AudioQueueBuffer {
         guard byteCapacity > 0, byteCapacity <= 1 << 28, packetDescriptionCapacity >= 0, packetDescriptionCapacity <= 1 << 20 else {
             throw AudioError(.invalidArgument, component: component, "buffer size \(byteCapacity) is out of range", osStatus: -50)
@@ -315,9 +326,6 @@ public final class AudioInputQueue: @unchecked Sendable {
             }
             guard !s.queued.contains(where: { $0 === buffer }) else {
                 throw AudioError(.invalidState, component: component, "the buffer is already enqueued", osStatus: -66666)
-            }
-            if streamDescription.bytesPerPacket == 0 && buffer.packetDescriptionCapacity == 0 {
-                throw AudioError(.invalidArgument, component: component, "'\(streamDescription.formatID)' packets vary in size: allocate buffers with packet descriptions", osStatus: -50)
             }
             buffer.audioDataByteSize = 0
             buffer.packetDescriptions.removeAll(keepingCapacity: true)
@@ -514,7 +522,8 @@ public final class AudioInputQueue: @unchecked Sendable {
                     let available = constantBytes.count
                     let per = Int(out.bytesPerPacket)
                     let fit = (buffer.audioDataBytesCapacity / per) * per
-                    if available < fit && !flush { return true }
+                    let availableFrames = available / per * Int(max(1, out.framesPerPacket))
+                    if available < fit && !flush && availableFrames < bufferFramesLimit.load(ordering: .relaxed) { return true }
                     bytes = min(fit, available)
                     guard bytes > 0 else { return true }
                     constantBytes.withUnsafeBytes { buffer.audioData.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: bytes) }
@@ -526,7 +535,10 @@ public final class AudioInputQueue: @unchecked Sendable {
                 } else {
                     var size = 0
                     var i = pending.first
-                    while i < pending.descriptions.count, packets < buffer.packetDescriptionCapacity,
+                    // A buffer allocated without descriptions takes as many packets as fit (the
+                    // delivery carries their descriptions), as Apple's input queues do.
+                    let descriptionLimit = buffer.packetDescriptionCapacity > 0 ? buffer.packetDescriptionCapacity : Int.max
+                    while i < pending.descriptions.count, packets < descriptionLimit,
                           size + Int(pending.descriptions[i].dataByteSize) <= buffer.audioDataBytesCapacity {
                         size += Int(pending.descriptions[i].dataByteSize)
                         packets += 1
@@ -541,9 +553,14 @@ public final class AudioInputQueue: @unchecked Sendable {
                                                       "a \(d.dataByteSize)-byte packet does not fit a \(buffer.audioDataBytesCapacity)-byte buffer (size buffers with maximumOutputPacketSize)")))
                         continue
                     }
-                    if i == pending.descriptions.count && !flush && packets < buffer.packetDescriptionCapacity {
-                        // The buffer has room for more: wait for the next packet unless it is full.
-                        if size + maximumOutputPacketSize <= buffer.audioDataBytesCapacity { return true }
+                    if i == pending.descriptions.count && !flush && packets < descriptionLimit {
+                        // The buffer has room for more: wait for the next packet unless it is
+                        // full or holds the maximum duration.
+                        var held = 0
+                        for k in pending.first..<i { held += pending.frames[k] }
+                        if size + maximumOutputPacketSize <= buffer.audioDataBytesCapacity && held < bufferFramesLimit.load(ordering: .relaxed) {
+                            return true
+                        }
                     }
                     let base = Int(pending.descriptions[pending.first].startOffset)
                     pending.data.withUnsafeBytes { buffer.audioData.baseAddress!.copyMemory(from: $0.baseAddress! + base, byteCount: size) }

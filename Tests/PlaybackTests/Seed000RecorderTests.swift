@@ -70,8 +70,11 @@ func SetMagicCookieForFile(_ inQueue: AudioQueueRef, _ inFile: AudioFileID) -> O
 
 /// The listing's main part: set up the format, create the queue and the file, record for
 /// `duration` seconds (running `whileRecording` once started), stop and clean up. Returns the
-/// packets written.
-func recordLikeSeed000(to filePath: String, duration: Double, whileRecording: () throws -> Void) throws -> Int64 {
+/// packets written. The listing records 16-bit AIFF; `compressed` (with its file type) records
+/// that format instead, set up as Apple's guide does for compressed formats (ID, rate, channels;
+/// the queue completes the rest).
+func recordLikeSeed000(to filePath: String, duration: Double, compressed: (AudioFormatID, AudioFileTypeID)? = nil,
+                       whileRecording: () throws -> Void) throws -> Int64 {
     let aqData = UnsafeMutablePointer<AQRecorderState>.allocate(capacity: 1)         // 1
     aqData.initialize(to: AQRecorderState())
     defer { aqData.deinitialize(count: 1); aqData.deallocate() }
@@ -86,6 +89,14 @@ func recordLikeSeed000(to filePath: String, duration: Double, whileRecording: ()
     let fileType: AudioFileTypeID = kAudioFileAIFFType                               // 8
     aqData.pointee.mDataFormat.mFormatFlags =                                        // 9
         kLinearPCMFormatFlagIsBigEndian | kLinearPCMFormatFlagIsSignedInteger | kLinearPCMFormatFlagIsPacked
+    var fileTypeUsed = fileType
+    if let (formatID, type) = compressed {
+        aqData.pointee.mDataFormat = AudioStreamBasicDescription()
+        aqData.pointee.mDataFormat.mFormatID = formatID
+        aqData.pointee.mDataFormat.mSampleRate = 44100.0
+        aqData.pointee.mDataFormat.mChannelsPerFrame = 2
+        fileTypeUsed = type
+    }
 
     var status = AudioQueueNewInput(&aqData.pointee.mDataFormat, HandleInputBuffer, aqData, nil,
                                     CFRunLoopMode.commonModes.rawValue, 0, &aqData.pointee.mQueue)
@@ -97,7 +108,7 @@ func recordLikeSeed000(to filePath: String, duration: Double, whileRecording: ()
 
     let bytes = Array(filePath.utf8)
     let audioFileURL = CFURLCreateFromFileSystemRepresentation(nil, bytes, bytes.count, false)!
-    status = AudioFileCreateWithURL(audioFileURL, fileType, &aqData.pointee.mDataFormat, .eraseFile, &aqData.pointee.mAudioFile)
+    status = AudioFileCreateWithURL(audioFileURL, fileTypeUsed, &aqData.pointee.mDataFormat, .eraseFile, &aqData.pointee.mAudioFile)
     try #require(status == noErr, "AudioFileCreateWithURL: \(status)")
 
     DeriveBufferSize(queue, &aqData.pointee.mDataFormat, 0.5, &aqData.pointee.bufferByteSize)
@@ -153,5 +164,35 @@ extension PlaybackRecordingTests {
         let alignment = alignSegments(recording: decoded.samples, reference: reference, channels: 2, tolerance: 0.5 / 32768)
         #expect(isCompleteInOrder(alignment, referenceFrames: reference.count / 2), "\(alignment)")
         #expect(ffprobeDuration(path) != nil, "ffprobe cannot read the seed's AIFF")
+    }
+
+    /// The same listing recording AAC into CAF and M4A: `DeriveBufferSize` takes the queue's
+    /// `MaximumOutputPacketSize`, buffers are allocated without packet descriptions (the callback
+    /// still gets them), the cookie is set before and after; the files hold the signal.
+    @Test func seed000RecorderRecordsAAC() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let scratch = try ScratchDirectory("seed000-aac")
+        defer { scratch.remove() }
+        #if !canImport(AudioToolbox)
+        AudioQueueInputSelection.set(.pulse(source: daemon.monitorSource), options: AudioInput.Options(pulseServer: daemon.server))
+        defer { AudioQueueInputSelection.set(nil) }
+        #endif
+        let reference = recordingReference(rate: 44100, seconds: 1.5)
+        for (name, type) in [("caf", kAudioFileCAFType), ("m4a", kAudioFileM4AType)] {
+            let path = "\(scratch.path)/seed000.\(name)"
+            let packets = try recordLikeSeed000(to: path, duration: 2.5, compressed: (kAudioFormatMPEG4AAC, type)) {
+                usleep(200_000)
+                try playIntoSink(reference, daemon: daemon)
+            }
+            let file = try AudioFile(path: path)
+            #expect(file.dataFormat.formatID == .mpeg4AAC && file.magicCookie != nil)
+            #expect(file.packetCount == packets && packets > 40, "\(name): file has \(file.packetCount) packets, the callback wrote \(packets)")
+            let decoded = try decodeWithToolbox(path)
+            let match = lossyMatch(decoded.samples, reference, channels: 2)
+            print("seed 000 recorder, AAC in \(name): aligned SNR \(dB(match?.snr ?? -.infinity))")
+            #expect((match?.snr ?? -.infinity) >= 30, "\(name): \(String(describing: match))")
+            #expect(ffprobeDuration(path) != nil, "ffprobe cannot read the seed's \(name)")
+        }
     }
 }

@@ -58,13 +58,20 @@ final class CompatInputSide: @unchecked Sendable {
         c.pointee.mAudioDataByteSize = UInt32(d.buffer.audioDataByteSize)
         let descriptions = d.buffer.packetDescriptions
         var descPointer: UnsafePointer<AudioStreamPacketDescription>?
-        if let own = c.pointee.mPacketDescriptions, !descriptions.isEmpty {
-            let n = min(descriptions.count, Int(c.pointee.mPacketDescriptionCapacity))
-            for i in 0..<n { own[i] = descriptions[i] }
-            c.pointee.mPacketDescriptionCount = UInt32(n)
+        // Descriptions for a buffer allocated without room for them live until the callback returns.
+        var temporary: UnsafeMutablePointer<AudioStreamPacketDescription>?
+        if let own = c.pointee.mPacketDescriptions, !descriptions.isEmpty, descriptions.count <= Int(c.pointee.mPacketDescriptionCapacity) {
+            for i in descriptions.indices { own[i] = descriptions[i] }
+            c.pointee.mPacketDescriptionCount = UInt32(descriptions.count)
             descPointer = UnsafePointer(own)
         } else {
             c.pointee.mPacketDescriptionCount = 0
+            if !descriptions.isEmpty {
+                let t = UnsafeMutablePointer<AudioStreamPacketDescription>.allocate(capacity: descriptions.count)
+                t.initialize(from: descriptions, count: descriptions.count)
+                temporary = t
+                descPointer = UnsafePointer(t)
+            }
         }
         let ref = box.ref
         let packets = UInt32(d.packetCount)
@@ -72,12 +79,19 @@ final class CompatInputSide: @unchecked Sendable {
         switch delivery {
         case .proc(let proc, let user):
             withUnsafePointer(to: time) { proc(user, ref, c, $0, packets, descPointer) }
+            temporary?.deallocate()
         case .block(let dq, let block):
-            let args = UnsafeSendable((block, ref, c, time, packets, descPointer))
-            dq.async { withUnsafePointer(to: args.value.3) { args.value.0(args.value.1, args.value.2, $0, args.value.4, args.value.5) } }
+            let args = UnsafeSendable((block, ref, c, time, packets, descPointer, temporary))
+            dq.async {
+                withUnsafePointer(to: args.value.3) { args.value.0(args.value.1, args.value.2, $0, args.value.4, args.value.5) }
+                args.value.6?.deallocate()
+            }
         case .runLoop(let loop, let proc, let user):
-            let args = UnsafeSendable((proc, user, ref, c, time, packets, descPointer))
-            loop.perform { withUnsafePointer(to: args.value.4) { args.value.0(args.value.1, args.value.2, args.value.3, $0, args.value.5, args.value.6) } }
+            let args = UnsafeSendable((proc, user, ref, c, time, packets, descPointer, temporary))
+            loop.perform {
+                withUnsafePointer(to: args.value.4) { args.value.0(args.value.1, args.value.2, args.value.3, $0, args.value.5, args.value.6) }
+                args.value.7?.deallocate()
+            }
         }
     }
 
