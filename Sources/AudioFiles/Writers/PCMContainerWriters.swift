@@ -156,9 +156,11 @@ final class AIFFWriter: ContainerWriter {
 ///
 /// With ``AudioFileWriterOptions/crashSafe`` and variable-size packets, a `pakt` chunk of a fixed
 /// reserved size (``AudioFileWriterOptions/packetTableReserveSeconds`` of packets) comes before
-/// `data`; every checkpoint appends the new entries into it and then rewrites its 24-byte header
-/// (counts) in one write, so a killed writer leaves a table that matches the data up to the last
-/// checkpoint (readers ignore the unused zero bytes after the entries). If the entries outgrow
+/// `data`; every checkpoint appends the new entries into it, then rewrites its 24-byte header
+/// (counts) in one write, then the data chunk's size, so a killed writer leaves a table and a
+/// data size that match the data up to the last checkpoint (readers ignore the unused zero bytes
+/// after the entries, and what follows the sized data chunk). FFmpeg needs the size: with an
+/// unknown (-1) data size it refuses packets over 4096 bytes, which ALAC has. If the entries outgrow
 /// the reservation, close() writes the table after the data and renames the reserved chunk
 /// `free`.
 final class CAFWriter: ContainerWriter {
@@ -237,6 +239,8 @@ final class CAFWriter: ContainerWriter {
         h.u64be(UInt64(reservedPackets)); h.u64be(UInt64(valid))
         h.u32be(UInt32(bitPattern: Int32(c.primingFrames))); h.u32be(0)
         try c.sink.write(h.bytes, at: bodyStart)
+        // The data size too: FFmpeg reads packets over 4 KB (ALAC) only from a sized data chunk.
+        try c.sink.write(.be64(UInt64(c.dataBytes + 4)), at: dataSizeOffset)
     }
 
     override func finish(_ c: WriterContext) throws(AudioError) {
