@@ -251,6 +251,58 @@ struct PlaybackRecordingTests {
     }
 }
 
+extension PlaybackRecordingTests {
+    /// Pause stops capture (the sample time stays contiguous across it while the host time jumps),
+    /// start resumes, reset restarts the time line at 0, dispose ends it all.
+    @Test func inputQueuePauseResumeReset() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
+        defer { daemon.stop() }
+        let source = daemon.monitorSource, server = daemon.server
+        let factory: AudioInputDeviceFactory = { f throws(AudioError) in
+            try AudioInput.open(.pulse(source: source), format: f, options: AudioInput.Options(pulseServer: server)).device
+        }
+        let log = Mutex<[(time: AudioTimeStamp, frames: Int)]>([])
+        var format = try #require(AudioFileConversion.dataFormat(named: "LEI16@48000"))
+        format.channelsPerFrame = 2
+        let queue = try AudioInputQueue(format: format, input: factory) { q, d in
+            log.withLock { $0.append((d.startTime, d.frameCount)) }
+            try? q.enqueue(d.buffer)
+        }
+        for _ in 0..<4 { try queue.enqueue(try queue.allocateBuffer(byteCapacity: 4800 * 4)) }
+        try queue.start()
+        sleepSeconds(0.5)
+        try queue.pause()
+        #expect(queue.isRunning)
+        sleepSeconds(0.2) // let what was captured before the pause come through
+        let atPause = log.withLock { $0.count }
+        sleepSeconds(0.5)
+        #expect(log.withLock { $0.count } == atPause, "buffers delivered while paused")
+        try queue.start()
+        sleepSeconds(0.5)
+        queue.reset()
+        sleepSeconds(0.4)
+        queue.stop(immediately: false)
+        #expect(!queue.isRunning)
+        let d = log.withLock { $0 }
+        guard let restart = d.indices.dropFirst().first(where: { d[$0].time.sampleTime == 0 }) else {
+            Issue.record("no buffer restarted at sample time 0 after reset: \(d.map(\.time.sampleTime))")
+            return
+        }
+        var total = 0
+        var longestHostGap = 0.0
+        for i in 0..<restart {
+            #expect(d[i].time.sampleTime == Double(total))
+            total += d[i].frames
+            if i > 0 { longestHostGap = max(longestHostGap, HostTime.seconds(ticks: d[i].time.hostTime &- d[i - 1].time.hostTime)) }
+        }
+        let captured = Double(total) / 48000
+        #expect(captured > 0.7 && captured < 1.25, "\(captured) s delivered before the reset (about 1 s recorded, 0.5 s paused)")
+        #expect(longestHostGap > 0.4, "the pause does not show in the host times (longest step \(longestHostGap) s)")
+        queue.dispose(immediately: true)
+        #expect(throws: AudioError.self) { _ = try queue.allocateBuffer(byteCapacity: 16) }
+    }
+}
+
 /// A joinable thread for test helpers that must not run on the cooperative pool.
 final class DeviceThreadForTests: @unchecked Sendable {
     private var thread = pthread_t()
