@@ -9,6 +9,7 @@ import OpenAudioToolbox
 import Glibc
 #endif
 import AudioTestSupport
+import Dispatch
 import Testing
 
 // MARK: - The listing
@@ -194,5 +195,101 @@ extension PlaybackRecordingTests {
             #expect((match?.snr ?? -.infinity) >= 30, "\(name): \(String(describing: match))")
             #expect(ffprobeDuration(path) != nil, "ffprobe cannot read the seed's \(name)")
         }
+    }
+}
+
+extension PlaybackRecordingTests {
+    /// The C-style input queue's properties and the dispatch-queue variant: the AAC stream
+    /// description is completed (1024 frames per packet), the cookie is there before starting,
+    /// IsRunning listeners fire, metering through CurrentLevelMeter(DB) sees the played signal,
+    /// callbacks arrive on the dispatch queue with packet descriptions.
+    @Test func cStyleInputQueuePropertiesAndDispatchQueue() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        #if !canImport(AudioToolbox)
+        AudioQueueInputSelection.set(.pulse(source: daemon.monitorSource), options: AudioInput.Options(pulseServer: daemon.server))
+        defer { AudioQueueInputSelection.set(nil) }
+        #endif
+        final class Counts: @unchecked Sendable {
+            let lock = NSLockLike()
+            var buffers = 0, packets = 0, descriptions = 0, running: [UInt32] = []
+        }
+        let counts = Counts()
+        var format = AudioStreamBasicDescription()
+        format.mFormatID = kAudioFormatMPEG4AAC
+        format.mSampleRate = 44100
+        format.mChannelsPerFrame = 2
+        var queue: AudioQueueRef?
+        let dq = DispatchQueue(label: "oat.test.input")
+        var status = AudioQueueNewInputWithDispatchQueue(&queue, &format, 0, dq) { aq, buffer, _, packets, descs in
+            counts.lock.withLock {
+                counts.buffers += 1
+                counts.packets += Int(packets)
+                if descs != nil { counts.descriptions += Int(packets) }
+            }
+            AudioQueueEnqueueBuffer(aq, buffer, 0, nil)
+        }
+        try #require(status == noErr && queue != nil, "AudioQueueNewInputWithDispatchQueue: \(status)")
+        let q = queue!
+        var asbd = AudioStreamBasicDescription()
+        var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_StreamDescription, &asbd, &size) == noErr)
+        #expect(asbd.mFramesPerPacket == 1024 && asbd.mFormatID == kAudioFormatMPEG4AAC)
+        var cookieSize: UInt32 = 0
+        #expect(AudioQueueGetPropertySize(q, kAudioQueueProperty_MagicCookie, &cookieSize) == noErr && cookieSize >= 2)
+        var maxPacket: UInt32 = 0
+        size = 4
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_MaximumOutputPacketSize, &maxPacket, &size) == noErr && maxPacket >= 768)
+        let user = Unmanaged.passUnretained(counts).toOpaque()
+        AudioQueueAddPropertyListener(q, kAudioQueueProperty_IsRunning, { user, aq, id in
+            let c = Unmanaged<Counts>.fromOpaque(user!).takeUnretainedValue()
+            var running: UInt32 = 0
+            var size = UInt32(4)
+            AudioQueueGetProperty(aq, id, &running, &size)
+            c.lock.withLock { c.running.append(running) }
+        }, user)
+        var on: UInt32 = 1
+        #expect(AudioQueueSetProperty(q, kAudioQueueProperty_EnableLevelMetering, &on, 4) == noErr)
+        for _ in 0..<3 {
+            var b: AudioQueueBufferRef?
+            AudioQueueAllocateBuffer(q, 8 * maxPacket, &b)
+            AudioQueueEnqueueBuffer(q, b!, 0, nil)
+        }
+        status = AudioQueueStart(q, nil)
+        try #require(status == noErr, "AudioQueueStart: \(status)")
+        var peaks: [Float] = [0, 0], peaksDB: [Float] = [-200, -200]
+        let player = try DeviceThreadForTests { try? playIntoSink(recordingReference(rate: 44100, seconds: 1), daemon: daemon) }
+        for _ in 0..<25 {
+            usleep(40_000)
+            var levels = [AudioQueueLevelMeterState](repeating: AudioQueueLevelMeterState(), count: 2)
+            var levelSize = UInt32(2 * MemoryLayout<AudioQueueLevelMeterState>.stride)
+            AudioQueueGetProperty(q, kAudioQueueProperty_CurrentLevelMeter, &levels, &levelSize)
+            for i in 0..<2 { peaks[i] = max(peaks[i], levels[i].mPeakPower) }
+            AudioQueueGetProperty(q, kAudioQueueProperty_CurrentLevelMeterDB, &levels, &levelSize)
+            for i in 0..<2 { peaksDB[i] = max(peaksDB[i], levels[i].mPeakPower) }
+        }
+        player.join()
+        AudioQueueStop(q, false)
+        AudioQueueDispose(q, true)
+        dq.sync {}
+        #expect(peaks[0] > 0.4 && peaks[1] > 0.25, "CurrentLevelMeter peaks \(peaks)")
+        #expect(peaksDB[0] > -8 && peaksDB[0] < 0, "CurrentLevelMeterDB peaks \(peaksDB)")
+        counts.lock.withLock {
+            #expect(counts.buffers >= 2 && counts.packets > 30 && counts.descriptions == counts.packets,
+                    "\(counts.buffers) buffers, \(counts.packets) packets, \(counts.descriptions) described")
+            #expect(counts.running == [1, 0], "IsRunning listener saw \(counts.running)")
+        }
+    }
+}
+
+/// A tiny mutex for the test's counters (pthread), usable from C-style callbacks.
+final class NSLockLike: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    init() { pthread_mutex_init(mutex, nil) }
+    deinit { pthread_mutex_destroy(mutex); mutex.deallocate() }
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
     }
 }
