@@ -303,6 +303,45 @@ extension PlaybackRecordingTests {
     }
 }
 
+extension PlaybackRecordingTests {
+    /// ALSA capture in real time: the `pulse` ALSA plugin pointed at the private daemon's monitor,
+    /// read by ``ALSAInputDevice`` under an input queue, holds the played signal bit-exactly.
+    @Test func alsaCaptureThroughThePulsePlugin() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
+        defer { daemon.stop() }
+        let config = "pcm.oatpulsein { type pulse server \"\(daemon.server)\" device \"\(daemon.monitorSource)\" }\n"
+        let format = AudioDeviceFormat(sampleRate: 48000, channels: 2)
+        guard let probe = try? ALSAInputDevice(device: "oatpulsein", format: format, configText: config) else {
+            print("alsa pulse plugin unavailable: nothing to test")
+            return
+        }
+        probe.close()
+        let samples = Mutex<[Float]>([])
+        var pcm = try #require(AudioFileConversion.dataFormat(named: "LEI16@48000"))
+        pcm.channelsPerFrame = 2
+        let queue = try AudioInputQueue(format: pcm, input: { f throws(AudioError) in
+            try ALSAInputDevice(device: "oatpulsein", format: f, configText: config)
+        }) { q, d in
+            let b = d.buffer
+            let ints = UnsafeRawBufferPointer(start: b.audioData.baseAddress, count: b.audioDataByteSize).bindMemory(to: Int16.self)
+            samples.withLock { s in for x in ints { s.append(Float(x) / 32768) } }
+            try? q.enqueue(b)
+        }
+        for _ in 0..<4 { try queue.enqueue(try queue.allocateBuffer(byteCapacity: 4800 * 4)) }
+        try queue.start()
+        #expect(queue.currentDevice == "alsa:oatpulsein")
+        sleepSeconds(0.3)
+        let reference = recordingReference(rate: 48000, seconds: 1.5)
+        try playIntoSink(reference, daemon: daemon)
+        sleepSeconds(0.2)
+        queue.stop(immediately: false)
+        let recorded = samples.withLock { $0 }
+        let alignment = alignSegments(recording: recorded, reference: reference, channels: 2, tolerance: 0.5 / 32768)
+        #expect(isCompleteInOrder(alignment, referenceFrames: reference.count / 2), "ALSA capture: \(alignment)")
+        #expect(queue.droppedFrames == 0)
+    }
+}
+
 /// A joinable thread for test helpers that must not run on the cooperative pool.
 final class DeviceThreadForTests: @unchecked Sendable {
     private var thread = pthread_t()
