@@ -665,8 +665,10 @@ public final class AudioInputQueue: @unchecked Sendable {
             }
             if request == .immediate { break }
             // Take captured frames (leave them in the ring while the packets wait for buffers).
-            let backlog = isConstant ? constantBytes.count / max(1, Int(out.bytesPerFrame > 0 ? out.bytesPerFrame : out.bytesPerPacket))
-                : pending.frames.count - pending.first
+            // Frames encoded but not delivered (no buffer enqueued): stop taking more past a second.
+            let backlog = isConstant
+                ? constantBytes.count / max(1, Int(out.bytesPerPacket)) * Int(max(1, out.framesPerPacket))
+                : pending.frames[pending.first...].reduce(0, +)
             var tookAny = false
             if backlog < Int(deviceFormat.sampleRate) {
                 while true {
