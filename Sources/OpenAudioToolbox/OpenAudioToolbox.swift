@@ -3,3 +3,4 @@
 @_exported import AudioConversion
 @_exported import AudioDevices
 @_exported import AudioQueueEngine
+@_exported import AudioProcessing
