@@ -48,7 +48,7 @@ let package = Package(
         .testTarget(name: "AudioConversionTests", dependencies: ["AudioConversion", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "OpenAudioToolboxTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioDevicesTests", dependencies: ["AudioDevices", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "AudioQueueEngineTests", dependencies: ["AudioQueueEngine", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
+        .testTarget(name: "AudioQueueEngineTests", dependencies: ["AudioQueueEngine", "AudioFiles", "AudioTestSupport", "AudioProcessing"], swiftSettings: strict),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CPulseAudio", "CALSA"], swiftSettings: strict),
         .testTarget(name: "AudioWritingTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),

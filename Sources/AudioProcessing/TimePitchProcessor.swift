@@ -293,7 +293,6 @@ public final class TimePitchProcessor: @unchecked Sendable {
     public var isFinished: Bool {
         guard finished, fifoCount == 0 else { return false }
         if passThrough || algorithm == .varispeed { return true }
-        guard let state else { return true }
         return outputLeft == 0
     }
 
