@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "AudioProcessing", targets: ["AudioProcessing"]),
         .library(name: "AudioQueueEngine", targets: ["AudioQueueEngine"]),
         .library(name: "AudioStreaming", targets: ["AudioStreaming"]),
+        .library(name: "AudioUnits", targets: ["AudioUnits"]),
         .library(name: "OpenAudioToolbox", targets: ["OpenAudioToolbox"]),
         .executable(name: "afinfo", targets: ["afinfo"]),
         .executable(name: "afplay", targets: ["afplay"]),
@@ -24,22 +25,26 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian's -dev packages, found through pkg-config.
-        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavcodec libavformat libavutil libswresample",
-                       providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswresample-dev"])]),
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavcodec libavutil libswresample",
+                       providers: [.apt(["libavcodec-dev", "libavutil-dev", "libswresample-dev"])]),
         // libpulse.pc adds -pthread/-D_REENTRANT, which SwiftPM rejects with a warning; its headers and
         // library are on the default paths, so no pkg-config lookup is needed.
         .systemLibrary(name: "CPulseAudio", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Non-variadic wrappers for curl_easy_setopt/getinfo and libcurl's macros.
+        .target(name: "COATCurl", dependencies: ["CCurl"]),
         .target(name: "AudioCore", swiftSettings: strict),
         .target(name: "AudioFiles", dependencies: ["AudioCore"], swiftSettings: strict),
         .target(name: "AudioConversion", dependencies: ["AudioCore", "CFFmpeg"], swiftSettings: strict),
         .target(name: "AudioDevices", dependencies: ["AudioCore", "CPulseAudio", "CALSA"], swiftSettings: strict),
         .target(name: "AudioProcessing", dependencies: ["AudioCore", "CRubberBand", "CSpeexDSP"], swiftSettings: strict),
         .target(name: "AudioQueueEngine", dependencies: ["AudioCore", "AudioConversion", "AudioDevices", "AudioProcessing"], swiftSettings: strict),
-        .target(name: "AudioStreaming", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine"], swiftSettings: strict),
-        .target(name: "OpenAudioToolbox", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming", "AudioProcessing"], swiftSettings: strict),
+        .target(name: "AudioStreaming", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "CCurl", "COATCurl"], swiftSettings: strict),
+        .target(name: "AudioUnits", dependencies: ["AudioCore", "AudioConversion", "AudioDevices", "AudioProcessing"], swiftSettings: strict),
+        .target(name: "OpenAudioToolbox", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
         .executableTarget(name: "afplay", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         .executableTarget(name: "afinfo", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         .executableTarget(name: "afconvert", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
@@ -55,6 +60,7 @@ let package = Package(
         .testTarget(name: "CompatTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioStreamingTests", dependencies: ["AudioStreaming", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "AudioTestSupport"], swiftSettings: strict),
+        .testTarget(name: "AudioUnitsTests", dependencies: ["AudioUnits", "OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
     ]
 )

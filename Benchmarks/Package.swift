@@ -33,6 +33,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .systemLibrary(name: "CPulseSimple", providers: [.apt(["libpulse-dev"])]),
+        .executableTarget(name: "peer-probe", dependencies: ["CPulseSimple"], swiftSettings: strict),
+        .executableTarget(
+            name: "streams-bench",
+            dependencies: [
+                .product(name: "AudioCore", package: "OpenAudioToolbox"),
+                .product(name: "AudioFiles", package: "OpenAudioToolbox"),
+                .product(name: "AudioConversion", package: "OpenAudioToolbox"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(name: "play-bench", dependencies: ["BenchSupport"], swiftSettings: strict),
         .executableTarget(
             name: "parse-bench",

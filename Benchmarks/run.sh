@@ -3,6 +3,7 @@
 #   parse-bench         AudioFileStream parse throughput vs FFmpeg's demuxer
 #   decode-bench        ExtendedAudioFile decode throughput vs ffmpeg and mpg123
 #   render-alloc-bench  allocations on the render thread of every output device (must be 0)
+#   streams-bench       concurrent 128 kbps MP3 streams decoded and mixed in real time on one core
 #   play-bench          afplay CPU time and peak RSS vs mpg123 and mpv playing the same MP3
 # Installs the Debian packages it needs when missing (ffmpeg, mpg123, mpv, pulseaudio), builds
 # afplay and the benchmarks in release mode. Options: --quick (10 s of playback per player and
@@ -20,7 +21,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(ffmpeg mpg123 mpv pulseaudio pulseaudio-utils libpulse-dev libasound2-dev libavcodec-dev libavformat-dev libavutil-dev libswresample-dev pkg-config)
+packages=(ffmpeg mpg123 mpv pulseaudio pulseaudio-utils libpulse-dev libasound2-dev libavcodec-dev libavutil-dev libswresample-dev pkg-config)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -54,6 +55,10 @@ echo "## Allocations on the render path (render-alloc-bench)"
 echo
 if [ $quick -eq 1 ]; then "$bin/render-alloc-bench" --seconds 1; else "$bin/render-alloc-bench"; fi
 alloc_status=$?
+echo
+echo "## Concurrent MP3 streams decoded and mixed on one core (streams-bench)"
+echo
+if [ $quick -eq 1 ]; then "$bin/streams-bench" --streams 500 --seconds 5; else "$bin/streams-bench" --streams 500 --seconds 20; fi
 echo
 echo "## Playback CPU and memory (play-bench)"
 echo

@@ -1,7 +1,6 @@
 #ifndef OAT_CFFMPEG_SHIM_H
 #define OAT_CFFMPEG_SHIM_H
 #include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
 #include <libavutil/avutil.h>
 #include <libavutil/channel_layout.h>
 #include <libavutil/opt.h>

@@ -60,7 +60,13 @@ public final class AudioFilePlayer: @unchecked Sendable {
     private let bufferReturned = DispatchSemaphore(value: 0)
     private let state = Mutex(Shared())
     private let framesPerBuffer = 4096
-    private var thread: PlayerThread?
+    /// The feeder thread and whether ``stop()`` has run; guarded so that control calls from
+    /// several threads start at most one feeder and join it once.
+    private struct Transport {
+        var thread: PlayerThread?
+        var stopped = false
+    }
+    private let transport = Mutex(Transport())
 
     struct Shared {
         var handler: (@Sendable (Event) -> Void)?
@@ -114,12 +120,26 @@ public final class AudioFilePlayer: @unchecked Sendable {
     /// Starts playback at `seconds` into the first file; stops by itself after `duration`
     /// seconds when given (afplay's `-t`).
     public func play(from seconds: Double = 0, duration: Double? = nil) throws(AudioError) {
-        state.withLock { s in
-            s.seekRequest = seconds > 0 ? seconds : nil
-            s.stopAfterSeconds = duration
+        let started: PlayerThread? = try transport.withLock { (t: inout Transport) throws(AudioError) -> PlayerThread? in
+            if t.stopped {
+                throw AudioError(.invalidState, component: "AudioFilePlayer", "play after stop: a stopped player cannot restart; create a new one")
+            }
+            if t.thread != nil { return nil }
+            state.withLock { s in
+                s.seekRequest = seconds > 0 ? seconds : nil
+                s.stopAfterSeconds = duration
+            }
+            let thread = PlayerThread { [self] in feed() }
+            t.thread = thread
+            return thread
         }
-        let t = PlayerThread { [self] in feed() }
-        thread = t
+        if started == nil {
+            // Already playing or paused: play(from:) moves there and resumes.
+            seek(to: seconds)
+            try queue.start()
+            setState(.playing)
+            return
+        }
         // Let the feeder fill some audio before the device starts pulling.
         let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
         while queue.bufferedFrames < Int64(deviceFormat.sampleRate / 4) && HostTime.now() < deadline
@@ -147,8 +167,14 @@ public final class AudioFilePlayer: @unchecked Sendable {
     public func stop() {
         state.withLock { $0.stopRequested = true }
         bufferReturned.signal()
+        // Take the thread out under the lock, join outside it: the feeder may call the event
+        // handler, which may call back into the player.
+        let thread = transport.withLock { t -> PlayerThread? in
+            t.stopped = true
+            defer { t.thread = nil }
+            return t.thread
+        }
         thread?.join()
-        thread = nil
         queue.dispose(immediately: true)
         let wasEnded = state.withLock { $0.state == .ended }
         if !wasEnded { setState(.stopped) }
@@ -203,6 +229,8 @@ public final class AudioFilePlayer: @unchecked Sendable {
     private func setState(_ new: State) {
         let handler = state.withLock { s -> (@Sendable (Event) -> Void)? in
             guard s.state != new else { return nil }
+            // Stopped is terminal: a control call racing with stop() cannot revive the state.
+            if s.state == .stopped || (s.stopRequested && new != .stopped && new != .ended) { return nil }
             s.state = new
             return s.handler
         }
@@ -335,7 +363,11 @@ final class PlayerThread: @unchecked Sendable {
             done.signal()
         }
     }
-    func join() { done.wait() }
+    /// Waits until the feeder has returned; any number of callers, any number of times.
+    func join() {
+        done.wait()
+        done.signal()
+    }
 }
 
 func sleepMillis(_ ms: Int) {

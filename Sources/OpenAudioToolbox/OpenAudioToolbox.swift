@@ -4,3 +4,4 @@
 @_exported import AudioDevices
 @_exported import AudioQueueEngine
 @_exported import AudioProcessing
+@_exported import AudioUnits

@@ -1,0 +1,162 @@
+import AudioCore
+import Foundation
+import Synchronization
+
+/// A player (Apple's `kAudioUnitSubType_AudioFilePlayer` / `ScheduledSoundPlayer` in role): a
+/// source node that plays interleaved Float32 frames from a lock-free SPSC ring.
+///
+/// Frames reach the ring either from ``schedule(_:)`` (PCM you have, from one producer thread)
+/// or from a feeder thread started by ``play(from:)`` that calls your pull function (e.g.
+/// reading an `ExtendedAudioFile` through its `AudioConverter` at the graph's rate; see
+/// `AUPlayerNode.scheduleFile(path:)` in OpenAudioToolbox) whenever the ring has room. The
+/// render thread only copies from the ring; when it runs dry before the end of input it plays
+/// silence and counts an underrun.
+///
+/// Parameters (global scope): volume 0 (linear gain 0 ... 4, default 1, glides over 10 ms).
+/// Thread safety: one producer (``schedule(_:)`` or the feeder, not both); ``stop()`` and the
+/// state properties from any thread.
+public final class AUPlayerNode: AUNode, @unchecked Sendable {
+    /// Fills the buffer with interleaved frames; returns how many frames it wrote (0 = end).
+    public typealias Pull = (_ interleaved: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int
+
+    private let ring: SPSCRingBuffer<Float>
+    private var scratch: UnsafeMutablePointer<Float>
+    private var volume = AUSmoothedValue(1)
+    private let ended = Atomic<Bool>(false)
+    private let cancelled = Atomic<Bool>(false)
+    private let feederRunning = Atomic<Bool>(false)
+    private let played = Atomic<Int64>(0)
+    private let underruns = Atomic<Int>(0)
+    private let failure = Mutex<AudioError?>(nil)
+
+    /// Creates a player of `channels` channels whose ring holds `bufferSeconds` at 48 kHz.
+    public init(channels: Int = 2, bufferFrames: Int = 48000, name: String = "player") {
+        ring = SPSCRingBuffer(minimumCapacity: max(1024, bufferFrames) * channels, zero: 0)
+        scratch = .allocate(capacity: 1)
+        super.init(name: name, inputChannels: [], outputChannels: [channels], parameters: [
+            AUParameter(id: 0, name: "volume", unit: .linearGain, range: 0...4, defaultValue: 1),
+        ])
+    }
+
+    deinit {
+        stop()
+        scratch.deallocate()
+    }
+
+    /// The volume parameter.
+    public var volumeParameter: AUParameter { parameters[0] }
+    /// Channels per frame.
+    public var channels: Int { outputChannels[0] }
+    /// Frames played (rendered from the ring) so far.
+    public var playedFrames: Int64 { played.load(ordering: .relaxed) }
+    /// Render calls that found the ring empty before the end of input.
+    public var underrunCount: Int { underruns.load(ordering: .relaxed) }
+    /// True once the input ended and every frame was played.
+    public var isFinished: Bool { ended.load(ordering: .acquiring) && ring.availableToRead == 0 }
+    /// True once the end of input was reached (frames may still be buffered).
+    public var isInputEnded: Bool { ended.load(ordering: .acquiring) }
+    /// The error that stopped the feeder, if any.
+    public var error: AudioError? { failure.withLock { $0 } }
+    /// Frames waiting in the ring.
+    public var bufferedFrames: Int { ring.availableToRead / channels }
+
+    /// Allocates the deinterleaving scratch buffer.
+    public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
+        try super.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
+        scratch.deallocate()
+        scratch = .allocate(capacity: maxFrames * channels)
+        volume = AUSmoothedValue(volumeParameter.value, rampFrames: max(1, Int(sampleRate * 0.01)))
+    }
+
+    /// Producer: queues interleaved frames (as many whole frames as fit); returns the frames queued.
+    @discardableResult
+    public func schedule(_ interleaved: UnsafeBufferPointer<Float>) -> Int {
+        let frames = min(interleaved.count, ring.availableToWrite) / channels
+        guard frames > 0, let base = interleaved.baseAddress else { return 0 }
+        return ring.write(UnsafeBufferPointer(start: base, count: frames * channels)) / channels
+    }
+
+    /// Producer: queues all of `interleaved`, waiting for room (never call from the render thread).
+    public func scheduleAll(_ interleaved: [Float]) {
+        interleaved.withUnsafeBufferPointer { p in
+            var done = 0
+            while done < p.count / channels && !cancelled.load(ordering: .relaxed) {
+                let n = schedule(UnsafeBufferPointer(rebasing: p[(done * channels)...]))
+                done += n
+                if n == 0 { usleep(2000) }
+            }
+        }
+    }
+
+    /// Producer: no more frames will come; the player finishes when the ring drains.
+    public func endOfInput() { ended.store(true, ordering: .releasing) }
+
+    /// Starts a feeder thread that calls `pull` whenever the ring has room for `chunkFrames`,
+    /// until it returns 0 (end of input), throws (``error``) or ``stop()`` is called.
+    public func play(from pull: @escaping Pull, chunkFrames: Int = 4096) {
+        stop()
+        cancelled.store(false, ordering: .relaxed)
+        ended.store(false, ordering: .relaxed)
+        feederRunning.store(true, ordering: .releasing)
+        let ch = channels
+        let chunk = max(64, min(chunkFrames, ring.capacity / ch / 2))
+        let box = UncheckedBox(pull)
+        let thread = Thread { [self] in
+            var buffer = [Float](repeating: 0, count: chunk * ch)
+            defer { feederRunning.store(false, ordering: .releasing) }
+            while !cancelled.load(ordering: .relaxed) {
+                if ring.availableToWrite < chunk * ch { usleep(2000); continue }
+                do {
+                    let n = try buffer.withUnsafeMutableBufferPointer { p in try box.value(p) }
+                    if n <= 0 { break }
+                    buffer.withUnsafeBufferPointer { p in _ = ring.write(UnsafeBufferPointer(rebasing: p[..<(min(n, chunk) * ch)])) }
+                } catch let error as AudioError {
+                    failure.withLock { $0 = error }
+                    break
+                } catch {
+                    failure.withLock { $0 = AudioError(.io, component: "AUPlayerNode", "the feeder failed: \(error)") }
+                    break
+                }
+            }
+            ended.store(true, ordering: .releasing)
+        }
+        thread.name = "oat-player-feeder"
+        thread.start()
+    }
+
+    /// Stops the feeder thread (waits for it) and marks the input ended.
+    public func stop() {
+        cancelled.store(true, ordering: .relaxed)
+        while feederRunning.load(ordering: .acquiring) { usleep(1000) }
+    }
+
+    /// Plays from the ring.
+    public override func render(_ context: AURenderContext) {
+        let out = context.output(0)
+        let ch = out.channelCount
+        let frames = context.frames
+        let avail = ring.availableToRead / ch
+        let n = min(frames, avail)
+        if n > 0 { ring.read(into: UnsafeMutableBufferPointer(start: scratch, count: n * ch)) }
+        if n < frames && !ended.load(ordering: .acquiring) && played.load(ordering: .relaxed) > 0 {
+            underruns.add(1, ordering: .relaxed)
+        }
+        volume.setTarget(volumeParameter.value)
+        let v0 = volume
+        var v = v0
+        for c in 0..<ch {
+            v = v0
+            let o = out[c]
+            for f in 0..<n { o[f] = scratch[f * ch + c] * v.next() }
+            if n < frames { (o + n).update(repeating: 0, count: frames - n) }
+        }
+        volume = v
+        played.add(Int64(n), ordering: .relaxed)
+    }
+}
+
+/// Carries a non-Sendable value to a thread that alone uses it.
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
