@@ -144,6 +144,7 @@ public final class TimePitchProcessor: @unchecked Sendable {
             }
             rubberband_set_max_process_size(s, UInt32(maximumFramesPerCall))
             state = s
+            warmUp(s)
         }
         startEngine()
     }
@@ -215,6 +216,24 @@ public final class TimePitchProcessor: @unchecked Sendable {
         varWarmup = 2
         history.update(repeating: 0, count: 4 * channels)
         startEngine()
+    }
+
+    /// Rubber Band creates its pitch resampler the first time the pitch scale leaves 1 (a few
+    /// allocations inside `process`): run it once shifted here, on the control thread, so that
+    /// later pitch changes on the processing thread find it made.
+    private func warmUp(_ s: RubberBandState) {
+        rubberband_set_pitch_scale(s, 1.5)
+        rubberband_set_time_ratio(s, 0.75)
+        for _ in 0..<4 {
+            rubberband_process(s, padPointers, UInt32(maximumFramesPerCall), 0)
+            while rubberband_available(s) > 0 {
+                for c in 0..<channels { outPointers[c] = scratch + c * maximumFramesPerCall }
+                _ = rubberband_retrieve(s, outPointers, UInt32(min(Int(rubberband_available(s)), maximumFramesPerCall)))
+            }
+        }
+        rubberband_set_pitch_scale(s, 0.7)
+        rubberband_process(s, padPointers, UInt32(maximumFramesPerCall), 0)
+        rubberband_reset(s)
     }
 
     private func startEngine() {
