@@ -110,20 +110,20 @@ public let kAudioQueueProperty_CurrentLevelMeterDB: AudioQueuePropertyID = fourC
 public let kAudioQueueProperty_DecodeBufferSizeFrames: AudioQueuePropertyID = fourCC("dcbf")
 /// Last decoder error: `UInt32` OSStatus, read-only, listenable (`'qcve'`).
 public let kAudioQueueProperty_ConverterError: AudioQueuePropertyID = fourCC("qcve")
-/// Time-pitch processing on/off (`'q_tp'`): not supported.
+/// Time-pitch processing on/off: `UInt32` 0/1 (`'q_tp'`); PlayRate and Pitch act only while on.
 public let kAudioQueueProperty_EnableTimePitch: AudioQueuePropertyID = fourCC("q_tp")
-/// Time-pitch algorithm (`'qtpa'`): not supported.
+/// Time-pitch algorithm: `UInt32`, one of `kAudioQueueTimePitchAlgorithm_*` (`'qtpa'`).
 public let kAudioQueueProperty_TimePitchAlgorithm: AudioQueuePropertyID = fourCC("qtpa")
-/// Time-pitch bypass (`'qtpb'`): not supported.
+/// Time-pitch bypass: `UInt32` 0/1 (`'qtpb'`).
 public let kAudioQueueProperty_TimePitchBypass: AudioQueuePropertyID = fourCC("qtpb")
 /// Hardware codec policy (`'aqcp'`): accepted and ignored (decoding is always in software).
 public let kAudioQueueProperty_HardwareCodecPolicy: AudioQueuePropertyID = fourCC("aqcp")
 
 /// Volume 0...1.
 public let kAudioQueueParam_Volume: AudioQueueParameterID = 1
-/// Playback rate (needs time-pitch): not supported.
+/// Playback rate 0.5...2.0 without pitch change (needs `kAudioQueueProperty_EnableTimePitch`).
 public let kAudioQueueParam_PlayRate: AudioQueueParameterID = 2
-/// Pitch (needs time-pitch): not supported.
+/// Pitch shift in cents, -2400...2400 (needs `kAudioQueueProperty_EnableTimePitch`).
 public let kAudioQueueParam_Pitch: AudioQueueParameterID = 3
 /// Volume ramp time in seconds.
 public let kAudioQueueParam_VolumeRampTime: AudioQueueParameterID = 4
@@ -224,6 +224,8 @@ final class CompatQueue: @unchecked Sendable {
         var buffers: [Int: AudioQueueEngine.AudioQueueBuffer] = [:]
         var listeners: [Listener] = []
         var disposed = false
+        /// The format of ``AudioQueueOfflineRender(_:_:_:_:)`` output, in offline mode.
+        var offlineFormat: AudioStreamBasicDescription?
     }
 
     var queue: AudioOutputQueue!
@@ -527,30 +529,19 @@ public func AudioQueueGetParameter(_ inAQ: AudioQueueRef, _ inParamID: AudioQueu
                                    _ outValue: UnsafeMutablePointer<AudioQueueParameterValue>) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
     if box.inputSide != nil { return kAudioQueueErr_InvalidParameter }
-    guard let p = AudioQueueParameter(rawValue: inParamID) else {
-        if inParamID == kAudioQueueParam_PlayRate || inParamID == kAudioQueueParam_Pitch {
-            outValue.pointee = inParamID == kAudioQueueParam_PlayRate ? 1 : 0
-            return noErr
-        }
-        return kAudioQueueErr_InvalidParameter
-    }
+    guard let p = AudioQueueParameter(rawValue: inParamID) else { return kAudioQueueErr_InvalidParameter }
     outValue.pointee = box.queue.parameter(p)
     return noErr
 }
 
-/// Sets a parameter (Apple's `AudioQueueSetParameter`). Play rate and pitch need the time-pitch
-/// unit, which does not exist here: they return `kAudioQueueErr_InvalidParameter` unless set to
-/// their neutral values.
+/// Sets a parameter (Apple's `AudioQueueSetParameter`). Play rate (0.5...2) and pitch (cents,
+/// -2400...2400) act while `kAudioQueueProperty_EnableTimePitch` is on.
 @discardableResult
 public func AudioQueueSetParameter(_ inAQ: AudioQueueRef, _ inParamID: AudioQueueParameterID,
                                    _ inValue: AudioQueueParameterValue) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
     if box.inputSide != nil { return kAudioQueueErr_InvalidParameter }
-    guard let p = AudioQueueParameter(rawValue: inParamID) else {
-        if inParamID == kAudioQueueParam_PlayRate && inValue == 1 { return noErr }
-        if inParamID == kAudioQueueParam_Pitch && inValue == 0 { return noErr }
-        return kAudioQueueErr_InvalidParameter
-    }
+    guard let p = AudioQueueParameter(rawValue: inParamID) else { return kAudioQueueErr_InvalidParameter }
     return status({ () throws(AudioError) in try box.queue.setParameter(p, inValue) }, default: kAudioQueueErr_InvalidPropertyValue)
 }
 
@@ -612,7 +603,7 @@ private func queueProperty(_ box: CompatQueue, _ id: AudioQueuePropertyID) -> Qu
     case kAudioQueueProperty_DecodeBufferSizeFrames: return .uint32(4096)
     case kAudioQueueProperty_ConverterError: return .uint32(UInt32(bitPattern: q.converterError.map { $0.osStatus ?? -1 } ?? 0))
     case kAudioQueueProperty_HardwareCodecPolicy: return .uint32(0)
-    default: return nil
+    default: return timePitchPropertyValue(q, id).map { .uint32($0) }
     }
 }
 
@@ -678,7 +669,7 @@ public func AudioQueueSetProperty(_ inAQ: AudioQueueRef, _ inID: AudioQueuePrope
     case kAudioQueueProperty_DecodeBufferSizeFrames, kAudioQueueProperty_HardwareCodecPolicy:
         return inDataSize >= 4 ? noErr : kAudioQueueErr_InvalidPropertySize
     default:
-        return kAudioQueueErr_InvalidProperty
+        return setTimePitchProperty(box.queue, inID, inData, inDataSize) ?? kAudioQueueErr_InvalidProperty
     }
 }
 
