@@ -3,6 +3,7 @@
 #   parse-bench         AudioFileStream parse throughput vs FFmpeg's demuxer
 #   decode-bench        ExtendedAudioFile decode throughput vs ffmpeg and mpg123
 #   render-alloc-bench  allocations on the render thread of every output device (must be 0)
+#   timepitch-bench     time-pitch and voice processing cost per quantum, allocations (must be 0)
 #   streams-bench       concurrent 128 kbps MP3 streams decoded and mixed in real time on one core
 #   play-bench          afplay CPU time and peak RSS vs mpg123 and mpv playing the same MP3
 # Installs the Debian packages it needs when missing (ffmpeg, mpg123, mpv, pulseaudio), builds
@@ -21,7 +22,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(ffmpeg mpg123 mpv pulseaudio pulseaudio-utils libpulse-dev libasound2-dev libavcodec-dev libavutil-dev libswresample-dev pkg-config)
+packages=(ffmpeg mpg123 mpv pulseaudio pulseaudio-utils libpulse-dev libasound2-dev libavcodec-dev libavutil-dev libswresample-dev pkg-config librubberband-dev libspeexdsp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -55,6 +56,11 @@ echo "## Allocations on the render path (render-alloc-bench)"
 echo
 if [ $quick -eq 1 ]; then "$bin/render-alloc-bench" --seconds 1; else "$bin/render-alloc-bench"; fi
 alloc_status=$?
+echo
+echo "## Time-pitch and voice processing per quantum (timepitch-bench)"
+echo
+if [ $quick -eq 1 ]; then "$bin/timepitch-bench" --quanta 300; else "$bin/timepitch-bench"; fi
+[ $? -eq 0 ] || alloc_status=1
 echo
 echo "## Concurrent MP3 streams decoded and mixed on one core (streams-bench)"
 echo

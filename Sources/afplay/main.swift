@@ -12,6 +12,7 @@ usage: afplay [options] FILE|URL|-...
   -v VOLUME            volume 0.0 ... 1.0 (default 1.0)
   -t SECONDS           play only this many seconds
   -d                   print debug information (formats, device) to stderr
+\(timePitchUsage)
   --start SECONDS      start this far into the first file
   --output SPEC        auto (default), pulse[:SINK], alsa[:DEVICE], wav:PATH, null, null:fast
   --no-ui              no status line or keys, even on a terminal
@@ -59,7 +60,7 @@ func parseArguments() -> Options {
         case "-v": guard let v = Float(value(arg)), v >= 0 else { fail("-v takes a number from 0 to 1") }; o.volume = min(1, v)
         case "-t": guard let v = Double(value(arg)), v > 0 else { fail("-t takes a positive number of seconds") }; o.limit = v
         case "-d": o.debug = true
-        case "-q", "-r": _ = value(arg) // rate options belong to the time-pitch layer; accepted for compatibility
+        case _ where takeTimePitchOption(arg, { value(arg) }): break // -r, -q, --pitch: TimePitchOptions.swift
         case "--start": guard let v = Double(value(arg)), v >= 0 else { fail("--start takes seconds >= 0") }; o.start = v
         case "--output":
             guard let spec = AudioOutputSpec(parsing: value(arg)) else { fail("--output takes auto, pulse[:SINK], alsa[:DEVICE], wav:PATH, null or null:fast") }
@@ -147,6 +148,7 @@ do {
 player.eventHandler = handle
 do {
     try player.setVolume(options.volume, rampSeconds: 0)
+    try applyTimePitchOptions(to: player, debug: options.debug)
     try player.play(from: options.start, duration: options.limit)
 } catch {
     fail("\(error)", code: 1)
