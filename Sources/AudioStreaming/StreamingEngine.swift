@@ -222,6 +222,7 @@ final class DecoderThread {
                 } else {
                     prefetched?.reader.cancel()
                     prefetched = nil
+                    if expandPlaylist(at: next, url: url) { continue }
                     guard let item = openItem(index: next, url: url, at: 0) else { next += 1; continue }
                     current = item
                 }
@@ -266,11 +267,68 @@ final class DecoderThread {
         }
     }
 
+    /// URLs already expanded from playlists (their entries replaced them in the queue) or known
+    /// to be HLS presentations.
+    var hlsURLs: Set<String> = []
+
+    /// A PLS/M3U playlist at queue entry `index` (by extension): fetches and parses it (nested
+    /// playlists too) and replaces the entry with what it lists; an HLS playlist stays and plays
+    /// through ``HLSByteSource``. True when the queue changed (or the entry failed and was
+    /// skipped), so the caller looks at the queue again.
+    func expandPlaylist(at index: Int, url: String) -> Bool {
+        guard !hlsURLs.contains(url), Playlist.formatHint(url: url, contentType: nil) != nil else { return false }
+        let makeSource = engine.makeSource
+        do {
+            let entries = try Playlist.expand(url: url) { (u: String) throws(AudioError) -> Playlist.Fetched in
+                let source = try makeSource(u)
+                defer { source.close() }
+                let info = try source.open(at: 0)
+                var bytes: [UInt8] = []
+                let limit = PlaylistLimits().maximumBytes
+                let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 << 10, alignment: 16)
+                defer { scratch.deallocate() }
+                reading: while bytes.count <= limit {
+                    switch try source.read(into: scratch) {
+                    case .bytes(let n): bytes += UnsafeRawBufferPointer(rebasing: scratch[0..<n])
+                    case .end: break reading
+                    case .metadata, .reconnected: continue
+                    }
+                }
+                return Playlist.Fetched(bytes: bytes, contentType: info.contentType, url: info.url)
+            }
+            for e in entries where e.looksLikePlaylist { hlsURLs.insert(e.url) }
+            if entries.count == 1, entries[0].url == url, hlsURLs.contains(url) { return false }
+            debug("playlist \(url): \(entries.count) entries")
+            engine.control.withLock { c in
+                guard c.items.indices.contains(index) else { return }
+                c.items.replaceSubrange(index...index, with: entries.map(\.url))
+            }
+            if entries.isEmpty {
+                fail(nil, AudioError(.invalidData, component: "StreamingPlayer", "playlist \(url) lists nothing to play"), index: index)
+            }
+            return true
+        } catch {
+            fail(nil, error, index: index)
+            engine.control.withLock { c in if c.items.indices.contains(index) { c.items.remove(at: index) } }
+            return true
+        }
+    }
+
+    /// The byte source for `url`: an ``HLSByteSource`` for an HLS playlist (fetching through the
+    /// player's source factory), else the factory's source.
+    func makeSource(for url: String) throws(AudioError) -> any ByteSource {
+        let path = PlaylistURL(url).path.lowercased()
+        if hlsURLs.contains(url) || path.hasSuffix(".m3u8") {
+            return HLSByteSource(url: url, makeSource: engine.makeSource)
+        }
+        return try engine.makeSource(url)
+    }
+
     /// Opens `url` at `offset`: starts its network thread. Nil (and an error event) when no
     /// source can be made for it.
     func openItem(index: Int, url: String, at offset: Int64) -> ItemDecoder? {
         do {
-            let source = try engine.makeSource(url)
+            let source = try makeSource(for: url)
             let reader = SourceReader(url: url, source: source, at: offset, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
             return ItemDecoder(index: index, url: url, reader: reader)
         } catch {
@@ -500,7 +558,7 @@ final class DecoderThread {
             converter.limitRemainingFrames(nil)
         }
         retire(item)
-        let source = try engine.makeSource(item.url)
+        let source = try makeSource(for: item.url)
         item.reader = SourceReader(url: item.url, source: source, at: 0, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
         item.discontinuityNext = true
         item.fedOffset = 0
@@ -749,7 +807,7 @@ final class DecoderThread {
                                  "\(item.url) cannot seek to \(seconds) s: the server does not accept range requests and the audio is not buffered")
             }
             retire(item)
-            let source = try engine.makeSource(item.url)
+            let source = try makeSource(for: item.url)
             item.reader = SourceReader(url: item.url, source: source, at: result.byteOffset, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
             item.fedOffset = result.byteOffset
             item.retained.removeAll()

@@ -72,7 +72,9 @@ public actor StreamingPlayer {
         await play([url])
     }
 
-    /// Plays `urls` one after another, gaplessly (replacing the queue).
+    /// Plays `urls` one after another, gaplessly (replacing the queue). PLS and M3U playlists
+    /// (by extension) are fetched when reached and replaced by their entries; HLS playlists
+    /// (`.m3u8` media or master playlists) play through ``HLSByteSource``.
     public func play(_ urls: [String]) async {
         await stopEngine(report: false)
         items = urls
@@ -111,8 +113,8 @@ public actor StreamingPlayer {
         engine?.control.withLock { c in if c.items.indices.contains(index) { c.items.remove(at: index) } }
     }
 
-    /// The queue.
-    public var queue: [String] { items }
+    /// The queue (playlists are replaced by their entries when they are reached).
+    public var queue: [String] { engine?.control.withLock { $0.items } ?? items }
 
     /// Moves on to the next queue entry now.
     public func skip() {

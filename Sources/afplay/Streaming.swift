@@ -12,6 +12,7 @@ import Glibc
 func needsStreaming(_ arg: String) -> Bool {
     if arg == "-" { return true }
     let lower = arg.lowercased()
+    if [".pls", ".m3u", ".m3u8"].contains(where: { lower.hasSuffix($0) }) { return true }
     return ["http://", "https://", "icy://", "icyx://"].contains { lower.hasPrefix($0) }
 }
 

@@ -8,7 +8,8 @@ import Glibc
 let usage = """
 usage: afplay [options] FILE|URL|-...
   Plays the files one after another, gaplessly. URLs (http, https, icy) and - (standard
-  input) play through the streaming player: live radio with ICY titles, progressive files.
+  input) play through the streaming player: live radio with ICY titles, progressive files,
+  PLS/M3U playlists and HLS (.m3u8).
   -v VOLUME            volume 0.0 ... 1.0 (default 1.0)
   -t SECONDS           play only this many seconds
   -d                   print debug information (formats, device) to stderr

@@ -153,3 +153,86 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         #expect(await player.currentVolume == 0.25)
     }
 }
+
+/// Playlists and HLS through the player (local files, fast WAV output; PLS over loopback HTTP).
+@Suite struct StreamingPlayerPlaylistTests {
+    /// An M3U list of two local files (relative entries) plays both, in order, to the end.
+    @Test func m3uListPlaysItsEntries() async throws {
+        let dir = try ScratchDirectory("splayer-m3u")
+        defer { dir.remove() }
+        try #require(makeFixture(dir.path + "/a.wav", rate: 44100, channels: 2, seconds: 0.5, codec: ["-c:a", "pcm_s16le"]))
+        try #require(makeFixture(dir.path + "/b.wav", rate: 44100, channels: 2, seconds: 0.7, codec: ["-c:a", "pcm_s16le"]))
+        #expect(writeFile(dir.path + "/list.m3u", Array("#EXTM3U\n#EXTINF:1,A\na.wav\n#EXTINF:1,B\nb.wav\n".utf8)))
+        let out = dir.path + "/out.wav"
+        let player = StreamingPlayer(output: wavOutput(out))
+        let log = StreamingEventLog()
+        let task = log.attach(player)
+        await player.play(dir.path + "/list.m3u")
+        #expect(await log.waitFor(20, isStopped))
+        let queue = await player.queue
+        await player.stop()
+        task.cancel()
+        #expect(log.stopReason == .ended)
+        #expect(queue == [dir.path + "/a.wav", dir.path + "/b.wav"])
+        let started = log.events.compactMap { if case .itemStarted(let i, let u, _) = $0 { "\(i):\(u.split(separator: "/").last ?? "")" } else { nil } }
+        #expect(started == ["0:a.wav", "1:b.wav"])
+        let played = try readFloatWAV(out).samples
+        #expect(played.count / 2 == 22050 + 30870)
+    }
+
+    /// A PLS served over HTTP names an MP3 on the same server: it plays.
+    @Test func plsOverHTTPPlaysItsEntry() async throws {
+        let dir = try ScratchDirectory("splayer-pls")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 1, codec: ["-c:a", "libmp3lame", "-b:a", "128k"]))
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.route("/a.mp3", TestHTTPServer.Route(body: .file(file), contentType: "audio/mpeg"))
+        server.serve("/radio.pls", bytes: Array("[playlist]\nNumberOfEntries=1\nFile1=/a.mp3\nTitle1=Station\n".utf8), contentType: "audio/x-scpls")
+        let out = dir.path + "/out.wav"
+        let player = StreamingPlayer(output: wavOutput(out))
+        let log = StreamingEventLog()
+        let task = log.attach(player)
+        await player.play(server.url("/radio.pls"))
+        #expect(await log.waitFor(20, isStopped))
+        await player.stop()
+        task.cancel()
+        #expect(log.stopReason == .ended)
+        #expect(server.requests(to: "/a.mp3").count == 1)
+        let reference = try decodeWithToolbox(file).samples
+        let played = try readFloatWAV(out).samples
+        #expect(played.count == reference.count)
+    }
+
+    /// An on-demand HLS presentation (AAC in MPEG-TS segments, made by ffmpeg) plays to its end
+    /// through HLSByteSource: about its duration, and the source's audio.
+    @Test func hlsPresentationPlays() async throws {
+        let dir = try ScratchDirectory("splayer-hls")
+        defer { dir.remove() }
+        let source = dir.path + "/source.wav"
+        try #require(makeFixture(source, rate: 44100, channels: 2, seconds: 4, codec: ["-c:a", "pcm_f32le"]))
+        try #require(runFFmpeg(["-i", source, "-c:a", "aac", "-b:a", "192k", "-f", "hls", "-hls_time", "1",
+                                "-hls_playlist_type", "vod", "-hls_segment_filename", dir.path + "/seg%d.ts", dir.path + "/index.m3u8"]))
+        let out = dir.path + "/out.wav"
+        let player = StreamingPlayer(output: wavOutput(out))
+        let log = StreamingEventLog()
+        let task = log.attach(player)
+        await player.play(dir.path + "/index.m3u8")
+        #expect(await log.waitFor(30, isStopped))
+        await player.stop()
+        task.cancel()
+        #expect(log.stopReason == .ended, "\(log.events.suffix(4))")
+        let played = try readFloatWAV(out).samples
+        let frames = played.count / 2
+        #expect(abs(frames - 4 * 44100) < 4096, "played \(frames) frames of about \(4 * 44100)")
+        let reference = try decodeWithToolbox(source).samples
+        // Somewhere in the middle the played audio is the source's (AAC at 192k: > 20 dB).
+        var best = -Double.infinity
+        let at = 2 * 44100
+        for lag in -3000...3000 where at + lag >= 0 {
+            best = max(best, segmentSNR(played, at, reference, at + lag, frames: 2048, channels: 2))
+        }
+        #expect(best > 20, "best SNR \(best)")
+    }
+}
