@@ -1,6 +1,9 @@
 import AudioCore
 import Dispatch
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One thing the network thread hands the decoder, in stream order.
 enum ReaderItem {
@@ -12,6 +15,9 @@ enum ReaderItem {
     case metadata(StreamMetadata)
     /// The source reconnected.
     case reconnected(ByteSourceInfo, continuous: Bool)
+    /// Bytes were dropped before this audio byte offset (the timeshift buffer overflowed): the
+    /// parser and decoder resynchronise.
+    case discontinuity(offset: Int64)
     /// The resource ended.
     case end
     /// The source failed for good.
@@ -27,8 +33,20 @@ final class SourceReader: @unchecked Sendable {
     let startOffset: Int64
     private let source: any ByteSource
     private let maximumBytes: Int
+    /// Bytes a live stream may keep in the timeshift file beyond `maximumBytes` (0: none).
+    private let timeshiftBytes: Int64
+    /// An item in the FIFO: in memory, or audio bytes spilled to the timeshift file.
+    private enum Stored {
+        case item(ReaderItem)
+        case spilled(at: Int64, count: Int, offset: Int64)
+    }
     private struct State {
-        var items: [ReaderItem] = []
+        var items: [Stored] = []
+        /// Bytes spilled to the timeshift file and not yet taken.
+        var spooled: Int64 = 0
+        var spoolWrite: Int64 = 0
+        var spoolFD: Int32 = -1
+        var live = false
         var head = 0
         var bytes = 0
         var finished = false
@@ -41,13 +59,19 @@ final class SourceReader: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     /// Starts the thread. `data` is signalled whenever something is appended.
-    init(url: String, source: any ByteSource, at offset: Int64, maximumBytes: Int, data: DispatchSemaphore) {
+    init(url: String, source: any ByteSource, at offset: Int64, maximumBytes: Int, timeshiftBytes: Int64 = 0, data: DispatchSemaphore) {
         self.url = url
         self.source = source
         self.startOffset = offset
         self.maximumBytes = max(64 << 10, maximumBytes)
+        self.timeshiftBytes = max(0, timeshiftBytes)
         self.data = data
         DispatchQueue(label: "oat.stream.reader").async { [self] in run() }
+    }
+
+    deinit {
+        let fd = state.withLock { $0.spoolFD }
+        if fd >= 0 { Glibc.close(fd) }
     }
 
     private func run() {
@@ -59,6 +83,7 @@ final class SourceReader: @unchecked Sendable {
         }
         do throws(AudioError) {
             let info = try source.open(at: startOffset)
+            state.withLock { $0.live = info.isLive && timeshiftBytes > 0 }
             push(.opened(info), bytes: 0)
             var offset = info.startOffset
             let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 32 << 10, alignment: 16)
@@ -88,17 +113,73 @@ final class SourceReader: @unchecked Sendable {
 
     private func push(_ item: ReaderItem, bytes: Int) {
         state.withLock { s in
-            s.items.append(item)
-            s.bytes += bytes
             s.lastDataTime = HostTime.now()
+            if s.live, case .bytes(let b, let offset) = item, s.bytes >= maximumBytes {
+                if spill(&s, b, offset) { return }
+                s.live = false // no timeshift file: block at the memory limit instead
+            }
+            s.items.append(.item(item))
+            s.bytes += bytes
         }
         data.signal()
+    }
+
+    /// Appends `bytes` to the timeshift file (live streams, memory full); drops the oldest
+    /// waiting audio when the file would pass its limit. False when the file cannot be used.
+    private func spill(_ s: inout State, _ bytes: [UInt8], _ offset: Int64) -> Bool {
+        if s.spoolFD < 0 {
+            var template = Array("/tmp/oat-timeshift-XXXXXX".utf8CString)
+            let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            guard fd >= 0 else { return false }
+            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+            s.spoolFD = fd
+        }
+        let capacity = timeshiftBytes
+        guard Int64(bytes.count) <= capacity else { return false }
+        // Make room: drop the oldest spilled audio until the new bytes fit (a discontinuity
+        // marks the gap; other items stay in order).
+        if s.spooled + Int64(bytes.count) > capacity {
+            var need = s.spooled + Int64(bytes.count) - capacity
+            var kept: [Stored] = []
+            var marker: Int?
+            var droppedUntil: Int64 = 0
+            for stored in s.items[s.head...] {
+                if need > 0, case .spilled(_, let count, let o) = stored {
+                    need -= Int64(count)
+                    s.spooled -= Int64(count)
+                    droppedUntil = o + Int64(count)
+                    if marker == nil {
+                        marker = kept.count
+                        kept.append(.item(.discontinuity(offset: 0)))
+                    }
+                    continue
+                }
+                kept.append(stored)
+            }
+            if let m = marker { kept[m] = .item(.discontinuity(offset: droppedUntil)) }
+            s.items = kept
+            s.head = 0
+        }
+        // The file is a ring of `capacity` bytes: the live spilled bytes are the `spooled` bytes
+        // before the write position.
+        var done = 0
+        while done < bytes.count {
+            let at = s.spoolWrite % capacity
+            let n = min(bytes.count - done, Int(capacity - at))
+            let written = bytes.withUnsafeBytes { pwrite(s.spoolFD, $0.baseAddress! + done, n, off_t(at)) }
+            guard written == n else { return false }
+            s.items.append(.spilled(at: at, count: n, offset: offset + Int64(done)))
+            s.spoolWrite += Int64(n)
+            s.spooled += Int64(n)
+            done += n
+        }
+        return true
     }
 
     /// Blocks while the FIFO is full; false when cancelled.
     private func waitForSpace() -> Bool {
         while true {
-            let (full, cancelled) = state.withLock { ($0.bytes >= maximumBytes, $0.cancelled) }
+            let (full, cancelled) = state.withLock { ($0.bytes >= maximumBytes && !$0.live, $0.cancelled) }
             if cancelled { return false }
             if !full { return true }
             _ = space.wait(timeout: .now() + .milliseconds(50))
@@ -109,9 +190,21 @@ final class SourceReader: @unchecked Sendable {
     func next() -> ReaderItem? {
         let item = state.withLock { s -> ReaderItem? in
             guard s.head < s.items.count else { return nil }
-            let item = s.items[s.head]
+            let stored = s.items[s.head]
             s.head += 1
-            if case .bytes(let b, _) = item { s.bytes -= b.count }
+            let item: ReaderItem
+            switch stored {
+            case .item(let i):
+                item = i
+                if case .bytes(let b, _) = i { s.bytes -= b.count }
+            case .spilled(let at, let count, let offset):
+                var b = [UInt8](repeating: 0, count: count)
+                let n = b.withUnsafeMutableBytes { pread(s.spoolFD, $0.baseAddress, count, off_t(at)) }
+                s.spooled -= Int64(count)
+                item = n == count ? .bytes(b, offset: offset)
+                    : .failed(AudioError(.io, component: "StreamingPlayer", "cannot read the timeshift buffer of \(url)"))
+                if s.spooled == 0 { s.spoolWrite = 0 }
+            }
             if s.head > 256 && s.head * 2 > s.items.count {
                 s.items.removeFirst(s.head)
                 s.head = 0
@@ -128,15 +221,15 @@ final class SourceReader: @unchecked Sendable {
             if case .bytes(let b, _) = item { s.bytes += b.count }
             if s.head > 0 {
                 s.head -= 1
-                s.items[s.head] = item
+                s.items[s.head] = .item(item)
             } else {
-                s.items.insert(item, at: 0)
+                s.items.insert(.item(item), at: 0)
             }
         }
     }
 
-    /// Undecoded bytes waiting.
-    var bufferedBytes: Int { state.withLock { $0.bytes } }
+    /// Undecoded bytes waiting (in memory and in the timeshift file).
+    var bufferedBytes: Int { state.withLock { $0.bytes + Int($0.spooled) } }
 
     /// True once the thread has ended and everything it produced was taken.
     var isDrained: Bool { state.withLock { $0.finished && $0.head >= $0.items.count } }
@@ -153,9 +246,15 @@ final class SourceReader: @unchecked Sendable {
             var start: Int64?
             var end: Int64 = 0
             for i in s.head..<s.items.count {
-                if case .bytes(let b, let o) = s.items[i] {
+                switch s.items[i] {
+                case .item(.bytes(let b, let o)):
                     if start == nil { start = o }
                     end = o + Int64(b.count)
+                case .spilled(_, let count, let o):
+                    if start == nil { start = o }
+                    end = o + Int64(count)
+                default:
+                    break
                 }
             }
             return start.map { ($0, end) }
@@ -168,21 +267,33 @@ final class SourceReader: @unchecked Sendable {
         state.withLock { s in
             while s.head < s.items.count {
                 switch s.items[s.head] {
-                case .bytes(let b, let o):
+                case .item(.bytes(let b, let o)):
                     if o + Int64(b.count) <= offset {
                         s.bytes -= b.count
                         s.head += 1
                     } else {
                         if o < offset {
                             let cut = Int(offset - o)
-                            s.items[s.head] = .bytes(Array(b[cut...]), offset: offset)
+                            s.items[s.head] = .item(.bytes(Array(b[cut...]), offset: offset))
                             s.bytes -= cut
                         }
                         return
                     }
-                case .metadata, .reconnected, .opened:
+                case .spilled(let at, let count, let o):
+                    if o + Int64(count) <= offset {
+                        s.spooled -= Int64(count)
+                        s.head += 1
+                    } else {
+                        if o < offset {
+                            let cut = Int(offset - o)
+                            s.items[s.head] = .spilled(at: at + Int64(cut), count: count - cut, offset: offset)
+                            s.spooled -= Int64(cut)
+                        }
+                        return
+                    }
+                case .item(.metadata), .item(.reconnected), .item(.opened), .item(.discontinuity):
                     s.head += 1
-                case .end, .failed:
+                case .item(.end), .item(.failed):
                     return
                 }
             }

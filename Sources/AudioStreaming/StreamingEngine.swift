@@ -329,7 +329,7 @@ final class DecoderThread {
     func openItem(index: Int, url: String, at offset: Int64) -> ItemDecoder? {
         do {
             let source = try makeSource(for: url)
-            let reader = SourceReader(url: url, source: source, at: offset, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
+            let reader = SourceReader(url: url, source: source, at: offset, maximumBytes: policy.maximumBufferedBytes, timeshiftBytes: policy.timeshiftBytes, data: engine.wake)
             return ItemDecoder(index: index, url: url, reader: reader)
         } catch {
             fail(nil, error, index: index)
@@ -535,6 +535,25 @@ final class DecoderThread {
                     converter.limitRemainingFrames(nil)
                 }
             }
+        case .discontinuity(let offset):
+            // The timeshift buffer dropped its oldest audio: resynchronise after the gap.
+            debug("timeshift buffer overflow: audio before byte \(offset) dropped")
+            if let converter = item.converter {
+                try drainConverter(item, converter)
+                converter.reset()
+            }
+            item.discontinuityNext = true
+            item.fedOffset = offset
+            item.pendingMetadata.removeAll { $0.audioByteOffset < offset }
+            // Constant-size packets (PCM) have no sync word to find again: restart at the next
+            // whole packet after the gap.
+            if let parser = item.parser, let format = parser.dataFormat, format.bytesPerPacket > 0, let dataOffset = parser.dataOffset {
+                let bpp = Int64(format.bytesPerPacket)
+                let packet = max(0, (offset - dataOffset + bpp - 1) / bpp)
+                let result = try parser.seek(toPacket: packet)
+                item.reader.drop(before: result.byteOffset)
+                item.fedOffset = result.byteOffset
+            }
         case .end:
             if item.isLive && item.liveRejoins < 5 && !(engine.control.withLock { $0.stopRequested }) {
                 try rejoin(item)
@@ -559,7 +578,7 @@ final class DecoderThread {
         }
         retire(item)
         let source = try makeSource(for: item.url)
-        item.reader = SourceReader(url: item.url, source: source, at: 0, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
+        item.reader = SourceReader(url: item.url, source: source, at: 0, maximumBytes: policy.maximumBufferedBytes, timeshiftBytes: policy.timeshiftBytes, data: engine.wake)
         item.discontinuityNext = true
         item.fedOffset = 0
         item.retained.removeAll()
