@@ -238,7 +238,11 @@ final class SourceReader: @unchecked Sendable {
     var isFinished: Bool { state.withLock { $0.finished } }
 
     /// Seconds since the thread last produced something.
-    var secondsSinceData: Double { HostTime.seconds(ticks: HostTime.now() - state.withLock { $0.lastDataTime }) }
+    var secondsSinceData: Double {
+        let last = state.withLock { $0.lastDataTime }
+        let now = HostTime.now()
+        return now > last ? HostTime.seconds(ticks: now - last) : 0
+    }
 
     /// The byte range of audio bytes waiting (first offset, end offset), if any.
     var pendingByteRange: (start: Int64, end: Int64)? {

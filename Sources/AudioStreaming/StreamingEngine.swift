@@ -57,8 +57,11 @@ final class StreamingEngine: @unchecked Sendable {
     }
     let control = Mutex(Control())
 
+    let onEvent: (@Sendable (StreamingPlayerEvent) -> Void)?
+
     init(items: [String], policy: BufferingPolicy, output: @escaping AudioOutputDeviceFactory, makeSource: @escaping ByteSourceFactory,
-         continuation: AsyncStream<StreamingPlayerEvent>.Continuation, volume: Float) {
+         continuation: AsyncStream<StreamingPlayerEvent>.Continuation, onEvent: (@Sendable (StreamingPlayerEvent) -> Void)?, volume: Float) {
+        self.onEvent = onEvent
         self.policy = policy
         self.output = output
         self.makeSource = makeSource
@@ -91,7 +94,10 @@ final class StreamingEngine: @unchecked Sendable {
         done.signal()
     }
 
-    func emit(_ event: StreamingPlayerEvent) { continuation.yield(event) }
+    func emit(_ event: StreamingPlayerEvent) {
+        onEvent?(event)
+        continuation.yield(event)
+    }
 
     func setState(_ new: StreamingPlayerState) {
         let changed = control.withLock { c -> Bool in
@@ -396,7 +402,6 @@ final class DecoderThread {
         queue?.dispose(immediately: true)
         engine.setState(.stopped(reason: .stopped))
         engine.control.withLock { $0.finished = true }
-        engine.continuation.finish()
     }
 
     // MARK: Commands

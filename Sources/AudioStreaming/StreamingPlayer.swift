@@ -28,25 +28,29 @@ public actor StreamingPlayer {
     public let policy: BufferingPolicy
     private let output: AudioOutputDeviceFactory
     private let makeSource: ByteSourceFactory
+    private let onEvent: (@Sendable (StreamingPlayerEvent) -> Void)?
     private var engine: StreamingEngine?
-    private var forwarder: Task<Void, Never>?
     private var items: [String] = []
     private var volume: Float = 1
     private var lastState: StreamingPlayerState = .idle
 
     /// Creates a player. `output` opens the device for the stream's format;
     /// `sourceFactory` makes the byte source for each URL (default: ``defaultSource(for:)``).
+    /// `onEvent`, when given, receives every event on the player's decoder thread as it happens,
+    /// before it goes into ``events`` (keep it short and never block in it): for callers that
+    /// cannot depend on the cooperative thread pool being free.
     public init(policy: BufferingPolicy = BufferingPolicy(), output: @escaping AudioOutputDeviceFactory,
-                sourceFactory: @escaping ByteSourceFactory = StreamingPlayer.defaultSource(for:)) {
+                sourceFactory: @escaping ByteSourceFactory = StreamingPlayer.defaultSource(for:),
+                onEvent: (@Sendable (StreamingPlayerEvent) -> Void)? = nil) {
         self.policy = policy
         self.output = output
         self.makeSource = sourceFactory
+        self.onEvent = onEvent
         (events, continuation) = AsyncStream.makeStream(of: StreamingPlayerEvent.self, bufferingPolicy: .bufferingNewest(4096))
     }
 
     deinit {
         engine?.requestStop()
-        forwarder?.cancel()
         continuation.finish()
     }
 
@@ -79,20 +83,10 @@ public actor StreamingPlayer {
         await stopEngine(report: false)
         items = urls
         guard !urls.isEmpty else { return }
-        let inner = AsyncStream.makeStream(of: StreamingPlayerEvent.self, bufferingPolicy: .bufferingNewest(4096))
         let engine = StreamingEngine(items: urls, policy: policy, output: output, makeSource: makeSource,
-                                     continuation: inner.continuation, volume: volume)
+                                     continuation: continuation, onEvent: onEvent, volume: volume)
         self.engine = engine
-        let outer = continuation
-        forwarder = Task { [weak self] in
-            for await event in inner.stream {
-                if case .state(let s) = event { await self?.noteState(s) }
-                outer.yield(event)
-            }
-        }
     }
-
-    private func noteState(_ state: StreamingPlayerState) { lastState = state }
 
     /// Adds `url` at the end of the queue.
     public func append(_ url: String) {
@@ -155,9 +149,7 @@ public actor StreamingPlayer {
                 done.resume()
             }
         }
-        await forwarder?.value
-        forwarder = nil
-        if !report { lastState = .idle }
+        lastState = report ? engine.control.withLock { $0.state } : .idle
     }
 
     /// Moves to `seconds` in the item playing. Exact where the file has a seek table (Xing TOC,

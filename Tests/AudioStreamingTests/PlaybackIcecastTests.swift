@@ -145,8 +145,8 @@ struct PlaybackIcecastTests {
         let output: AudioOutputDeviceFactory = { format throws(AudioError) in
             try AudioOutput.open(.pulse(sink: sink), format: format, options: AudioOutput.Options(pulseServer: serverName)).device
         }
-        let player = StreamingPlayer(output: output)
         let log = StreamingEventLog()
+        let player = StreamingPlayer(output: output, onEvent: log.handler)
         let task = log.attach(player)
         let url = server.url(mount)
         await player.play(url)

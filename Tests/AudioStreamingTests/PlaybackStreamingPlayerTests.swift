@@ -99,8 +99,8 @@ final class ScriptedByteSource: ByteSource, @unchecked Sendable {
                      _ script: (StreamingPlayer, StreamingEventLog) async throws -> Void) async throws
         -> (log: StreamingEventLog, samples: [Float], player: StreamingPlayer) {
         let out = dir + "/played.wav"
-        let player = StreamingPlayer(policy: policy, output: wavOutput(out, realTime: true), sourceFactory: factory)
         let log = StreamingEventLog()
+        let player = StreamingPlayer(policy: policy, output: wavOutput(out, realTime: true), sourceFactory: factory, onEvent: log.handler)
         let task = log.attach(player)
         await player.play(urls)
         try await script(player, log)

@@ -25,8 +25,8 @@ import Testing
         route.faults = [.disconnect(afterBytes: 20_011)]
         server.route("/a.mp3", route)
         let out = dir.path + "/out.wav"
-        let player = StreamingPlayer(output: wavOutput(out))
         let log = StreamingEventLog()
+        let player = StreamingPlayer(output: wavOutput(out), onEvent: log.handler)
         let task = log.attach(player)
         await player.play(server.url("/a.mp3"))
         #expect(await log.waitFor(20, isStopped))
@@ -64,8 +64,8 @@ import Testing
         server.route("/live.mp3", route)
         server.setTitle("Live One", for: "/live.mp3")
         let out = dir.path + "/out.wav"
-        let player = StreamingPlayer(output: wavOutput(out, realTime: false))
         let log = StreamingEventLog()
+        let player = StreamingPlayer(output: wavOutput(out, realTime: false), onEvent: log.handler)
         let task = log.attach(player)
         await player.play(server.url("/live.mp3"))
         #expect(await log.waitFor(10) { if case .reconnected(_, false) = $0 { true } else { false } })
@@ -91,14 +91,18 @@ import Testing
         var route = TestHTTPServer.Route(body: .bytes([]), contentType: "text/plain")
         route.status = 404
         server.route("/missing.mp3", route)
-        let player = StreamingPlayer(output: { format throws(AudioError) in try AudioOutput.open(.null(realTime: false), format: format).device })
         let log = StreamingEventLog()
+        let player = StreamingPlayer(output: { format throws(AudioError) in try AudioOutput.open(.null(realTime: false), format: format).device }, onEvent: log.handler)
         let task = log.attach(player)
         let start = HostTime.now()
         await player.play(server.url("/missing.mp3"))
         #expect(await log.waitFor(5, isStopped))
-        let seconds = HostTime.seconds(ticks: HostTime.now() - start)
         task.cancel()
+        // Timed on the player's own thread (from its first event to the stop), so a starved
+        // cooperative pool in a parallel test run does not count.
+        let timed = log.timed
+        let seconds = (timed.last { isStopped($0.event) }?.seconds ?? 99) - (timed.first?.seconds ?? 0)
+        _ = start
         print("404: stopped(error) after \(seconds) s")
         // No retries for a 404: well under the reconnect policy's give-up time (60 s).
         #expect(seconds < 5, "stopped after \(seconds) s")

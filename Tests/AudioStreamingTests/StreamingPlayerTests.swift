@@ -14,11 +14,15 @@ final class StreamingEventLog: Sendable {
     private let log = Mutex<[(time: UInt64, event: StreamingPlayerEvent)]>([])
     let start = HostTime.now()
 
-    /// Starts a task that records `player`'s events.
+    /// Records an event (pass as the player's `onEvent`: it runs on the player's thread, so the
+    /// log does not depend on the cooperative pool, which parallel blocking tests can starve).
+    var handler: @Sendable (StreamingPlayerEvent) -> Void {
+        { [self] e in log.withLock { $0.append((HostTime.now(), e)) } }
+    }
+
+    /// Drains `player.events` (the AsyncStream path; the log itself is filled by ``handler``).
     func attach(_ player: StreamingPlayer) -> Task<Void, Never> {
-        Task { [self] in
-            for await e in player.events { log.withLock { $0.append((HostTime.now(), e)) } }
-        }
+        Task { for await _ in player.events {} }
     }
 
     var events: [StreamingPlayerEvent] { log.withLock { $0.map(\.event) } }
@@ -74,8 +78,8 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         let source = dir.path + "/a.wav"
         try #require(makeFixture(source, rate: 44100, channels: 2, seconds: 1.5, codec: ["-c:a", "pcm_f32le"]))
         let out = dir.path + "/out.wav"
-        let player = StreamingPlayer(output: wavOutput(out))
         let log = StreamingEventLog()
+        let player = StreamingPlayer(output: wavOutput(out), onEvent: log.handler)
         let task = log.attach(player)
         await player.play(source)
         #expect(await log.waitFor(20, isStopped))
@@ -112,8 +116,8 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         try #require(runFFmpeg(["-i", source, "-af", "atrim=start_sample=\(split),asetpts=PTS-STARTPTS"] + mp3 + [second]))
         let a = try decodeWithToolbox(first), b = try decodeWithToolbox(second)
         let out = dir.path + "/out.wav"
-        let player = StreamingPlayer(output: wavOutput(out))
         let log = StreamingEventLog()
+        let player = StreamingPlayer(output: wavOutput(out), onEvent: log.handler)
         let task = log.attach(player)
         await player.play([first, second])
         #expect(await log.waitFor(20, isStopped))
@@ -132,8 +136,8 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
 
     /// A missing file ends in stopped(error) promptly with a message naming the path.
     @Test func missingFileStopsWithAnError() async throws {
-        let player = StreamingPlayer(output: { format throws(AudioError) in try AudioOutput.open(.null(realTime: false), format: format).device })
         let log = StreamingEventLog()
+        let player = StreamingPlayer(output: { format throws(AudioError) in try AudioOutput.open(.null(realTime: false), format: format).device }, onEvent: log.handler)
         let task = log.attach(player)
         await player.play("/nonexistent/nothing.mp3")
         #expect(await log.waitFor(5, isStopped))
@@ -147,7 +151,8 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
 
     /// Volume is validated and kept.
     @Test func volumeOutOfRangeThrows() async throws {
-        let player = StreamingPlayer(output: { format throws(AudioError) in try AudioOutput.open(.null(realTime: false), format: format).device })
+        let log = StreamingEventLog()
+        let player = StreamingPlayer(output: { format throws(AudioError) in try AudioOutput.open(.null(realTime: false), format: format).device }, onEvent: log.handler)
         await #expect(throws: AudioError.self) { try await player.setVolume(1.5) }
         try await player.setVolume(0.25, fade: 0)
         #expect(await player.currentVolume == 0.25)
@@ -164,8 +169,8 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         try #require(makeFixture(dir.path + "/b.wav", rate: 44100, channels: 2, seconds: 0.7, codec: ["-c:a", "pcm_s16le"]))
         #expect(writeFile(dir.path + "/list.m3u", Array("#EXTM3U\n#EXTINF:1,A\na.wav\n#EXTINF:1,B\nb.wav\n".utf8)))
         let out = dir.path + "/out.wav"
-        let player = StreamingPlayer(output: wavOutput(out))
         let log = StreamingEventLog()
+        let player = StreamingPlayer(output: wavOutput(out), onEvent: log.handler)
         let task = log.attach(player)
         await player.play(dir.path + "/list.m3u")
         #expect(await log.waitFor(20, isStopped))
@@ -191,8 +196,8 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         server.route("/a.mp3", TestHTTPServer.Route(body: .file(file), contentType: "audio/mpeg"))
         server.serve("/radio.pls", bytes: Array("[playlist]\nNumberOfEntries=1\nFile1=/a.mp3\nTitle1=Station\n".utf8), contentType: "audio/x-scpls")
         let out = dir.path + "/out.wav"
-        let player = StreamingPlayer(output: wavOutput(out))
         let log = StreamingEventLog()
+        let player = StreamingPlayer(output: wavOutput(out), onEvent: log.handler)
         let task = log.attach(player)
         await player.play(server.url("/radio.pls"))
         #expect(await log.waitFor(20, isStopped))
@@ -215,8 +220,8 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         try #require(runFFmpeg(["-i", source, "-c:a", "aac", "-b:a", "192k", "-f", "hls", "-hls_time", "1",
                                 "-hls_playlist_type", "vod", "-hls_segment_filename", dir.path + "/seg%d.ts", dir.path + "/index.m3u8"]))
         let out = dir.path + "/out.wav"
-        let player = StreamingPlayer(output: wavOutput(out))
         let log = StreamingEventLog()
+        let player = StreamingPlayer(output: wavOutput(out), onEvent: log.handler)
         let task = log.attach(player)
         await player.play(dir.path + "/index.m3u8")
         #expect(await log.waitFor(30, isStopped))
@@ -253,8 +258,8 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         // A live stream that arrives faster than it plays (a burst), ending after one pass.
         let factory: ByteSourceFactory = { url throws(AudioError) in ScriptedByteSource(path: url, script: .init(), live: true) }
         let out = dir.path + "/out.wav"
-        let player = StreamingPlayer(policy: policy, output: wavOutput(out, realTime: true), sourceFactory: factory)
         let log = StreamingEventLog()
+        let player = StreamingPlayer(policy: policy, output: wavOutput(out, realTime: true), sourceFactory: factory, onEvent: log.handler)
         let task = log.attach(player)
         await player.play(source)
         #expect(await log.waitFor(5, isPlaying))
