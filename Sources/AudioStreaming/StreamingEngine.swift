@@ -560,7 +560,7 @@ final class DecoderThread {
                 item.fedOffset = result.byteOffset
             }
         case .end:
-            if item.isLive && item.liveRejoins < 5 && !(engine.control.withLock { $0.stopRequested }) {
+            if item.isLive && policy.rejoinsLiveStreamAtEnd && item.liveRejoins < 5 && !(engine.control.withLock { $0.stopRequested }) {
                 try rejoin(item)
                 return
             }

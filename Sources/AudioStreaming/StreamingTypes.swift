@@ -24,6 +24,9 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// Seconds without a single byte while buffering before the player gives up with a
     /// `timedOut` error (the source's own reconnects happen inside this time). Default 15 s.
     public var stallTimeout: Double = 15
+    /// Joins a live stream again when its server closes the connection (at most 5 times in a
+    /// row without audio in between). Default true: radio does not end.
+    public var rejoinsLiveStreamAtEnd = true
     /// Bytes a paused live stream may keep recording into its timeshift buffer on disk; the
     /// oldest bytes are dropped beyond it. 0 disables timeshift (pausing a live stream then
     /// drops the connection's backlog). Default 64 MiB.

@@ -93,7 +93,14 @@ final class ScriptedByteSource: ByteSource, @unchecked Sendable {
 
     /// Plays `urls` with `factory` into a real-time WAV, running `script` while it plays; returns
     /// the log and the recording.
-    static func play(_ urls: [String], dir: String, policy: BufferingPolicy = BufferingPolicy(),
+    /// Scripted "live" sources here are finite files: they end instead of being joined again.
+    static var finiteLive: BufferingPolicy {
+        var p = BufferingPolicy()
+        p.rejoinsLiveStreamAtEnd = false
+        return p
+    }
+
+    static func play(_ urls: [String], dir: String, policy: BufferingPolicy = PlaybackStreamingPlayerTests.finiteLive,
                      factory: @escaping ByteSourceFactory = StreamingPlayer.defaultSource(for:),
                      timeout: Double = 30,
                      _ script: (StreamingPlayer, StreamingEventLog) async throws -> Void) async throws
@@ -133,7 +140,7 @@ final class ScriptedByteSource: ByteSource, @unchecked Sendable {
         let source = dir.path + "/a.wav"
         let total = 4 * Self.rate
         try #require(makeFixture(source, rate: Self.rate, channels: 2, seconds: 4, codec: ["-c:a", "pcm_s16le"]))
-        var policy = BufferingPolicy()
+        var policy = Self.finiteLive
         policy.maximumBufferedBytes = 64 << 10 // about 0.4 s of this file ahead: the far seek needs a request
         let (log, samples, player) = try await Self.play([source], dir: dir.path, policy: policy) { player, log in
             await Self.waitForPosition(player, 1.0)
@@ -237,7 +244,15 @@ final class ScriptedByteSource: ByteSource, @unchecked Sendable {
             // Some audio is lost at the rejoin (5000 bytes: about 0.31 s); the parser
             // resynchronises and what plays after it is the stream from later on.
             // Up to the rejoin (16411 bytes: about 0.93 s) the audio is the stream from its start.
-            #expect(segmentSNR(samples, 0, reference, 0, frames: 40_000, channels: 2) > 90)
+            // (A live stream keeps the encoder delay: a file's gapless header does not apply to
+            // radio, so the recording is the reference delayed by the priming frames.)
+            var start = (lag: 0, snr: -Double.infinity)
+            for lag in 0...2500 {
+                let v = segmentSNR(samples, lag + 2048, reference, 2048, frames: 2048, channels: 2)
+                if v > start.snr { start = (lag, v) }
+            }
+            print("rejoin: the recording starts \(start.lag) frames late (priming kept)")
+            #expect(segmentSNR(samples, start.lag + 2048, reference, 2048, frames: 36_000, channels: 2) > 90)
             let lost = Int(5000.0 * 8 / 128_000 * 44100)
             let audible = Self.audibleFrames(samples, from: 0)
             print("rejoin: \(audible) audible frames, expected about \(reference.count / 2 - lost)")
@@ -246,7 +261,7 @@ final class ScriptedByteSource: ByteSource, @unchecked Sendable {
             // matches the reference exactly at a lag of about the lost audio.
             var best = (lag: 0, snr: -Double.infinity)
             let at = 60_000, n = 256
-            for lag in max(0, lost - 3000)...(lost + 3000) {
+            for lag in max(0, lost - 4500)...(lost + 3000) {
                 let v = segmentSNR(samples, at, reference, at + lag, frames: n, channels: 2)
                 if v > best.snr { best = (lag, v) }
             }

@@ -284,7 +284,7 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
             #expect(first.frames < reference.count / 2 - 10_000)
             #expect(PlaybackStreamingPlayerTests.audibleFrames(played, from: first.recordingEnd) > 44_100)
         } else {
-            #expect(buffered > 200 << 10, "more than the 64 KiB memory limit waited (on disk)")
+            #expect(buffered > 150 << 10, "more than the 64 KiB memory limit waited (on disk)")
             #expect(first.frames >= reference.count / 2 - 2048, "the whole pass played in one run: \(first)")
         }
     }
