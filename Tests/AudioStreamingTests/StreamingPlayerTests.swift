@@ -250,12 +250,14 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         let dir = try ScratchDirectory("splayer-timeshift")
         defer { dir.remove() }
         let source = dir.path + "/a.wav"
-        try #require(makeFixture(source, rate: 44100, channels: 2, seconds: 5, codec: ["-c:a", "pcm_s16le"]))
+        try #require(makeFixture(source, rate: 44100, channels: 2, seconds: 7, codec: ["-c:a", "pcm_s16le"]))
         let reference = try decodeWithToolbox(source).samples
         var policy = BufferingPolicy()
+        policy.rejoinsLiveStreamAtEnd = false
         policy.maximumBufferedBytes = 64 << 10
         policy.timeshiftBytes = overflow ? 128 << 10 : 64 << 20
-        // A live stream that arrives faster than it plays (a burst), ending after one pass.
+        // A live stream that arrives faster than it plays (a burst), ending after one pass
+        // (not joined again).
         let factory: ByteSourceFactory = { url throws(AudioError) in ScriptedByteSource(path: url, script: .init(), live: true) }
         let out = dir.path + "/out.wav"
         let log = StreamingEventLog()
@@ -267,8 +269,8 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         try await Task.sleep(for: .milliseconds(600))
         let buffered = await player.statistics.bufferedBytes
         await player.resume()
-        // One pass of the file (5 s) plays; then the source is joined again: stop soon after.
-        try await Task.sleep(for: .seconds(5.2))
+        // The whole file (7 s) plays.
+        try await Task.sleep(for: .seconds(7.2))
         await player.stop()
         task.cancel()
         print("timeshift overflow=\(overflow): \(buffered) bytes waiting while paused")
@@ -282,9 +284,10 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
             // dropped, so the first run stops short, and playback went on after the gap.
             #expect(buffered <= (64 << 10) + (128 << 10) + (32 << 10))
             #expect(first.frames < reference.count / 2 - 10_000)
-            #expect(PlaybackStreamingPlayerTests.audibleFrames(played, from: first.recordingEnd) > 44_100)
+            #expect(PlaybackStreamingPlayerTests.audibleFrames(played, from: first.recordingEnd) > 22_050)
         } else {
-            #expect(buffered > 150 << 10, "more than the 64 KiB memory limit waited (on disk)")
+            // Memory holds 64 KiB (+ one 32 KiB chunk): the rest waited in the timeshift file.
+            #expect(buffered > 96 << 10, "more than the memory limit waited (on disk)")
             #expect(first.frames >= reference.count / 2 - 2048, "the whole pass played in one run: \(first)")
         }
     }
