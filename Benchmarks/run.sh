@@ -3,6 +3,7 @@
 #   parse-bench         AudioFileStream parse throughput vs FFmpeg's demuxer
 #   decode-bench        ExtendedAudioFile decode throughput vs ffmpeg and mpg123
 #   render-alloc-bench  allocations on the render thread of every output device (must be 0)
+#   graph-bench         AudioUnits graph render cost per quantum and render-thread allocations (must be 0)
 #   play-bench          afplay CPU time and peak RSS vs mpg123 and mpv playing the same MP3
 # Installs the Debian packages it needs when missing (ffmpeg, mpg123, mpv, pulseaudio), builds
 # afplay and the benchmarks in release mode. Options: --quick (10 s of playback per player and
@@ -54,6 +55,12 @@ echo "## Allocations on the render path (render-alloc-bench)"
 echo
 if [ $quick -eq 1 ]; then "$bin/render-alloc-bench" --seconds 1; else "$bin/render-alloc-bench"; fi
 alloc_status=$?
+echo
+echo "## AudioUnits graph render cost (graph-bench)"
+echo
+if [ $quick -eq 1 ]; then "$bin/graph-bench" --quanta 5000; else "$bin/graph-bench"; fi
+graph_status=$?
+[ $alloc_status -eq 0 ] && alloc_status=$graph_status
 echo
 echo "## Playback CPU and memory (play-bench)"
 echo
