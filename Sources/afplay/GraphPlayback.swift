@@ -117,7 +117,7 @@ func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float
             try graph.connect(p, to: mixer, input: i)
             players.append(p)
         }
-        var chain: [AUNode] = []
+        var chain: [AudioUnits.AUNode] = []
         if let bands = graphOptions.eq { chain.append(AUNBandEQNode(channels: 2, bands: bands)) }
         if graphOptions.compress {
             chain.append(AUDynamicsNode(channels: 2, threshold: -24, ratio: 3, knee: 6, attack: 0.01, release: 0.15, makeup: 6))
@@ -126,7 +126,7 @@ func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float
         if let room = graphOptions.reverbRoom, let r = AUReverbNode.rooms[room] {
             chain.append(AUReverbNode(channels: 2, decayTime: r.decay, decayAtNyquist: r.nyquist, wetDryMix: r.wet))
         }
-        var last: AUNode = mixer
+        var last: AudioUnits.AUNode = mixer
         for n in chain {
             try graph.add(n)
             try graph.connect(last, to: n)
