@@ -79,8 +79,8 @@ public let kAudioUnitRenderAction_PostRender = AudioUnitRenderActionFlags.unitRe
 /// `kAudioUnitRenderAction_OutputIsSilence`.
 public let kAudioUnitRenderAction_OutputIsSilence = AudioUnitRenderActionFlags.unitRenderAction_OutputIsSilence
 
-/// A render callback (Apple's `AURenderCallback`; a Swift function type here, see
-/// ``AudioQueueOutputCallback``). It runs on the render thread: fill `ioData` (in the stream
+/// A render callback (Apple's `AURenderCallback`; a Swift function type here, as the Core Audio
+/// structs it takes are Swift types, see ``AudioQueueOutputCallback``). It runs on the render thread: fill `ioData` (in the stream
 /// format set on the input scope of that bus) with `inNumberFrames` frames, or point its
 /// buffers at your own memory, or set `mNumberBuffers` to 0 for silence.
 public typealias AURenderCallback = (_ inRefCon: UnsafeMutableRawPointer, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>,
@@ -346,6 +346,7 @@ func compatComponent(_ c: AudioComponent) -> CompatComponent? {
 }
 
 /// The description of `inComponent`.
+@discardableResult
 public func AudioComponentGetDescription(_ inComponent: AudioComponent, _ outDesc: UnsafeMutablePointer<AudioComponentDescription>) -> OSStatus {
     guard let c = compatComponent(inComponent) else { return kAudio_ParamError }
     outDesc.pointee = c.description
@@ -353,6 +354,7 @@ public func AudioComponentGetDescription(_ inComponent: AudioComponent, _ outDes
 }
 
 /// Creates an instance of `inComponent`.
+@discardableResult
 public func AudioComponentInstanceNew(_ inComponent: AudioComponent, _ outInstance: UnsafeMutablePointer<AudioComponentInstance?>) -> OSStatus {
     guard let c = compatComponent(inComponent) else { return kAudio_ParamError }
     let unit = CompatUnit(component: c)
@@ -590,9 +592,11 @@ final class CompatCallbackNode: AudioUnits.AUNode, @unchecked Sendable {
 // MARK: - Unit functions
 
 /// Prepares the unit to render (builds its node; an output unit opens nothing until started).
+@discardableResult
 public func AudioUnitInitialize(_ inUnit: AudioUnit) -> OSStatus { compatUnit(inUnit).initialize() }
 
 /// Undoes ``AudioUnitInitialize(_:)`` (stops an output unit).
+@discardableResult
 public func AudioUnitUninitialize(_ inUnit: AudioUnit) -> OSStatus {
     compatUnit(inUnit).uninitialize()
     return noErr
@@ -601,6 +605,7 @@ public func AudioUnitUninitialize(_ inUnit: AudioUnit) -> OSStatus {
 /// Starts an output unit: its graph plays to the output `OAT_OUTPUT` names (default: PulseAudio,
 /// else ALSA, else the null output). A generic output does not start (render it with
 /// ``AudioUnitRender(_:_:_:_:_:_:)``).
+@discardableResult
 public func AudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
     let unit = compatUnit(ci)
     guard unit.isOutput else { return kAudioUnitErr_InvalidProperty }
@@ -618,6 +623,7 @@ public func AudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
 }
 
 /// Stops an output unit.
+@discardableResult
 public func AudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
     let unit = compatUnit(ci)
     if let owner = unit.owner { return owner.stop() }
@@ -629,6 +635,7 @@ public func AudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
 /// Renders `inNumberFrames` frames of output bus `inOutputBusNumber` into `ioData`, which must
 /// be non-interleaved Float32 buffers (the default stream format), pulling the unit's inputs
 /// through their render callbacks. Works on standalone units (effects, mixers, a generic output).
+@discardableResult
 public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>?,
                             _ inTimeStamp: UnsafePointer<AudioTimeStamp>, _ inOutputBusNumber: UInt32, _ inNumberFrames: UInt32,
                             _ ioData: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
@@ -656,6 +663,7 @@ public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
 }
 
 /// The size and writability of a property.
+@discardableResult
 public func AudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                      _ outDataSize: UnsafeMutablePointer<UInt32>?, _ outWritable: UnsafeMutablePointer<DarwinBoolean>?) -> OSStatus {
     let size: Int
@@ -677,6 +685,7 @@ public func AudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
 }
 
 /// Reads a property (see the `kAudioUnitProperty_*` constants for the ones provided).
+@discardableResult
 public func AudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                  _ outData: UnsafeMutableRawPointer, _ ioDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
     let unit = compatUnit(inUnit)
@@ -712,12 +721,14 @@ public func AudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
 /// Writes a property: stream formats (linear PCM, before initialising), the render callback
 /// of an input element, MaximumFramesPerSlice, the mixer's input element count, EnableIO
 /// (enabling input, element 1, is refused: no input devices yet), the EQ's band count.
+@discardableResult
 public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                  _ inData: UnsafeRawPointer?, _ inDataSize: UInt32) -> OSStatus {
     let unit = compatUnit(inUnit)
     func get<T>(_ type: T.Type) -> T? {
         guard let inData, Int(inDataSize) >= MemoryLayout<T>.size else { return nil }
-        return inData.loadUnaligned(as: T.self)
+        if Int(bitPattern: inData) % MemoryLayout<T>.alignment == 0 { return inData.assumingMemoryBound(to: T.self).pointee }
+        return T.self == AURenderCallbackStruct.self ? nil : inData.loadUnaligned(as: T.self)
     }
     switch inID {
     case kAudioUnitProperty_StreamFormat:
@@ -774,7 +785,17 @@ public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     }
 }
 
+/// Sets the render callback (`kAudioUnitProperty_SetRenderCallback`) from an
+/// ``AURenderCallbackStruct``: the overload `&callbackStruct` picks, since the struct holds a
+/// Swift function here and may not be passed as a raw pointer.
+@discardableResult
+public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
+                                 _ inData: UnsafePointer<AURenderCallbackStruct>, _ inDataSize: UInt32) -> OSStatus {
+    AudioUnitSetProperty(inUnit, inID, inScope, inElement, Optional(UnsafeRawPointer(inData)), inDataSize)
+}
+
 /// Sets a parameter (any thread; picked up by the render thread at the next slice).
+@discardableResult
 public func AudioUnitSetParameter(_ inUnit: AudioUnit, _ inID: AudioUnitParameterID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                   _ inValue: AudioUnitParameterValue, _ inBufferOffsetInFrames: UInt32) -> OSStatus {
     let unit = compatUnit(inUnit)
@@ -788,6 +809,7 @@ public func AudioUnitSetParameter(_ inUnit: AudioUnit, _ inID: AudioUnitParamete
 }
 
 /// Reads a parameter.
+@discardableResult
 public func AudioUnitGetParameter(_ inUnit: AudioUnit, _ inID: AudioUnitParameterID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                   _ outValue: UnsafeMutablePointer<AudioUnitParameterValue>) -> OSStatus {
     let unit = compatUnit(inUnit)
@@ -883,12 +905,14 @@ final class CompatGraph: @unchecked Sendable {
 func compatGraph(_ g: AUGraph) -> CompatGraph { Unmanaged<CompatGraph>.fromOpaque(UnsafeRawPointer(g)).takeUnretainedValue() }
 
 /// Creates an empty graph.
+@discardableResult
 public func NewAUGraph(_ outGraph: UnsafeMutablePointer<AUGraph?>) -> OSStatus {
     outGraph.pointee = AUGraph(Unmanaged.passRetained(CompatGraph()).toOpaque())
     return noErr
 }
 
 /// Stops and frees a graph and its units.
+@discardableResult
 public func DisposeAUGraph(_ inGraph: AUGraph) -> OSStatus {
     let g = Unmanaged<CompatGraph>.fromOpaque(UnsafeRawPointer(inGraph))
     _ = g.takeUnretainedValue().stop()
@@ -897,6 +921,7 @@ public func DisposeAUGraph(_ inGraph: AUGraph) -> OSStatus {
 }
 
 /// Adds a node for the component `inDescription` describes.
+@discardableResult
 public func AUGraphAddNode(_ inGraph: AUGraph, _ inDescription: UnsafePointer<AudioComponentDescription>, _ outNode: UnsafeMutablePointer<AUNode>) -> OSStatus {
     let g = compatGraph(inGraph)
     guard !g.initialized else { return kAUGraphErr_CannotDoInCurrentContext }
@@ -911,6 +936,7 @@ public func AUGraphAddNode(_ inGraph: AUGraph, _ inDescription: UnsafePointer<Au
 }
 
 /// Removes a node and its connections.
+@discardableResult
 public func AUGraphRemoveNode(_ inGraph: AUGraph, _ inNode: AUNode) -> OSStatus {
     let g = compatGraph(inGraph)
     guard !g.initialized else { return kAUGraphErr_CannotDoInCurrentContext }
@@ -922,18 +948,21 @@ public func AUGraphRemoveNode(_ inGraph: AUGraph, _ inNode: AUNode) -> OSStatus 
 }
 
 /// Opens the graph (the units exist from AUGraphAddNode on; this marks the graph open).
+@discardableResult
 public func AUGraphOpen(_ inGraph: AUGraph) -> OSStatus {
     compatGraph(inGraph).opened = true
     return noErr
 }
 
 /// Closes the graph.
+@discardableResult
 public func AUGraphClose(_ inGraph: AUGraph) -> OSStatus {
     compatGraph(inGraph).opened = false
     return noErr
 }
 
 /// The description and unit of a node (either out pointer may be nil).
+@discardableResult
 public func AUGraphNodeInfo(_ inGraph: AUGraph, _ inNode: AUNode, _ outDescription: UnsafeMutablePointer<AudioComponentDescription>?,
                             _ outAudioUnit: UnsafeMutablePointer<AudioUnit?>?) -> OSStatus {
     guard let u = compatGraph(inGraph).unit(inNode) else { return kAUGraphErr_NodeNotFound }
@@ -943,12 +972,14 @@ public func AUGraphNodeInfo(_ inGraph: AUGraph, _ inNode: AUNode, _ outDescripti
 }
 
 /// The number of nodes.
+@discardableResult
 public func AUGraphGetNodeCount(_ inGraph: AUGraph, _ outNumberOfNodes: UnsafeMutablePointer<UInt32>) -> OSStatus {
     outNumberOfNodes.pointee = UInt32(compatGraph(inGraph).units.count)
     return noErr
 }
 
 /// Connects output `inSourceOutputNumber` of `inSourceNode` to input `inDestInputNumber` of `inDestNode`.
+@discardableResult
 public func AUGraphConnectNodeInput(_ inGraph: AUGraph, _ inSourceNode: AUNode, _ inSourceOutputNumber: UInt32,
                                     _ inDestNode: AUNode, _ inDestInputNumber: UInt32) -> OSStatus {
     let g = compatGraph(inGraph)
@@ -962,6 +993,7 @@ public func AUGraphConnectNodeInput(_ inGraph: AUGraph, _ inSourceNode: AUNode, 
 }
 
 /// Removes the connection into input `inDestInputNumber` of `inDestNode`.
+@discardableResult
 public func AUGraphDisconnectNodeInput(_ inGraph: AUGraph, _ inDestNode: AUNode, _ inDestInputNumber: UInt32) -> OSStatus {
     let g = compatGraph(inGraph)
     guard !g.initialized else { return kAUGraphErr_CannotDoInCurrentContext }
@@ -970,6 +1002,7 @@ public func AUGraphDisconnectNodeInput(_ inGraph: AUGraph, _ inDestNode: AUNode,
 }
 
 /// Sets the render callback of input `inDestInputNumber` of `inDestNode`.
+@discardableResult
 public func AUGraphSetNodeInputCallback(_ inGraph: AUGraph, _ inDestNode: AUNode, _ inDestInputNumber: UInt32,
                                         _ inInputCallback: UnsafePointer<AURenderCallbackStruct>) -> OSStatus {
     guard let u = compatGraph(inGraph).unit(inDestNode) else { return kAUGraphErr_NodeNotFound }
@@ -979,9 +1012,11 @@ public func AUGraphSetNodeInputCallback(_ inGraph: AUGraph, _ inDestNode: AUNode
 
 /// Builds the render graph from the nodes and connections (format mismatches, cycles and a
 /// missing or second output unit are errors).
+@discardableResult
 public func AUGraphInitialize(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).initialize() }
 
 /// Undoes ``AUGraphInitialize(_:)``.
+@discardableResult
 public func AUGraphUninitialize(_ inGraph: AUGraph) -> OSStatus {
     let g = compatGraph(inGraph)
     _ = g.stop()
@@ -994,6 +1029,7 @@ public func AUGraphUninitialize(_ inGraph: AUGraph) -> OSStatus {
 }
 
 /// Applies edits (here: edits are made before initialising; nothing to do). `outIsUpdated` is true.
+@discardableResult
 public func AUGraphUpdate(_ inGraph: AUGraph, _ outIsUpdated: UnsafeMutablePointer<DarwinBoolean>?) -> OSStatus {
     outIsUpdated?.pointee = true
     _ = inGraph
@@ -1001,24 +1037,29 @@ public func AUGraphUpdate(_ inGraph: AUGraph, _ outIsUpdated: UnsafeMutablePoint
 }
 
 /// Starts the graph's output unit on the output `OAT_OUTPUT` names.
+@discardableResult
 public func AUGraphStart(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).start() }
 
 /// Stops the graph.
+@discardableResult
 public func AUGraphStop(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).stop() }
 
 /// Whether the graph is open / initialised / running.
+@discardableResult
 public func AUGraphIsOpen(_ inGraph: AUGraph, _ outIsOpen: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
     outIsOpen.pointee = DarwinBoolean(compatGraph(inGraph).opened)
     return noErr
 }
 
 /// Whether the graph is initialised.
+@discardableResult
 public func AUGraphIsInitialized(_ inGraph: AUGraph, _ outIsInitialized: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
     outIsInitialized.pointee = DarwinBoolean(compatGraph(inGraph).initialized)
     return noErr
 }
 
 /// Whether the graph is running.
+@discardableResult
 public func AUGraphIsRunning(_ inGraph: AUGraph, _ outIsRunning: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
     outIsRunning.pointee = DarwinBoolean(compatGraph(inGraph).running)
     return noErr
