@@ -100,6 +100,11 @@ extension Substring {
     fileprivate func replacingPlus() -> String { first == "+" ? String(dropFirst()) : String(self) }
 }
 
+/// A flag the render thread reads.
+final class Done: Sendable {
+    let flag = Atomic<Bool>(false)
+}
+
 /// Plays `files` through the graph; returns the exit status.
 func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float, start: Double, limit: Double?,
                       output: AudioOutputSpec, debug: Bool, interrupted: borrowing Atomic<Bool>) -> Int32 {
@@ -141,23 +146,31 @@ func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float
         var waited = 0
         while players.contains(where: { $0.bufferedFrames < 4096 && !$0.isInputEnded }) && waited < 200 { usleep(5000); waited += 1 }
         let feeding = players
+        let tailFrames = Int64((graphOptions.reverbRoom.flatMap { AUReverbNode.rooms[$0]?.decay }).map(Double.init).map { $0 * 0.5 * rate } ?? 0)
+        let done = Done()
         let opened = try graph.start(output, isReady: { @Sendable in
-            feeding.allSatisfy { $0.bufferedFrames >= 1024 || $0.isInputEnded }
+            // Not real time (files, null:fast): wait for the feeders, and stop rendering once
+            // everything (and the reverb tail) is out.
+            if done.flag.load(ordering: .relaxed) { return false }
+            return feeding.allSatisfy { $0.bufferedFrames >= 1024 || $0.isInputEnded }
         })
         if let notice = opened.notice { writeStderr("afplay: \(notice)") }
         if debug {
             writeStderr("afplay: graph: \(graph.nodes.map(\.name).joined(separator: ", ")) at \(Int(rate)) Hz on \(opened.device.name)")
         }
-        while !interrupted.load(ordering: .relaxed) && !players.allSatisfy(\.isFinished) { usleep(20_000) }
+        let poll: UInt32 = opened.device.isRealTime ? 20_000 : 500
+        while !interrupted.load(ordering: .relaxed) && !players.allSatisfy(\.isFinished) { usleep(poll) }
+        let endFrame = opened.device.renderedFrames
         // Let the device play out what it holds, plus the reverb tail.
         if !interrupted.load(ordering: .relaxed) {
             let tail = (graphOptions.reverbRoom.flatMap { AUReverbNode.rooms[$0]?.decay }).map(Double.init) ?? 0
             if opened.device.isRealTime {
                 usleep(UInt32(min(10, opened.device.latency + tail * 0.5 + 0.05) * 1e6))
             } else {
-                // Files and null:fast: render exactly the reverb tail more.
-                let target = opened.device.renderedFrames + Int64(tail * 0.5 * rate)
-                while opened.device.renderedFrames < target && !interrupted.load(ordering: .relaxed) { usleep(2000) }
+                // Files and null:fast: render the reverb tail more, then hold.
+                while opened.device.renderedFrames < endFrame + tailFrames && !interrupted.load(ordering: .relaxed) { usleep(poll) }
+                done.flag.store(true, ordering: .relaxed)
+                _ = tail
             }
         }
         graph.stop()
