@@ -92,7 +92,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     public func endOfInput() { ended.store(true, ordering: .releasing) }
 
     /// Starts a feeder thread that calls `pull` whenever the ring has room for `chunkFrames`,
-    /// until it returns 0 (end of input), throws (``error``) or ``stop()`` is called.
+    /// until it returns 0 (end of input), throws (``error``) or ``stop()`` is called. The
+    /// feeder keeps the player alive while it runs: call ``stop()`` for an endless source.
     public func play(from pull: @escaping Pull, chunkFrames: Int = 4096) {
         stop()
         cancelled.store(false, ordering: .relaxed)
