@@ -309,6 +309,23 @@ extension CompatSeedTests {
         let expected = Float(0.5 * pow(10, 6.0 / 20))
         #expect(abs(last - expected) < 0.01, "got \(last), expected \(expected)")
         #expect(abs(right[100] - expected) < 0.01)
+
+        // A live edit: take the EQ out (mixer straight to the output) and AUGraphUpdate.
+        #expect(AUGraphDisconnectNodeInput(graph, outNode, 0) == noErr)
+        #expect(AUGraphRemoveNode(graph, eqNode) == noErr)
+        #expect(AUGraphConnectNodeInput(graph, mixerNode, 0, outNode, 0) == noErr)
+        var updated: DarwinBoolean = false
+        #expect(AUGraphUpdate(graph, &updated) == noErr)
+        #expect(updated.boolValue)
+        var count: UInt32 = 0
+        #expect(AUGraphGetNodeCount(graph, &count) == noErr && count == 2)
+        for _ in 0..<10 {
+            list[0] = AudioBuffer(mNumberChannels: 1, mDataByteSize: 2048, mData: left)
+            list[1] = AudioBuffer(mNumberChannels: 1, mDataByteSize: 2048, mData: right)
+            #expect(AudioUnitRender(output, nil, &time, 0, 512, list.unsafeMutablePointer) == noErr)
+            time.mSampleTime += 512
+        }
+        #expect(abs(left[511] - 0.5) < 0.001, "after the update: \(left[511])")
         #expect(AUGraphUninitialize(graph) == noErr)
     }
 

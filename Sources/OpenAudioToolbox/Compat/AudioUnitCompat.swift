@@ -841,6 +841,9 @@ final class CompatGraph: @unchecked Sendable {
 
     func unit(_ id: AUNode) -> CompatUnit? { units.first { $0.id == id }?.unit }
 
+    var liveNodes: [AUNode: AudioUnits.AUNode] = [:]
+    var bridges: [AudioUnits.AUNode] = []
+
     func initialize() -> OSStatus {
         if initialized { return noErr }
         let outputs = units.filter { $0.unit.isOutput }
@@ -848,34 +851,57 @@ final class CompatGraph: @unchecked Sendable {
         let outFormat = out.format(kAudioUnitScope_Input, 0)
         do throws(AudioError) {
             let g = try AudioGraph(sampleRate: outFormat.mSampleRate, channels: Int(max(1, outFormat.mChannelsPerFrame)), maxFramesPerSlice: Int(out.maxFrames))
-            var nodes: [AUNode: AudioUnits.AUNode] = [:]
-            for (id, u) in units where !u.isOutput {
+            graph = g
+            liveNodes = [:]
+            bridges = []
+            let status = wire()
+            guard status == noErr else { graph = nil; return status }
+            renderPointers = .allocate(capacity: Int(max(1, outFormat.mChannelsPerFrame)))
+            initialized = true
+            return noErr
+        } catch {
+            return osStatus(error, default: kAUGraphErr_InvalidConnection)
+        }
+    }
+
+    /// Brings the AudioGraph in line with the units and connections and commits: nodes that
+    /// stay keep their state (used by AUGraphInitialize and, on a running graph, AUGraphUpdate).
+    func wire() -> OSStatus {
+        guard let g = graph else { return kAudioUnitErr_Uninitialized }
+        do throws(AudioError) {
+            g.clearConnections()
+            for b in bridges { try g.remove(b) }
+            bridges = []
+            let ids = Set(units.map(\.id))
+            for (id, n) in liveNodes where !ids.contains(id) {
+                try g.remove(n)
+                liveNodes[id] = nil
+            }
+            for (id, u) in units where !u.isOutput && liveNodes[id] == nil {
                 u.initialized = false
                 _ = u.initialize()
                 guard let n = u.node else { return kAUGraphErr_InvalidAudioUnit }
                 try g.add(n)
-                nodes[id] = n
+                liveNodes[id] = n
             }
             for c in connections {
-                guard let s = nodes[c.source] else { return kAUGraphErr_InvalidConnection }
-                let d: AudioUnits.AUNode = nodes[c.destination] ?? g.output
+                guard let s = liveNodes[c.source] else { return kAUGraphErr_InvalidConnection }
+                let d: AudioUnits.AUNode = liveNodes[c.destination] ?? g.output
                 try g.connect(s, output: Int(c.output), to: d, input: Int(c.input))
             }
             // Render callbacks on inputs that nothing feeds.
             for (id, u) in units {
-                let target: AudioUnits.AUNode = u.isOutput ? g.output : (nodes[id] ?? g.output)
+                let target: AudioUnits.AUNode = u.isOutput ? g.output : (liveNodes[id] ?? g.output)
                 for bus in 0..<target.inputChannels.count where !connections.contains(where: { $0.destination == id && Int($0.input) == bus }) {
                     if let b = u.bridge(bus: UInt32(bus)) {
                         try g.add(b)
                         try g.connect(b, to: target, input: bus)
+                        bridges.append(b)
                     }
                 }
                 u.initialized = true
             }
             try g.commit()
-            graph = g
-            renderPointers = .allocate(capacity: Int(max(1, outFormat.mChannelsPerFrame)))
-            initialized = true
             return noErr
         } catch {
             return osStatus(error, default: kAUGraphErr_InvalidConnection)
@@ -924,7 +950,6 @@ public func DisposeAUGraph(_ inGraph: AUGraph) -> OSStatus {
 @discardableResult
 public func AUGraphAddNode(_ inGraph: AUGraph, _ inDescription: UnsafePointer<AudioComponentDescription>, _ outNode: UnsafeMutablePointer<AUNode>) -> OSStatus {
     let g = compatGraph(inGraph)
-    guard !g.initialized else { return kAUGraphErr_CannotDoInCurrentContext }
     guard let c = AudioComponentFindNext(nil, inDescription), let component = compatComponent(c) else { return kAUGraphErr_InvalidAudioUnit }
     let unit = CompatUnit(component: component)
     unit.owner = g
@@ -939,8 +964,8 @@ public func AUGraphAddNode(_ inGraph: AUGraph, _ inDescription: UnsafePointer<Au
 @discardableResult
 public func AUGraphRemoveNode(_ inGraph: AUGraph, _ inNode: AUNode) -> OSStatus {
     let g = compatGraph(inGraph)
-    guard !g.initialized else { return kAUGraphErr_CannotDoInCurrentContext }
     guard let i = g.units.firstIndex(where: { $0.id == inNode }) else { return kAUGraphErr_NodeNotFound }
+    guard !g.units[i].unit.isOutput || !g.initialized else { return kAUGraphErr_OutputNodeErr }
     Unmanaged.passUnretained(g.units[i].unit).release()
     g.units.remove(at: i)
     g.connections.removeAll { $0.source == inNode || $0.destination == inNode }
@@ -983,7 +1008,6 @@ public func AUGraphGetNodeCount(_ inGraph: AUGraph, _ outNumberOfNodes: UnsafeMu
 public func AUGraphConnectNodeInput(_ inGraph: AUGraph, _ inSourceNode: AUNode, _ inSourceOutputNumber: UInt32,
                                     _ inDestNode: AUNode, _ inDestInputNumber: UInt32) -> OSStatus {
     let g = compatGraph(inGraph)
-    guard !g.initialized else { return kAUGraphErr_CannotDoInCurrentContext }
     guard let s = g.unit(inSourceNode), let d = g.unit(inDestNode) else { return kAUGraphErr_NodeNotFound }
     guard !s.isOutput else { return kAUGraphErr_InvalidConnection }
     if g.connections.contains(where: { $0.destination == inDestNode && $0.input == inDestInputNumber }) { return kAUGraphErr_InvalidConnection }
@@ -996,7 +1020,6 @@ public func AUGraphConnectNodeInput(_ inGraph: AUGraph, _ inSourceNode: AUNode, 
 @discardableResult
 public func AUGraphDisconnectNodeInput(_ inGraph: AUGraph, _ inDestNode: AUNode, _ inDestInputNumber: UInt32) -> OSStatus {
     let g = compatGraph(inGraph)
-    guard !g.initialized else { return kAUGraphErr_CannotDoInCurrentContext }
     g.connections.removeAll { $0.destination == inDestNode && $0.input == inDestInputNumber }
     return noErr
 }
@@ -1021,6 +1044,8 @@ public func AUGraphUninitialize(_ inGraph: AUGraph) -> OSStatus {
     let g = compatGraph(inGraph)
     _ = g.stop()
     g.graph = nil
+    g.liveNodes = [:]
+    g.bridges = []
     g.initialized = false
     for u in g.units { u.unit.initialized = false }
     g.renderPointers?.deallocate()
@@ -1028,12 +1053,15 @@ public func AUGraphUninitialize(_ inGraph: AUGraph) -> OSStatus {
     return noErr
 }
 
-/// Applies edits (here: edits are made before initialising; nothing to do). `outIsUpdated` is true.
+/// Applies the edits made since the graph was initialised (nodes added or removed,
+/// connections, input callbacks) to the running graph at once: the new plan is swapped in
+/// atomically and nodes that stay keep their state. `outIsUpdated` is set true (the update is
+/// synchronous).
 @discardableResult
 public func AUGraphUpdate(_ inGraph: AUGraph, _ outIsUpdated: UnsafeMutablePointer<DarwinBoolean>?) -> OSStatus {
+    let g = compatGraph(inGraph)
     outIsUpdated?.pointee = true
-    _ = inGraph
-    return noErr
+    return g.initialized ? g.wire() : noErr
 }
 
 /// Starts the graph's output unit on the output `OAT_OUTPUT` names.
