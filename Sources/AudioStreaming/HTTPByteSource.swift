@@ -269,6 +269,10 @@ extension HTTPByteSource {
         var position: Int64 = 0
         var pendingEvent: ByteSourceRead?
         var ended = false
+        /// When the current run of faults began, and when the last reconnect succeeded.
+        var faultRunStart: Double?
+        var lastReconnect = 0.0
+        var attempts = 0
 
         init(url: String, options: HTTPOptions) {
             self.url = url
@@ -294,6 +298,8 @@ extension HTTPByteSource {
         func openFirst(at offset: Int64, source: HTTPByteSource) throws(AudioError) -> ByteSourceInfo {
             pendingEvent = nil
             ended = false
+            faultRunStart = nil
+            attempts = 0
             let policy = options.reconnect
             var attempt = 0
             var firstFault = 0.0
@@ -564,8 +570,6 @@ extension HTTPByteSource {
                 throw AudioError(.invalidArgument, component: component, "empty read buffer")
             }
             let waitStart = monotonicSeconds()
-            var faultStart: Double? = nil
-            var attempt = 0
             while true {
                 if source.isCancelled { throw cancelledError() }
                 if let e = pendingEvent { pendingEvent = nil; return e }
@@ -597,6 +601,10 @@ extension HTTPByteSource {
                         if let total = info?.totalLength, position < total {
                             fault = TransferFault(error: AudioError(.network, component: component,
                                 "\(displayURL) ended at byte \(position) of \(total)"), retryable: true)
+                        } else if t.metadata.isEmpty, options.reconnect.rejoinsEndedLiveStreams, info?.totalLength == nil,
+                                  info?.headers.contains(where: { $0.name.hasPrefix("icy-") }) == true {
+                            fault = TransferFault(error: AudioError(.network, component: component,
+                                "live stream \(displayURL) ended at byte \(position)"), retryable: true)
                         } else if !t.metadata.isEmpty {
                             let m = t.metadata.removeFirst()
                             return .metadata(m)
@@ -621,11 +629,16 @@ extension HTTPByteSource {
                 // A fault: reconnect per policy.
                 guard fault.retryable, options.reconnect.reconnects else { finishTransfer(multi: source.multiHandle); throw fault.error }
                 let now = monotonicSeconds()
-                if faultStart == nil { faultStart = now }
-                attempt += 1
+                if faultRunStart == nil || now - lastReconnect > options.reconnect.healthyAfter {
+                    faultRunStart = now
+                    attempts = 0
+                }
+                let runStart = faultRunStart ?? now
+                attempts += 1
                 finishTransfer(multi: source.multiHandle)
-                try wait(before: attempt, fault: fault, since: faultStart ?? now, source: source)
-                try reconnect(source: source, faultStart: faultStart ?? now, attempt: &attempt)
+                try wait(before: attempts, fault: fault, since: runStart, source: source)
+                try reconnect(source: source, faultStart: runStart, attempt: &attempts)
+                lastReconnect = monotonicSeconds()
             }
         }
 
