@@ -104,8 +104,9 @@ final class CurlTransfer {
     var icyCharset: ICYCharset = .automatic
 
     // Response head.
-    var status = 0
-    var headers: [ByteSourceInfo.HeaderField] = []
+    var head = HTTPResponseHead()
+    var status: Int { head.status }
+    var headers: [ByteSourceInfo.HeaderField] { head.headers }
     var headBytes = 0
     var headerOverflow = false
     var headDone = false
@@ -205,36 +206,23 @@ final class CurlTransfer {
             headerOverflow = true
             return 0
         }
-        var line = Array(data)
-        while let l = line.last, l == 0x0A || l == 0x0D { line.removeLast() }
-        if line.isEmpty {
+        switch head.consume(data) {
+        case .end:
             // End of one response head: final unless it is 1xx or a redirect libcurl will follow.
-            let redirect = (300..<400).contains(status) && followsRedirects && headers.contains { $0.name == "location" }
+            let redirect = (300..<400).contains(status) && followsRedirects && head.header("location") != nil
             if !(100..<200).contains(status) && !redirect {
                 headDone = true
                 acceptBody = (200..<300).contains(status)
             }
-            return data.count
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        if text.hasPrefix("HTTP/") || text.hasPrefix("ICY ") {
-            headers.removeAll()
+        case .status:
             headBytes = data.count
-            let parts = text.split(separator: " ", maxSplits: 2)
-            status = parts.count >= 2 ? Int(parts[1]) ?? 0 : 0
-            return data.count
-        }
-        if let colon = text.firstIndex(of: ":") {
-            let name = text[..<colon].lowercased().trimmingSpaces()
-            var value = Substring(text[text.index(after: colon)...])
-            while let f = value.first, f == " " || f == "\t" { value = value.dropFirst() }
-            while let l = value.last, l == " " || l == "\t" { value = value.dropLast() }
-            headers.append(ByteSourceInfo.HeaderField(name: name, value: String(value)))
+        case .field, .ignored:
+            break
         }
         return data.count
     }
 
-    func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+    func header(_ name: String) -> String? { head.header(name) }
 }
 
 private func writeCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ user: UnsafeMutableRawPointer?) -> Int {
@@ -686,21 +674,6 @@ private func statusName(_ status: Int) -> String {
     case 410: return " (gone)"
     default: return ""
     }
-}
-
-/// Parses `bytes first-last/total` (total may be `*`).
-func parseContentRange(_ value: String) -> (first: Int64, last: Int64, total: Int64?)? {
-    let v = value.trimmingSpaces().lowercased()
-    guard v.hasPrefix("bytes") else { return nil }
-    let rest = v.dropFirst(5).drop { $0 == " " || $0 == "=" }
-    let parts = rest.split(separator: "/", maxSplits: 1)
-    guard parts.count == 2 else { return nil }
-    let range = parts[0].split(separator: "-", maxSplits: 1)
-    guard range.count == 2, let first = Int64(range[0]), let last = Int64(range[1]), first >= 0, last >= first else { return nil }
-    let total: Int64? = parts[1] == "*" ? nil : Int64(parts[1])
-    if parts[1] != "*" && total == nil { return nil }
-    if let total, last >= total { return nil }
-    return (first, last, total)
 }
 
 /// Parses `Retry-After`: delta seconds or an HTTP date; returns seconds from now.
