@@ -489,7 +489,7 @@ extension HTTPByteSource {
             var contentType: String? = nil
             if let ct = t.header("content-type") {
                 let main = ct.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
-                let trimmed = main.trimmingSpaces().lowercased()
+                let trimmed = main.trimmingBlanks().lowercased()
                 if !trimmed.isEmpty { contentType = trimmed }
             }
             let contentLength = t.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
@@ -678,7 +678,7 @@ private func statusName(_ status: Int) -> String {
 
 /// Parses `Retry-After`: delta seconds or an HTTP date; returns seconds from now.
 func parseRetryAfter(_ value: String) -> Double? {
-    let v = value.trimmingSpaces()
+    let v = value.trimmingBlanks()
     if let s = Int(v) { return s >= 0 ? Double(s) : nil }
     let t = curl_getdate(v, nil)
     guard t >= 0 else { return nil }

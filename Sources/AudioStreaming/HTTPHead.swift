@@ -25,7 +25,7 @@ struct HTTPResponseHead: Sendable, Equatable {
             return .status
         }
         guard let colon = text.firstIndex(of: ":") else { return .ignored }
-        let name = text[..<colon].lowercased().trimmingSpaces()
+        let name = text[..<colon].lowercased().trimmingBlanks()
         var value = Substring(text[text.index(after: colon)...])
         while let f = value.first, f == " " || f == "\t" { value = value.dropFirst() }
         while let l = value.last, l == " " || l == "\t" { value = value.dropLast() }
@@ -39,7 +39,7 @@ struct HTTPResponseHead: Sendable, Equatable {
 
 /// Parses `bytes first-last/total` (total may be `*`); nil when malformed or inconsistent.
 func parseContentRange(_ value: String) -> (first: Int64, last: Int64, total: Int64?)? {
-    let v = value.trimmingSpaces().lowercased()
+    let v = value.trimmingBlanks().lowercased()
     guard v.hasPrefix("bytes") else { return nil }
     let rest = v.dropFirst(5).drop { $0 == " " || $0 == "=" }
     let parts = rest.split(separator: "/", maxSplits: 1)

@@ -75,7 +75,7 @@ public enum StreamFormatDetector {
     /// The kind a MIME type names (lower-cased, parameters ignored); nil for generic types such as
     /// `application/octet-stream`.
     public static func kind(forContentType contentType: String) -> StreamContentKind? {
-        let t = (contentType.split(separator: ";").first.map(String.init) ?? "").trimmingSpaces().lowercased()
+        let t = (contentType.split(separator: ";").first.map(String.init) ?? "").trimmingBlanks().lowercased()
         switch t {
         case "audio/mpeg", "audio/mp3", "audio/mpeg3", "audio/x-mpeg", "audio/x-mp3", "audio/mpg", "audio/x-mpeg-3": return .audio(.mp3)
         case "audio/aac", "audio/aacp", "audio/x-aac", "audio/aac-adts", "audio/x-hx-aac-adts", "audio/vnd.dlna.adts": return .audio(.aacADTS)
