@@ -220,3 +220,42 @@ final class Thread0: @unchecked Sendable {
     }
     func join() { pthread_join(thread, nil) }
 }
+
+@Suite struct HTTPProxyAndThroughputTests {
+    @Test func anExplicitProxyIsUsed() throws {
+        // The test server plays the proxy: the request target is the absolute URL.
+        let proxy = try TestHTTPServer()
+        defer { proxy.stop() }
+        proxy.serve("http://radio.invalid/stream.mp3", bytes: [4, 5, 6], contentType: "audio/mpeg")
+        var o = quickOptions()
+        o.proxy = proxy.url("")
+        let source = HTTPByteSource(url: "http://radio.invalid/stream.mp3", options: o)
+        _ = try source.open(at: 0)
+        #expect(firstDifference(try drain(source).bytes, [4, 5, 6]) == nil)
+        #expect(proxy.requests.first?.target == "http://radio.invalid/stream.mp3")
+    }
+
+    @Test func loopbackThroughputAndTimeToFirstByte() throws {
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.route("/fast", TestHTTPServer.Route(body: .endlessPattern))
+        let source = HTTPByteSource(url: server.url("/fast"))
+        let t0 = monotonic()
+        _ = try source.open(at: 0)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var first: Double? = nil
+        var total = 0
+        while total < 16 << 20 {
+            if case .bytes(let n) = try buffer.withUnsafeMutableBytes({ try source.read(into: $0) }) {
+                if first == nil { first = monotonic() - t0 }
+                total += n
+            }
+        }
+        let seconds = monotonic() - t0
+        let mbps = Double(total) / seconds / 1e6
+        print("HTTPByteSource loopback: first byte after \(Int((first ?? 0) * 1000)) ms, \(Int(mbps)) MB/s over \(total >> 20) MiB")
+        #expect((first ?? 10) < 1)
+        #expect(mbps > 5)
+        source.close()
+    }
+}
