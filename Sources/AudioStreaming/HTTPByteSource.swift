@@ -529,7 +529,11 @@ extension HTTPByteSource {
                                      bitRate: t.header("icy-br").flatMap { Int($0.split(separator: ",").first ?? "") },
                                      metaInterval: t.header("icy-metaint").flatMap { Int($0) })
             }
-            let seekable = total != nil && (acceptRanges || status == 206)
+            // With ICY metadata interleaved, lengths and ranges count metadata bytes too: the audio
+            // stream has no usable length and cannot be resumed by byte.
+            let demuxes = options.requestsICYMetadata && icy?.metaInterval != nil
+            if demuxes { total = nil }
+            let seekable = !demuxes && total != nil && (acceptRanges || status == 206)
             let live = total == nil || t.headers.contains { $0.name.hasPrefix("icy-") }
             let i = ByteSourceInfo(url: finalURL, contentType: contentType, totalLength: total, startOffset: start,
                                    isSeekable: seekable, isLive: live, headers: t.headers, icy: icy)

@@ -278,6 +278,26 @@ import Glibc
         #expect(audio.enumerated().allSatisfy { $0.element == TestHTTPServer.patternByte(at: Int64($0.offset)) })
     }
 
+    @Test func aLoopingFileIsAnEndlessLiveBody() throws {
+        let dir = try ScratchDirectory("loop")
+        defer { removeTree(dir.path) }
+        let file = testBytes(5000, seed: 21)
+        #expect(writeFile(dir.path + "/loop.bin", file))
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.route("/loop", TestHTTPServer.Route(body: .loopingFile(dir.path + "/loop.bin"), contentType: "audio/mpeg"))
+        let source = HTTPByteSource(url: server.url("/loop"))
+        let info = try source.open(at: 0)
+        #expect(info.isLive)
+        #expect(info.totalLength == nil)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var audio: [UInt8] = []
+        while audio.count < 12_000 {
+            if case .bytes(let n) = try buffer.withUnsafeMutableBytes({ try source.read(into: $0) }) { audio += buffer[0..<n] }
+        }
+        #expect(firstDifference(Array(audio[0..<12_000]), file + file + Array(file[0..<2000])) == nil)
+    }
+
     @Test func memoryStaysBoundedWhenTheReaderIsSlow() throws {
         let server = try TestHTTPServer()
         defer { server.stop() }
