@@ -27,7 +27,8 @@ func monotonicSeconds() -> Double {
 ///
 /// Memory is bounded: the transfer pauses when ``HTTPOptions/bufferLimit`` bytes wait for the reader.
 ///
-/// Thread safety: `open`, `read` and `close` are serialised (call them from one thread);
+/// Thread safety: `open`, `read` and `close` are serialised (call them from one thread; a
+/// `close()` from another thread waits for a blocked `read`, so call ``cancel()`` first);
 /// ``cancel()`` and ``statistics`` may be called from any thread, and `cancel()` wakes a blocked
 /// call promptly.
 public final class HTTPByteSource: ByteSource {
