@@ -19,6 +19,7 @@ usage: afplay [options] FILE|URL|-...
   --no-ui              no status line or keys, even on a terminal
   --json-events        print one JSON object per line on stdout for each event
   --prebuffer SECONDS  streams: decoded audio to buffer before starting (default 0.15)
+\(GraphOptions.usage)
   -h, --help           this help
 keys on a terminal: space pause/resume, left/right seek 10 s, +/- volume, q quit;
   streams also: n next item, l jump to live
@@ -51,7 +52,7 @@ struct Options: Sendable {
 
 func parseArguments() -> Options {
     var o = Options()
-    var args = CommandLine.arguments.dropFirst()
+    var args = ArraySlice(graphOptions.remaining)
     func value(_ flag: String) -> String {
         guard let v = args.popFirst() else { fail("\(flag) needs a value\n\(usage)") }
         return v
@@ -79,6 +80,7 @@ func parseArguments() -> Options {
     return o
 }
 
+let graphOptions = GraphOptions.extract(Array(CommandLine.arguments.dropFirst()))
 let options = parseArguments()
 
 // MARK: Events
@@ -136,6 +138,11 @@ let factory: AudioOutputDeviceFactory = { format throws(AudioError) in
 signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
 signal(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
 
+// --eq/--reverb/--compress/--mix: play through the AudioUnits graph (GraphPlayback.swift).
+if graphOptions.isActive {
+    exit(runGraphPlayback(files: options.files, graphOptions: graphOptions, volume: options.volume, start: options.start,
+                          limit: options.limit, output: options.output, debug: options.debug, interrupted: interrupted))
+}
 if options.files.contains(where: needsStreaming) {
     exit(runStreaming(options, output: factory))
 }

@@ -37,10 +37,16 @@ struct PlaybackRecordingTests {
         let timedSeconds = 6.0
         var processes: [(name: String, path: String, process: ToolProcess)] = []
         defer { for p in processes { p.process.stop(grace: 1) } }
-        for f in formats {
+        // The timed (-t) recorder starts last, once the others record, so its window surely
+        // covers the playback however slowly the others came up.
+        for f in formats.reversed() {
             let path = "\(scratch.path)/rec.\(f.name)"
             var args = ["-d", "\(f.data)@48000", "-c", "2"]
-            if f.name == "wav" { args += ["-t", String(timedSeconds)] }
+            if f.name == "wav" {
+                args += ["-t", String(timedSeconds)]
+                let others = waitUntil(20) { processes.allSatisfy { isRecording($0.process) } }
+                try #require(others, "not every afrecord started: \(processes.map { "\($0.name): \($0.process.output)" })")
+            }
             processes.append((f.name, path, try startRecorder(afrecord, args, path, daemon: daemon)))
         }
         let ready = waitUntil(15) { processes.allSatisfy { isRecording($0.process) } }

@@ -354,6 +354,23 @@ final class CompatFileWriter: @unchecked Sendable {
         return w
     }
 
+    /// A property of the file being written: FileFormat, DataFormat, MagicCookieData,
+    /// AudioDataPacketCount, AudioDataByteCount, PacketTableInfo, IsOptimized.
+    func property(_ id: AudioFilePropertyID) -> CPropertyValue? {
+        lock.withLock { _ -> CPropertyValue? in
+            switch id {
+            case kAudioFilePropertyFileFormat: return .uint32(type.rawValue)
+            case kAudioFilePropertyDataFormat: return .asbd(format)
+            case kAudioFilePropertyMagicCookieData: return (writer?.magicCookie ?? cookie).map { .bytes($0) }
+            case kAudioFilePropertyAudioDataPacketCount: return .uint64(UInt64(max(0, writer?.packetCount ?? 0)))
+            case kAudioFilePropertyAudioDataByteCount: return .uint64(UInt64(max(0, writer?.audioDataByteCount ?? 0)))
+            case kAudioFilePropertyPacketTableInfo: return (writer?.packetTableInfo ?? packetTableInfo).map { .packetTable($0) }
+            case kAudioFilePropertyIsOptimized: return .uint32(0)
+            default: return nil
+            }
+        }
+    }
+
     /// Finishes the file and forgets the handle (Apple's `AudioFileClose` on a created file).
     static func close(_ id: AudioFileID) -> OSStatus {
         guard let w = from(id) else { return kAudio_ParamError }
@@ -524,6 +541,12 @@ private func fileProperty(_ f: AudioFile, _ id: AudioFilePropertyID, input: Unsa
 @discardableResult
 public func AudioFileGetPropertyInfo(_ inAudioFile: AudioFileID, _ inPropertyID: AudioFilePropertyID,
                                      _ outDataSize: UnsafeMutablePointer<UInt32>?, _ isWritable: UnsafeMutablePointer<UInt32>?) -> OSStatus {
+    if let w = CompatFileWriter.from(inAudioFile) {
+        guard let v = w.property(inPropertyID) else { return kAudioFileUnsupportedPropertyError }
+        outDataSize?.pointee = v.size
+        isWritable?.pointee = inPropertyID == kAudioFilePropertyMagicCookieData || inPropertyID == kAudioFilePropertyPacketTableInfo ? 1 : 0
+        return noErr
+    }
     guard let box = CompatAudioFile.from(inAudioFile) else { return kAudio_ParamError }
     return box.withFile { file in
         switch fileProperty(file, inPropertyID, input: nil) {
@@ -542,6 +565,10 @@ public func AudioFileGetPropertyInfo(_ inAudioFile: AudioFileID, _ inPropertyID:
 @discardableResult
 public func AudioFileGetProperty(_ inAudioFile: AudioFileID, _ inPropertyID: AudioFilePropertyID,
                                  _ ioDataSize: UnsafeMutablePointer<UInt32>, _ outPropertyData: UnsafeMutableRawPointer) -> OSStatus {
+    if let w = CompatFileWriter.from(inAudioFile) {
+        guard let v = w.property(inPropertyID) else { return kAudioFileUnsupportedPropertyError }
+        return v.write(ioDataSize, outPropertyData, sizeError: kAudioFileBadPropertySizeError)
+    }
     guard let box = CompatAudioFile.from(inAudioFile) else { return kAudio_ParamError }
     return box.withFile { file in
         switch fileProperty(file, inPropertyID, input: UnsafeRawPointer(outPropertyData)) {
