@@ -512,10 +512,18 @@ final class DecoderThread {
             engine.control.withLock { c in
                 if c.playingIndex == item.index || !queueStarted { c.currentInfo = info }
             }
-            if item.parser == nil {
-                item.parser = AudioFileStream(fileTypeHint: fileTypeHint(contentType: info.contentType, url: info.url))
-            }
         case .bytes(let bytes, let offset):
+            if item.parser == nil {
+                // Content type, extension and the first bytes decide the container (a server
+                // that says audio/mpeg and sends ADTS still plays).
+                let detection = StreamFormatDetector.detect(contentType: item.info?.contentType, url: item.info?.url ?? item.url, prefix: bytes)
+                if let note = detection.note { debug("format: \(note)") }
+                if let kind = detection.playlist {
+                    throw AudioError(.unsupportedFormat, component: "StreamingPlayer",
+                                     "\(item.url) is a \(kind.rawValue) playlist without a playlist extension (not followed)")
+                }
+                item.parser = AudioFileStream(fileTypeHint: detection.fileTypeHint ?? fileTypeHint(contentType: item.info?.contentType, url: item.url))
+            }
             if item.liveRejoins > 0 && item.outputFrames > 0 { item.liveRejoins = 0 }
             try feed(item, bytes, at: offset)
         case .metadata(let m):

@@ -55,9 +55,9 @@ public actor StreamingPlayer {
     }
 
     /// The byte source for `url`: `http`, `https` and `icy` URLs give an ``HTTPByteSource`` with
-    /// default options; a path, `file://` URL or `-` (standard input) gives a file source.
+    /// default options; `-` gives a ``StandardInputByteSource``; a path or `file://` URL a file source.
     public static func defaultSource(for url: String) throws(AudioError) -> any ByteSource {
-        if url == "-" { return FileByteSource(path: "/dev/stdin") }
+        if url == "-" { return StandardInputByteSource() }
         let lower = url.lowercased()
         if lower.hasPrefix("http://") || lower.hasPrefix("https://") || lower.hasPrefix("icy://") {
             return HTTPByteSource(url: url)
