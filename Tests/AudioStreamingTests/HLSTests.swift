@@ -258,3 +258,83 @@ import Glibc
         }
     }
 }
+
+/// HLS over real loopback HTTP (TestHTTPServer, HTTPByteSource through the default factory).
+@Suite struct HLSOverHTTPTests {
+    /// Serves every file of `dir` at `/hls/NAME`.
+    func serveDirectory(_ server: TestHTTPServer, _ dir: String, faults: [String: [TestHTTPServer.Fault]] = [:]) {
+        for name in listDirectory(dir) {
+            let type = name.hasSuffix(".m3u8") ? "application/vnd.apple.mpegurl" : name.hasSuffix(".ts") ? "video/mp2t" : "application/octet-stream"
+            var route = TestHTTPServer.Route(body: .file(dir + "/" + name), contentType: type)
+            route.faults = faults[name] ?? []
+            server.route("/hls/" + name, route)
+        }
+    }
+
+    @Test func masterAndSegmentsOverHTTPWithFaults() throws {
+        let dir = try ScratchDirectory("hls-http")
+        defer { dir.remove() }
+        let t = HLSTests()
+        _ = try t.makeHLS(dir, name: "low", codec: ["-c:a", "aac", "-b:a", "48k"], id3: false)
+        _ = try t.makeHLS(dir, name: "hi", codec: ["-c:a", "aac", "-b:a", "128k"])
+        writeText(dir.path + "/master.m3u8", """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS="mp4a.40.2"
+            low.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=160000,CODECS="mp4a.40.2"
+            hi.m3u8
+
+            """)
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        // Segment 1 drops its connection after 5000 bytes once (resumed by Range inside the HTTP
+        // source); segment 2 answers 503 twice (retried).
+        serveDirectory(server, dir.path, faults: ["hi-1.ts": [.disconnect(afterBytes: 5000)],
+                                                  "hi-2.ts": [.status(503, retryAfter: nil), .status(503, retryAfter: nil)]])
+        var options = HLSOptions()
+        options.maximumBandwidth = 200_000
+        options.retryDelay = 0.02
+        options.http = quickOptions()
+        let source = HLSByteSource(url: server.url("/hls/master.m3u8"), options: options)
+        let info = try source.open(at: 0)
+        #expect(info.contentType == "audio/aac")
+        #expect(source.chosenVariant?.uri == server.url("/hls/hi.m3u8"))
+        let drained = try DrainedSource(source)
+        try t.checkAudio(drained, hint: .aacADTS, dir: dir)
+        try t.checkTitles(drained, hint: .aacADTS, expected: [("Opening", 0), ("Middle", 3), ("Closing", 6)], tolerance: 0.08)
+        #expect(server.requests(to: "/hls/hi-1.ts").count == 2)
+        #expect(server.requests(to: "/hls/hi-1.ts").last?.range == "bytes=5000-")
+        #expect(server.requests(to: "/hls/hi-2.ts").count == 3)
+        #expect(server.requests(to: "/hls/low-0.ts").isEmpty)
+    }
+
+    @Test func permanentErrorsAndLocalReferencesFailFast() throws {
+        let dir = try ScratchDirectory("hls-http")
+        defer { dir.remove() }
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.serve("/x/media.m3u8", bytes: Array("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\ngone.ts\n#EXT-X-ENDLIST\n".utf8),
+                     contentType: "application/vnd.apple.mpegurl")
+        var options = HLSOptions()
+        options.retryDelay = 0.02
+        options.http = quickOptions()
+        let source = HLSByteSource(url: server.url("/x/media.m3u8"), options: options)
+        let started = monotonic()
+        do {
+            _ = try source.open(at: 0)
+            Issue.record("a missing segment was accepted")
+        } catch {
+            #expect(error.underlying == "HTTP 404", "\(error)")
+        }
+        #expect(monotonic() - started < 3)
+        #expect(server.requests(to: "/x/gone.ts").count == 1)
+        // A remote playlist naming a local file is refused before anything is fetched from it.
+        server.serve("/x/evil.m3u8", bytes: Array("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nfile:///etc/passwd\n".utf8))
+        do {
+            _ = try HLSByteSource(url: server.url("/x/evil.m3u8"), options: options).open(at: 0)
+            Issue.record("local reference accepted")
+        } catch {
+            #expect(error.message.contains("line 4"), "\(error)")
+        }
+    }
+}
