@@ -89,6 +89,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
     private var unchangedReloads = 0
     private var info = ByteSourceInfo(url: "")
     private var opened = false
+    private var openedLive = false
 
     private enum Pending {
         case bytes([UInt8])
@@ -177,7 +178,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
                 throw AudioError(.invalidData, component: Self.component, "\(target) is neither a master nor a media playlist")
             }
             media = m
-            mediaURL = fetched.url
+            mediaURL = target   // reloads ask for the URL as named; references resolve against the final one
             break
         }
         lastReload = Self.now()
@@ -189,6 +190,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
         }
         info = ByteSourceInfo(url: mediaURL, contentType: nil, totalLength: nil, startOffset: 0,
                               isSeekable: false, isLive: !media.hasEndList)
+        openedLive = !media.hasEndList
         opened = true
         // Load the first segment now so the content type is known.
         while pending.isEmpty {
@@ -346,7 +348,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
         do {
             body = try fetch(segment.uri, range: segment.byteRange, what: "segment")
         } catch {
-            if error.code == .cancelled || media.hasEndList { throw error }
+            if error.code == .cancelled || !openedLive { throw error }
             // Live: skip the segment, report the gap.
             shared.withLock { $0.stats.reconnects += 1 }
             if deliveredAny { pending.append(.event(.reconnected(info, continuous: false))) }

@@ -209,6 +209,65 @@ import Glibc
         #expect(abs(frames - expected) <= 3 * 1152, "\(frames) frames, \(expected) expected (joined at sequence \(firstSequence))")
     }
 
+    /// A live presentation simulated by playlist versions (a 3-segment window moving 2 segments per
+    /// reload, ENDLIST in the last) and a segment that cannot be fetched: it is skipped after the
+    /// retries, reported as one discontinuity, and nothing is delivered twice.
+    @Test func liveSlidingWindowSkipsAFailedSegment() throws {
+        let dir = try ScratchDirectory("hls")
+        defer { dir.remove() }
+        let vod = try makeHLS(dir, name: "w", codec: ["-c:a", "aac", "-b:a", "128k"], extra: ["-hls_time", "1"], id3: false)
+        let segments = try #require(HLSPlaylist.parse(bytes: fileBytes(vod), url: vod).media?.segments)
+        try #require(segments.count >= 6)
+        var versions: [String] = []
+        var k = 0
+        while true {
+            let window = Array(segments[k..<min(segments.count, k + 3)])
+            var text = "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(k)\n"
+            for s in window { text += "#EXTINF:\(s.duration),\n\(s.uri)\n" }
+            let last = k + 3 >= segments.count
+            if last { text += "#EXT-X-ENDLIST\n" }
+            versions.append(dir.path + "/live-\(versions.count).m3u8")
+            writeText(versions.last!, text)
+            if last { break }
+            k += 2
+        }
+        let playlistPath = dir.path + "/live.m3u8"
+        let failing = segments[3].uri
+        final class Counter: Sendable { let value = Mutex(0) }
+        let loads = Counter(), failures = Counter()
+        let paths = versions
+        var options = HLSOptions()
+        options.retryDelay = 0.01
+        let source = HLSByteSource(url: playlistPath, options: options) { (u: String) throws(AudioError) -> any ByteSource in
+            if u == playlistPath {
+                let n = loads.value.withLock { $0 += 1; return $0 - 1 }
+                return FileByteSource(path: paths[min(n, paths.count - 1)])
+            }
+            if u == failing {
+                failures.value.withLock { $0 += 1 }
+                throw AudioError(.network, component: "test", "injected: \(u) unreachable")
+            }
+            return FileByteSource(path: u)
+        }
+        let info = try source.open(at: 0)
+        #expect(info.isLive)
+        let drained = try DrainedSource(source)
+        #expect(drained.discontinuities.count == 1)
+        #expect(failures.value.withLock { $0 } == 1 + options.fetchRetries)
+        #expect(source.statistics.reconnects == 1)
+        #expect(loads.value.withLock { $0 } >= versions.count)
+        let decoded = try decodeElementary(drained.bytes, hint: .aacADTS, discontinuities: drained.discontinuities)
+        let reference = try decodeWithToolbox(dir.path + "/source.wav")
+        let (s, lag) = alignedSNR(reference: reference.samples, test: decoded.samples, channels: 2, maxLag: 2048)
+        #expect(s > 12, "SNR \(s) dB at lag \(lag)")
+        let missing = Int(segments[3].duration * 44_100)
+        let frames = decoded.samples.count / 2
+        let expected = reference.samples.count / 2 - missing
+        // Each ADTS run (before and after the gap) carries its own priming frame.
+        #expect(abs(frames - expected) <= 4 * 1152, "\(frames) frames, \(expected) expected without segment 3")
+        print("HLS figure: live window skip: \(frames) frames for \(expected) expected, SNR \(dB(s)), \(loads.value.withLock { $0 }) playlist loads")
+    }
+
     @Test func faultsAndRefusals() throws {
         let dir = try ScratchDirectory("hls")
         defer { dir.remove() }
