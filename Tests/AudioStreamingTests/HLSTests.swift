@@ -94,6 +94,14 @@ import Glibc
         #expect(source.mediaPlaylist.segments.first?.map != nil)
         let drained = try DrainedSource(source)
         try checkAudio(drained, hint: .m4a, dir: dir)
+        // After a seek the init section comes again, then the fragment holding the time.
+        let again = HLSByteSource(url: playlist)
+        _ = try again.open(at: 0)
+        let start = try again.seek(toTime: 4.5)
+        #expect(start > 3.5 && start <= 4.5)
+        let tail = try DrainedSource(again)
+        #expect(Array(tail.bytes[4..<8]) == Array("ftyp".utf8))
+        try checkAudio(tail, hint: .m4a, dir: dir, fromSeconds: start)
     }
 
     @Test func packedAudioWithID3Timestamps() throws {
