@@ -276,6 +276,50 @@ import Glibc
         print("HLS figure: live window skip: \(frames) frames for \(expected) expected, SNR \(dB(s)), \(loads.value.withLock { $0 }) playlist loads")
     }
 
+    /// A packager restart (media sequence going backwards) is rejoined with one discontinuity.
+    @Test func livePackagerRestartIsRejoined() throws {
+        let dir = try ScratchDirectory("hls")
+        defer { dir.remove() }
+        let vod = try makeHLS(dir, name: "r", codec: ["-c:a", "aac", "-b:a", "128k"], extra: ["-hls_time", "1"], id3: false)
+        let segments = try #require(HLSPlaylist.parse(bytes: fileBytes(vod), url: vod).media?.segments)
+        try #require(segments.count >= 8)
+        func version(_ sequence: Int, _ range: Range<Int>, end: Bool) -> String {
+            var text = "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(sequence)\n"
+            for s in segments[range] { text += "#EXTINF:\(s.duration),\n\(s.uri)\n" }
+            return text + (end ? "#EXT-X-ENDLIST\n" : "")
+        }
+        // Sequence 10... for segments 0-3, then the packager restarts at sequence 0 with segment 4.
+        let texts = [version(10, 0..<3, end: false), version(11, 1..<4, end: false),
+                     version(0, 4..<7, end: false), version(0, 4..<segments.count, end: true)]
+        var paths: [String] = []
+        for (i, t) in texts.enumerated() {
+            paths.append(dir.path + "/restart-\(i).m3u8")
+            writeText(paths[i], t)
+        }
+        let playlistPath = dir.path + "/restart.m3u8"
+        final class Counter: Sendable { let value = Mutex(0) }
+        let loads = Counter()
+        let versions = paths
+        let source = HLSByteSource(url: playlistPath) { (u: String) throws(AudioError) -> any ByteSource in
+            if u == playlistPath {
+                let n = loads.value.withLock { $0 += 1; return $0 - 1 }
+                return FileByteSource(path: versions[min(n, versions.count - 1)])
+            }
+            return FileByteSource(path: u)
+        }
+        _ = try source.open(at: 0)
+        let drained = try DrainedSource(source)
+        #expect(drained.discontinuities.count == 1)
+        #expect(source.statistics.reconnects == 1)
+        let decoded = try decodeElementary(drained.bytes, hint: .aacADTS, discontinuities: drained.discontinuities)
+        let reference = try decodeWithToolbox(dir.path + "/source.wav")
+        let frames = decoded.samples.count / 2
+        // Every segment once: the whole source plus one priming frame per run.
+        #expect(abs(frames - reference.samples.count / 2) <= 4 * 1152, "\(frames) frames for \(reference.samples.count / 2)")
+        let (snrValue, lag) = alignedSNR(reference: reference.samples, test: decoded.samples, channels: 2, maxLag: 2048)
+        #expect(snrValue > 12, "SNR \(snrValue) at lag \(lag)")
+    }
+
     @Test func faultsAndRefusals() throws {
         let dir = try ScratchDirectory("hls")
         defer { dir.remove() }
