@@ -44,6 +44,23 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .executableTarget(
+            name: "timepitch-bench",
+            dependencies: [
+                "MallocCounter", "BenchSupport",
+                .product(name: "AudioProcessing", package: "OpenAudioToolbox"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "graph-bench",
+            dependencies: [
+                "MallocCounter", "BenchSupport",
+                .product(name: "AudioCore", package: "OpenAudioToolbox"),
+                .product(name: "AudioUnits", package: "OpenAudioToolbox"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(name: "play-bench", dependencies: ["BenchSupport"], swiftSettings: strict),
         .executableTarget(
             name: "parse-bench",

@@ -3,7 +3,9 @@
 #   parse-bench         AudioFileStream parse throughput vs FFmpeg's demuxer
 #   decode-bench        ExtendedAudioFile decode throughput vs ffmpeg and mpg123
 #   render-alloc-bench  allocations on the render thread of every output device (must be 0)
+#   timepitch-bench     time-pitch and voice processing cost per quantum, allocations (must be 0)
 #   streams-bench       concurrent 128 kbps MP3 streams decoded and mixed in real time on one core
+#   graph-bench         AudioUnits graph render cost per quantum and render-thread allocations (must be 0)
 #   play-bench          afplay CPU time and peak RSS vs mpg123 and mpv playing the same MP3
 # Installs the Debian packages it needs when missing (ffmpeg, mpg123, mpv, pulseaudio), builds
 # afplay and the benchmarks in release mode. Options: --quick (10 s of playback per player and
@@ -21,7 +23,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(ffmpeg mpg123 mpv pulseaudio pulseaudio-utils libpulse-dev libasound2-dev libavcodec-dev libavutil-dev libswresample-dev pkg-config)
+packages=(ffmpeg mpg123 mpv pulseaudio pulseaudio-utils libpulse-dev libasound2-dev libavcodec-dev libavutil-dev libswresample-dev pkg-config librubberband-dev libspeexdsp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -56,9 +58,19 @@ echo
 if [ $quick -eq 1 ]; then "$bin/render-alloc-bench" --seconds 1; else "$bin/render-alloc-bench"; fi
 alloc_status=$?
 echo
+echo "## Time-pitch and voice processing per quantum (timepitch-bench)"
+echo
+if [ $quick -eq 1 ]; then "$bin/timepitch-bench" --quanta 300; else "$bin/timepitch-bench"; fi
+[ $? -eq 0 ] || alloc_status=1
+echo
 echo "## Concurrent MP3 streams decoded and mixed on one core (streams-bench)"
 echo
 if [ $quick -eq 1 ]; then "$bin/streams-bench" --streams 500 --seconds 5; else "$bin/streams-bench" --streams 500 --seconds 20; fi
+echo "## AudioUnits graph render cost (graph-bench)"
+echo
+if [ $quick -eq 1 ]; then "$bin/graph-bench" --quanta 5000; else "$bin/graph-bench"; fi
+graph_status=$?
+[ $alloc_status -eq 0 ] && alloc_status=$graph_status
 echo
 echo "## Playback CPU and memory (play-bench)"
 echo

@@ -25,17 +25,18 @@ FLAGS=(-parse-as-library -O -g -swift-version 6 -enable-upcoming-feature Existen
        -warnings-as-errors -I "$OUT/stub" -use-ld=lld "${FUZZ_SANITIZE[@]}")
 
 build_one() {
-    local family="$1" exe="$OUT/fuzz-$1" stamp log
+    local family="$1" exe="$OUT/fuzz-$1" stamp log extra
     local SOURCES
     mapfile -t SOURCES < <(library_sources "$family")
+    mapfile -t extra < <(family_sources "$family")
     stamp="$( { "$SWIFTC_BIN" --version 2>&1; echo "${FLAGS[*]} ${FUZZ_EXTRA_LINK[*]}";
-                cat "${SOURCES[@]}" "$FUZZ_DIR/Targets/$family.swift"; } | sha256sum | cut -c1-16)"
+                cat "${SOURCES[@]}" "${extra[@]}" "$FUZZ_DIR/Targets/$family.swift"; } | sha256sum | cut -c1-16)"
     if [[ -x "$exe" && -f "$exe.stamp" && "$(cat "$exe.stamp")" == "$stamp" ]]; then
         echo "fuzz-$family: up to date"
         return 0
     fi
     log="$OUT/build-$family.log"
-    if (cd "$OUT" && "$SWIFTC_BIN" "${FLAGS[@]}" -module-name "Fuzz_$family" "${SOURCES[@]}" \
+    if (cd "$OUT" && "$SWIFTC_BIN" "${FLAGS[@]}" -module-name "Fuzz_$family" "${SOURCES[@]}" "${extra[@]}" \
             "$FUZZ_DIR/Targets/$family.swift" "${FUZZ_EXTRA_LINK[@]}" -o "$exe") >"$log" 2>&1; then
         echo "$stamp" > "$exe.stamp"
         if [[ -s "$log" ]]; then cat "$log"; fi

@@ -4,7 +4,7 @@ set -euo pipefail
 FUZZ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$FUZZ_DIR/.." && pwd)"
 OUT="$FUZZ_DIR/.out"
-FAMILIES=(mpeg wav aiff caf au flac ogg mp4 any playlist mpegts)
+FAMILIES=(mpeg wav aiff caf au flac ogg mp4 any playlist mpegts icy)
 # The shared corpus lives next to the project (../shared/corpus); OAT_CORPUS overrides.
 CORPUS="${OAT_CORPUS:-$ROOT/../shared/corpus}"
 SEED_MAX_BYTES=65536
@@ -76,6 +76,15 @@ library_sources() {
         *)
             find "$ROOT/Sources/AudioCore" "$ROOT/Sources/AudioFiles" -name '*.swift' | LC_ALL=C sort
             echo "$FUZZ_DIR/Sources/FuzzHarness.swift" ;;
+    esac
+}
+
+# Extra sources a family compiles besides library_sources: 'icy' fuzzes AudioStreaming's ICY
+# demuxer and response-head parsing (the files that do not need libcurl).
+family_sources() {
+    case "$1" in
+        icy) printf '%s\n' "$ROOT/Sources/AudioStreaming/ByteSource.swift" \
+                 "$ROOT/Sources/AudioStreaming/ICYDemuxer.swift" "$ROOT/Sources/AudioStreaming/HTTPHead.swift" ;;
     esac
 }
 

@@ -4,6 +4,7 @@ import Glibc
 import AudioConversion
 import AudioCore
 import AudioDevices
+import AudioProcessing
 import Dispatch
 import Synchronization
 
@@ -92,7 +93,18 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var startTime: AudioTimeStamp?
         var magicCookie: [UInt8]?
         var cookieChanged = false
+        var timePitch = QueueTimePitchSettings()
+        var taps: [AudioQueueProcessingTap] = []
+        var processingVersion = 0
+        var offline = false
     }
+
+    /// Feeder-side processing: taps and time-pitch (QueueProcessing.swift).
+    private let chain: QueueProcessingChain
+    /// Offline rendering: the feeder waits on `offlineSpace` when the ring is full and signals
+    /// `offlineData` when it wrote; ``renderOffline(into:frames:timeStamp:)`` does the reverse.
+    private let offlineSpace = DispatchSemaphore(value: 0)
+    private let offlineData = DispatchSemaphore(value: 0)
 
     /// Creates an output queue for data in `format`. `output` opens the device when the queue
     /// starts (or primes); `deviceFormat` overrides the device rate/channels (default: the
@@ -114,6 +126,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         self.deviceFactory = output
         self.outputCallback = callback
         renderer = QueueRenderer(channels: device.channels, sampleRate: device.sampleRate)
+        chain = QueueProcessingChain(channels: device.channels, sampleRate: device.sampleRate)
         // Fail now, not at start, when the data cannot be decoded. A decoder that cannot open
         // without its magic cookie is accepted when none was given: ``setMagicCookie(_:)``
         // supplies it before the first enqueue (Apple's queues take the cookie as a property).
@@ -390,6 +403,12 @@ public final class AudioOutputQueue: @unchecked Sendable {
             guard value >= -1, value <= 1 else { throw AudioError(.invalidArgument, component: component, "pan \(value) is outside -1...1", osStatus: -50) }
             control.withLock { $0.pan = value }
             renderer.panBits.store(value.bitPattern, ordering: .releasing)
+        case .playRate:
+            guard value >= 0.5, value <= 2 else { throw AudioError(.invalidArgument, component: component, "play rate \(value) is outside 0.5...2.0", osStatus: -50) }
+            updateProcessing { $0.timePitch.rate = value }
+        case .pitch:
+            guard value >= -2400, value <= 2400 else { throw AudioError(.invalidArgument, component: component, "pitch \(value) cents is outside -2400...2400", osStatus: -50) }
+            updateProcessing { $0.timePitch.pitch = value }
         }
     }
 
@@ -400,8 +419,120 @@ public final class AudioOutputQueue: @unchecked Sendable {
             case .volume: s.volume
             case .volumeRampTime: s.rampTime
             case .pan: s.pan
+            case .playRate: s.timePitch.rate
+            case .pitch: s.timePitch.pitch
             }
         }
+    }
+
+    private func updateProcessing(_ change: (inout ControlState) -> Void) {
+        control.withLock { s in
+            change(&s)
+            s.processingVersion += 1
+        }
+        wake.signal()
+    }
+
+    /// Turns the time-pitch stage on (`kAudioQueueProperty_EnableTimePitch`). PlayRate and
+    /// Pitch act only while it is on. It runs on the queue's thread, before the play ring, so a
+    /// change reaches the ear after the audio already buffered (up to the ring's 2 s; set it
+    /// before start or prime to have it from the first frame).
+    public var isTimePitchEnabled: Bool {
+        get { control.withLock { $0.timePitch.enabled } }
+        set { updateProcessing { $0.timePitch.enabled = newValue } }
+    }
+
+    /// The time-pitch algorithm (`kAudioQueueProperty_TimePitchAlgorithm`); see docs/timepitch.md.
+    public var timePitchAlgorithm: TimePitchAlgorithm {
+        get { control.withLock { $0.timePitch.algorithm } }
+        set { updateProcessing { $0.timePitch.algorithm = newValue } }
+    }
+
+    /// Bypasses the time-pitch stage while true (`kAudioQueueProperty_TimePitchBypass`).
+    public var isTimePitchBypassed: Bool {
+        get { control.withLock { $0.timePitch.bypass } }
+        set { updateProcessing { $0.timePitch.bypass = newValue } }
+    }
+
+    /// Adds a processing tap (Apple's `AudioQueueProcessingTapNew`). `flags` holds
+    /// ``AudioQueueProcessingTapFlags/preEffects`` or ``AudioQueueProcessingTapFlags/postEffects``
+    /// and optionally ``AudioQueueProcessingTapFlags/siphon``. The callback runs on the queue's
+    /// feeder thread, in chunks of at most `maximumFrames` (clamped to 1024) frames.
+    public func addProcessingTap(flags: AudioQueueProcessingTapFlags, maximumFrames: Int = 1024,
+                                 callback: @escaping AudioQueueProcessingTap.Callback) throws(AudioError) -> AudioQueueProcessingTap {
+        let position = flags.intersection([.preEffects, .postEffects])
+        guard position == .preEffects || position == .postEffects else {
+            throw AudioError(.invalidArgument, component: component, "a tap needs exactly one of preEffects and postEffects", osStatus: -66667)
+        }
+        let tap = AudioQueueProcessingTap(flags: flags, maximumFrames: max(16, min(chain.chunk, maximumFrames)),
+                                          channels: deviceFormat.channels, sampleRate: deviceFormat.sampleRate, callback: callback)
+        updateProcessing { $0.taps.append(tap) }
+        return tap
+    }
+
+    /// Removes a tap (Apple's `AudioQueueProcessingTapDispose`); it is not called again once
+    /// the queue's thread has taken the change (before its next buffer).
+    public func removeProcessingTap(_ tap: AudioQueueProcessingTap) {
+        updateProcessing { $0.taps.removeAll { $0 === tap } }
+    }
+
+    // MARK: Offline rendering
+
+    /// Switches the queue to offline rendering (Apple's `AudioQueueSetOfflineRenderFormat`):
+    /// no device; ``renderOffline(into:frames:timeStamp:)`` pulls the audio as fast as the
+    /// queue can decode it. Set it while the queue is stopped; `false` returns to the device.
+    public func setOfflineRendering(_ enabled: Bool) throws(AudioError) {
+        try control.withLock { (s) throws(AudioError) in
+            guard !s.isRunning, s.device == nil else {
+                throw AudioError(.invalidState, component: component, "offline rendering can only be switched while the queue is stopped", osStatus: -66626)
+            }
+            s.offline = enabled
+        }
+    }
+
+    /// True in offline mode.
+    public var isOfflineRendering: Bool { control.withLock { $0.offline } }
+
+    /// Renders the next `frames` frames into planar `buffers` (Apple's `AudioQueueOfflineRender`),
+    /// waiting for the queue's thread to decode them; returns the frames of audio rendered
+    /// (fewer only at the end of the stream; the rest of the buffers is silence). The queue must
+    /// be started, in offline mode. `timeStamp` (host time valid) places this render on the host
+    /// clock so that a ``start(at:)`` host time takes effect; by default the render's host time
+    /// follows its sample time from the first render.
+    public func renderOffline(into buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, frames: Int,
+                              timeStamp: AudioTimeStamp? = nil) throws(AudioError) -> Int {
+        let device = try control.withLock { (s) throws(AudioError) -> OfflineOutputDevice in
+            guard s.offline, let d = s.device as? OfflineOutputDevice, s.isRunning else {
+                throw AudioError(.invalidState, component: component, "offline render needs a started queue in offline mode", osStatus: -66626)
+            }
+            return d
+        }
+        guard buffers.count == deviceFormat.channels, frames >= 0, frames <= 65536 else {
+            throw AudioError(.invalidArgument, component: component, "offline render takes \(deviceFormat.channels) buffers and 0...65536 frames", osStatus: -50)
+        }
+        var done = 0
+        while done < frames {
+            // Wait until the feeder has the frames, the stream ended, or nothing more can come.
+            var idleSpins = 0
+            while renderer.queuedFrames < Int64(frames - done) && renderer.endFrame.load(ordering: .acquiring) == Int64.max {
+                wake.signal()
+                offlineSpace.signal()
+                if offlineData.wait(timeout: .now() + .milliseconds(2)) == .timedOut {
+                    let idle = control.withLock { $0.pending.isEmpty } && feederIdle.load(ordering: .acquiring)
+                    idleSpins = idle ? idleSpins + 1 : 0
+                    if idleSpins > 25 { break }
+                }
+            }
+            let part = UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>.allocate(capacity: buffers.count)
+            defer { part.deallocate() }
+            for c in 0..<buffers.count { part[c] = buffers[c] + done }
+            let got = device.render(part, frames: frames - done, timeStamp: timeStamp, offset: done)
+            offlineSpace.signal()
+            if got == 0 { break }
+            done += got
+        }
+        for c in 0..<buffers.count { (buffers[c] + done).update(repeating: 0, count: frames - done) }
+        return done
     }
 
     /// Turns level metering on or off (`kAudioQueueProperty_EnableLevelMetering`).
@@ -453,6 +584,13 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// Times the device found the ring empty mid-stream.
     public var underrunCount: Int { renderer.underruns.load(ordering: .relaxed) }
 
+    /// Frames of enqueued audio the device has taken from the play ring since the queue was
+    /// created or last reset or stopped immediately: the stream position in frames (pauses,
+    /// start delays and underrun silence excluded). Frames enqueued after a reset count from 0.
+    public var playedStreamFrames: Int64 {
+        max(0, renderer.consumed.load(ordering: .acquiring) - renderer.discardUntil.load(ordering: .acquiring))
+    }
+
     // MARK: Internals
 
     private func openDevice() throws(AudioError) {
@@ -461,7 +599,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
             return s.device == nil
         }
         guard needs else { return }
-        let device = try deviceFactory(deviceFormat)
+        let device: any AudioOutputDevice = control.withLock { $0.offline } ? OfflineOutputDevice(format: deviceFormat) : try deviceFactory(deviceFormat)
         guard device.format.channels == deviceFormat.channels else {
             device.close()
             throw AudioError(.deviceUnavailable, component: component, "device \(device.name) opened with \(device.format), queue needs \(deviceFormat)")
@@ -515,6 +653,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var converter: AudioConverter? = try? makeConverter()
         let scratch = try! AudioPCMBuffer(format: .linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true), frameCapacity: 4096)
         var generation = control.withLock { $0.generation }
+        var processingVersion = -1
         var ended = false
         while true {
             // Enqueue, start, stop and reset signal `wake`; otherwise look at the device now and
@@ -527,7 +666,13 @@ public final class AudioOutputQueue: @unchecked Sendable {
             if g != generation {
                 generation = g
                 converter?.reset()
+                chain.reset()
                 ended = false
+            }
+            let (version, settings, taps) = control.withLock { ($0.processingVersion, $0.timePitch, $0.taps) }
+            if version != processingVersion {
+                processingVersion = version
+                chain.configure(settings, taps: taps)
             }
             handleDeviceEvents(&ended)
             guard let next = control.withLock({ s -> Pending? in s.pending.first }) else {
@@ -536,6 +681,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 if flush || stopAfter, let c = converter {
                     try? c.endOfInput()
                     drain(c, scratch, generation: generation, trimEnd: 0)
+                    _ = chain.finish { emit($0, generation: generation) }
                     c.reset()
                     control.withLock { $0.flushRequested = false }
                 }
@@ -611,21 +757,9 @@ public final class AudioOutputQueue: @unchecked Sendable {
         while converter.bufferedFrameCount > trimEnd {
             let n = converter.read(into: scratch, maxFrames: converter.bufferedFrameCount - trimEnd)
             if n == 0 { break }
-            var offset = 0
             let samples = scratch.floatChannel(0)!
-            while offset < n {
-                if control.withLock({ $0.generation != generation || $0.disposed }) { return }
-                let wrote = renderer.write(UnsafeBufferPointer(rebasing: samples[(offset * deviceFormat.channels)..<(n * deviceFormat.channels)]))
-                offset += wrote
-                if wrote == 0 {
-                    var ignored = false
-                    handleDeviceEvents(&ignored)
-                    // The ring is full: sleep until about a scratch buffer's worth has played.
-                    let want = min(n - offset, 4096)
-                    let missing = max(0, want - renderer.freeFrames)
-                    usleep_ms(max(2, min(100, Int(Double(missing) / deviceFormat.sampleRate * 1000))))
-                }
-            }
+            let ok = chain.push(UnsafeBufferPointer(rebasing: samples[0..<(n * deviceFormat.channels)])) { emit($0, generation: generation) }
+            if !ok { return }
         }
         if trimEnd > 0 {
             var left = converter.bufferedFrameCount
@@ -637,15 +771,44 @@ public final class AudioOutputQueue: @unchecked Sendable {
         }
     }
 
+    /// Writes processed interleaved frames into the play ring, waiting while it is full; false
+    /// when a reset/stop made them stale.
+    private func emit(_ frames: UnsafeBufferPointer<Float>, generation: Int) -> Bool {
+        let n = frames.count / deviceFormat.channels
+        var offset = 0
+        let offline = control.withLock { $0.offline }
+        while offset < n {
+            if control.withLock({ $0.generation != generation || $0.disposed }) { return false }
+            let wrote = renderer.write(UnsafeBufferPointer(rebasing: frames[(offset * deviceFormat.channels)..<(n * deviceFormat.channels)]))
+            offset += wrote
+            if offline && wrote > 0 { offlineData.signal() }
+            if wrote == 0 {
+                var ignored = false
+                handleDeviceEvents(&ignored)
+                if offline {
+                    _ = offlineSpace.wait(timeout: .now() + .milliseconds(20))
+                    continue
+                }
+                // The ring is full: sleep until about a scratch buffer's worth has played.
+                let want = min(n - offset, 4096)
+                let missing = max(0, want - renderer.freeFrames)
+                usleep_ms(max(2, min(100, Int(Double(missing) / deviceFormat.sampleRate * 1000))))
+            }
+        }
+        return true
+    }
+
     private func writeSilence(_ frames: Int, generation: Int) {
         let zeros = [Float](repeating: 0, count: 1024 * deviceFormat.channels)
         var left = frames
         while left > 0 {
             if control.withLock({ $0.generation != generation || $0.disposed }) { return }
             let n = min(left, 1024)
-            let wrote = zeros.withUnsafeBufferPointer { renderer.write(UnsafeBufferPointer(rebasing: $0[0..<(n * deviceFormat.channels)])) }
-            left -= wrote
-            if wrote == 0 { usleep_ms(2) }
+            let ok = zeros.withUnsafeBufferPointer { z in
+                chain.push(UnsafeBufferPointer(rebasing: z[0..<(n * deviceFormat.channels)])) { emit($0, generation: generation) }
+            }
+            if !ok { return }
+            left -= n
         }
     }
 

@@ -83,6 +83,10 @@ public struct AudioQueueLevelMeterState: Hashable, Sendable {
 public enum AudioQueueParameter: UInt32, Sendable, CaseIterable {
     /// Gain 0...1 (`kAudioQueueParam_Volume`).
     case volume = 1
+    /// Playback rate 0.5...2.0, pitch unchanged; needs time-pitch enabled (`kAudioQueueParam_PlayRate`).
+    case playRate = 2
+    /// Pitch shift in cents, -2400...2400; needs time-pitch enabled (`kAudioQueueParam_Pitch`).
+    case pitch = 3
     /// Seconds over which volume changes are ramped (`kAudioQueueParam_VolumeRampTime`).
     case volumeRampTime = 4
     /// -1 (left) ... 0 (centre) ... 1 (right) (`kAudioQueueParam_Pan`).

@@ -128,6 +128,8 @@ public struct ByteSourceStatistics: Sendable, Equatable {
     public var reconnects: Int = 0
     /// Requests made (opens, range requests, reconnects).
     public var requests: Int = 0
+    /// Audio bytes served from a disk cache instead of the network (``CachingByteSource``).
+    public var bytesFromCache: Int64 = 0
     /// Creates zeroed statistics.
     public init() {}
 }

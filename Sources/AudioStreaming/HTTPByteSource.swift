@@ -27,7 +27,8 @@ func monotonicSeconds() -> Double {
 ///
 /// Memory is bounded: the transfer pauses when ``HTTPOptions/bufferLimit`` bytes wait for the reader.
 ///
-/// Thread safety: `open`, `read` and `close` are serialised (call them from one thread);
+/// Thread safety: `open`, `read` and `close` are serialised (call them from one thread; a
+/// `close()` from another thread waits for a blocked `read`, so call ``cancel()`` first);
 /// ``cancel()`` and ``statistics`` may be called from any thread, and `cancel()` wakes a blocked
 /// call promptly.
 public final class HTTPByteSource: ByteSource {
@@ -104,8 +105,9 @@ final class CurlTransfer {
     var icyCharset: ICYCharset = .automatic
 
     // Response head.
-    var status = 0
-    var headers: [ByteSourceInfo.HeaderField] = []
+    var head = HTTPResponseHead()
+    var status: Int { head.status }
+    var headers: [ByteSourceInfo.HeaderField] { head.headers }
     var headBytes = 0
     var headerOverflow = false
     var headDone = false
@@ -205,36 +207,23 @@ final class CurlTransfer {
             headerOverflow = true
             return 0
         }
-        var line = Array(data)
-        while let l = line.last, l == 0x0A || l == 0x0D { line.removeLast() }
-        if line.isEmpty {
+        switch head.consume(data) {
+        case .end:
             // End of one response head: final unless it is 1xx or a redirect libcurl will follow.
-            let redirect = (300..<400).contains(status) && followsRedirects && headers.contains { $0.name == "location" }
+            let redirect = (300..<400).contains(status) && followsRedirects && head.header("location") != nil
             if !(100..<200).contains(status) && !redirect {
                 headDone = true
                 acceptBody = (200..<300).contains(status)
             }
-            return data.count
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        if text.hasPrefix("HTTP/") || text.hasPrefix("ICY ") {
-            headers.removeAll()
+        case .status:
             headBytes = data.count
-            let parts = text.split(separator: " ", maxSplits: 2)
-            status = parts.count >= 2 ? Int(parts[1]) ?? 0 : 0
-            return data.count
-        }
-        if let colon = text.firstIndex(of: ":") {
-            let name = text[..<colon].lowercased().trimmingSpaces()
-            var value = Substring(text[text.index(after: colon)...])
-            while let f = value.first, f == " " || f == "\t" { value = value.dropFirst() }
-            while let l = value.last, l == " " || l == "\t" { value = value.dropLast() }
-            headers.append(ByteSourceInfo.HeaderField(name: name, value: String(value)))
+        case .field, .ignored:
+            break
         }
         return data.count
     }
 
-    func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+    func header(_ name: String) -> String? { head.header(name) }
 }
 
 private func writeCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ user: UnsafeMutableRawPointer?) -> Int {
@@ -269,6 +258,10 @@ extension HTTPByteSource {
         var position: Int64 = 0
         var pendingEvent: ByteSourceRead?
         var ended = false
+        /// When the current run of faults began, and when the last reconnect succeeded.
+        var faultRunStart: Double?
+        var lastReconnect = 0.0
+        var attempts = 0
 
         init(url: String, options: HTTPOptions) {
             self.url = url
@@ -294,6 +287,8 @@ extension HTTPByteSource {
         func openFirst(at offset: Int64, source: HTTPByteSource) throws(AudioError) -> ByteSourceInfo {
             pendingEvent = nil
             ended = false
+            faultRunStart = nil
+            attempts = 0
             let policy = options.reconnect
             var attempt = 0
             var firstFault = 0.0
@@ -495,7 +490,7 @@ extension HTTPByteSource {
             var contentType: String? = nil
             if let ct = t.header("content-type") {
                 let main = ct.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
-                let trimmed = main.trimmingSpaces().lowercased()
+                let trimmed = main.trimmingBlanks().lowercased()
                 if !trimmed.isEmpty { contentType = trimmed }
             }
             let contentLength = t.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
@@ -535,7 +530,11 @@ extension HTTPByteSource {
                                      bitRate: t.header("icy-br").flatMap { Int($0.split(separator: ",").first ?? "") },
                                      metaInterval: t.header("icy-metaint").flatMap { Int($0) })
             }
-            let seekable = total != nil && (acceptRanges || status == 206)
+            // With ICY metadata interleaved, lengths and ranges count metadata bytes too: the audio
+            // stream has no usable length and cannot be resumed by byte.
+            let demuxes = options.requestsICYMetadata && icy?.metaInterval != nil
+            if demuxes { total = nil }
+            let seekable = !demuxes && total != nil && (acceptRanges || status == 206)
             let live = total == nil || t.headers.contains { $0.name.hasPrefix("icy-") }
             let i = ByteSourceInfo(url: finalURL, contentType: contentType, totalLength: total, startOffset: start,
                                    isSeekable: seekable, isLive: live, headers: t.headers, icy: icy)
@@ -564,8 +563,6 @@ extension HTTPByteSource {
                 throw AudioError(.invalidArgument, component: component, "empty read buffer")
             }
             let waitStart = monotonicSeconds()
-            var faultStart: Double? = nil
-            var attempt = 0
             while true {
                 if source.isCancelled { throw cancelledError() }
                 if let e = pendingEvent { pendingEvent = nil; return e }
@@ -597,6 +594,10 @@ extension HTTPByteSource {
                         if let total = info?.totalLength, position < total {
                             fault = TransferFault(error: AudioError(.network, component: component,
                                 "\(displayURL) ended at byte \(position) of \(total)"), retryable: true)
+                        } else if t.metadata.isEmpty, options.reconnect.rejoinsEndedLiveStreams, info?.totalLength == nil,
+                                  info?.headers.contains(where: { $0.name.hasPrefix("icy-") }) == true {
+                            fault = TransferFault(error: AudioError(.network, component: component,
+                                "live stream \(displayURL) ended at byte \(position)"), retryable: true)
                         } else if !t.metadata.isEmpty {
                             let m = t.metadata.removeFirst()
                             return .metadata(m)
@@ -621,11 +622,16 @@ extension HTTPByteSource {
                 // A fault: reconnect per policy.
                 guard fault.retryable, options.reconnect.reconnects else { finishTransfer(multi: source.multiHandle); throw fault.error }
                 let now = monotonicSeconds()
-                if faultStart == nil { faultStart = now }
-                attempt += 1
+                if faultRunStart == nil || now - lastReconnect > options.reconnect.healthyAfter {
+                    faultRunStart = now
+                    attempts = 0
+                }
+                let runStart = faultRunStart ?? now
+                attempts += 1
                 finishTransfer(multi: source.multiHandle)
-                try wait(before: attempt, fault: fault, since: faultStart ?? now, source: source)
-                try reconnect(source: source, faultStart: faultStart ?? now, attempt: &attempt)
+                try wait(before: attempts, fault: fault, since: runStart, source: source)
+                try reconnect(source: source, faultStart: runStart, attempt: &attempts)
+                lastReconnect = monotonicSeconds()
             }
         }
 
@@ -675,24 +681,9 @@ private func statusName(_ status: Int) -> String {
     }
 }
 
-/// Parses `bytes first-last/total` (total may be `*`).
-func parseContentRange(_ value: String) -> (first: Int64, last: Int64, total: Int64?)? {
-    let v = value.trimmingSpaces().lowercased()
-    guard v.hasPrefix("bytes") else { return nil }
-    let rest = v.dropFirst(5).drop { $0 == " " || $0 == "=" }
-    let parts = rest.split(separator: "/", maxSplits: 1)
-    guard parts.count == 2 else { return nil }
-    let range = parts[0].split(separator: "-", maxSplits: 1)
-    guard range.count == 2, let first = Int64(range[0]), let last = Int64(range[1]), first >= 0, last >= first else { return nil }
-    let total: Int64? = parts[1] == "*" ? nil : Int64(parts[1])
-    if parts[1] != "*" && total == nil { return nil }
-    if let total, last >= total { return nil }
-    return (first, last, total)
-}
-
 /// Parses `Retry-After`: delta seconds or an HTTP date; returns seconds from now.
 func parseRetryAfter(_ value: String) -> Double? {
-    let v = value.trimmingSpaces()
+    let v = value.trimmingBlanks()
     if let s = Int(v) { return s >= 0 ? Double(s) : nil }
     let t = curl_getdate(v, nil)
     guard t >= 0 else { return nil }

@@ -24,6 +24,12 @@ public struct ReconnectPolicy: Sendable, Equatable {
     public var openAttempts: Int = 3
     /// The longest `Retry-After` (429/503) honoured; longer values are clamped to this.
     public var maximumRetryAfter: Double = 30
+    /// Seconds a reconnected transfer must run without a fault before a later fault starts a new
+    /// run (with a fresh ``giveUpAfter``); shorter-lived connections keep counting toward give-up.
+    public var healthyAfter: Double = 10
+    /// True to rejoin an ICY/Icecast live stream whose body ends (radio servers close streams
+    /// when a source client drops); false to report `.end`.
+    public var rejoinsEndedLiveStreams: Bool = true
     /// True to reconnect at all after a mid-stream fault.
     public var reconnects: Bool = true
 

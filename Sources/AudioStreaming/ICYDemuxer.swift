@@ -112,7 +112,7 @@ public struct ICYDemuxer: Sendable {
             while i < end, bytes[i] == 0x3B || bytes[i] == 0x20 { i += 1 }   // ';' and spaces between pairs
             if i >= end { break }
             guard let eq = bytes[i..<end].firstIndex(of: 0x3D) else { break }   // '='
-            let key = decode(bytes[i..<eq], charset: charset).trimmingSpaces()
+            let key = decode(bytes[i..<eq], charset: charset).trimmingBlanks()
             guard isKey(bytes[i..<eq]) else { return fields.isEmpty ? nil : finish(fields, order, audioByteOffset) }
             var v = eq + 1
             var valueEnd = end
@@ -209,7 +209,7 @@ public struct ICYDemuxer: Sendable {
 }
 
 extension String {
-    func trimmingSpaces() -> String {
+    func trimmingBlanks() -> String {
         var s = Substring(self)
         while let f = s.first, f == " " { s = s.dropFirst() }
         while let l = s.last, l == " " { s = s.dropLast() }

@@ -62,6 +62,9 @@ public final class TestHTTPServer: @unchecked Sendable {
         case endlessPattern
         /// These bytes repeated forever (a looping live stream).
         case looping([UInt8])
+
+        /// The file at `path` repeated forever (a looping live stream; read now).
+        public static func loopingFile(_ path: String) -> Body { .looping(readWholeFile(path)) }
     }
 
     /// A scripted fault for one request.

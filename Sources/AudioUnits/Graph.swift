@@ -441,7 +441,12 @@ public final class AudioGraph: @unchecked Sendable {
 
     /// Drives the graph from `device`'s render callback (commits pending edits first). The
     /// device must run at the graph's rate with the output node's channel count.
-    public func start(device: any AudioOutputDevice) throws(AudioError) {
+    ///
+    /// `isReady`, when given, is asked on the render thread before each render of a device
+    /// that is not real time (files, `null:fast`): when it returns false the graph renders
+    /// nothing and the device calls again, so a source still being fed (a player whose feeder
+    /// is behind) does not turn into gaps of silence. It must be real-time safe (read atomics).
+    public func start(device: any AudioOutputDevice, isReady: (@Sendable () -> Bool)? = nil) throws(AudioError) {
         guard device.format.sampleRate == sampleRate else {
             throw AudioError(.unsupportedFormat, component: "AudioGraph", "device \(device.name) runs at \(device.format.sampleRate) Hz, the graph at \(sampleRate) Hz", osStatus: -10868)
         }
@@ -456,7 +461,9 @@ public final class AudioGraph: @unchecked Sendable {
         }
         if busy { throw AudioError(.invalidState, component: "AudioGraph", "the graph is already running on a device", osStatus: -10863) }
         do {
+            let gate = device.isRealTime ? nil : isReady
             try device.start { [self] buffers, frames, time in
+                if let gate, !gate() { return AudioRenderResult(frames: 0) }
                 render(into: buffers, frames: frames, time: time)
                 return AudioRenderResult(frames: frames)
             }
@@ -466,12 +473,13 @@ public final class AudioGraph: @unchecked Sendable {
         }
     }
 
-    /// Opens `spec` at the graph's format and drives the graph from it; returns the opened
-    /// output (with its notice when ``AudioOutputSpec/auto`` fell back).
+    /// Opens `spec` at the graph's format and drives the graph from it (`isReady` as in
+    /// ``start(device:isReady:)``); returns the opened output (with its notice when ``AudioOutputSpec/auto`` fell back).
     @discardableResult
-    public func start(_ spec: AudioOutputSpec, options: AudioOutput.Options = AudioOutput.Options()) throws(AudioError) -> AudioOutput.Opened {
+    public func start(_ spec: AudioOutputSpec, options: AudioOutput.Options = AudioOutput.Options(),
+                      isReady: (@Sendable () -> Bool)? = nil) throws(AudioError) -> AudioOutput.Opened {
         let opened = try AudioOutput.open(spec, format: AudioDeviceFormat(sampleRate: sampleRate, channels: output.inputChannels[0]), options: options)
-        do { try start(device: opened.device) } catch {
+        do { try start(device: opened.device, isReady: isReady) } catch {
             opened.device.close()
             throw error
         }

@@ -78,6 +78,10 @@ open class AUNode: @unchecked Sendable, CustomStringConvertible {
     /// The graph the node belongs to (at most one at a time).
     weak var graph: AudioGraph?
     var prepared = false
+    /// True once the node was prepared for a graph (its ``sampleRate`` is the graph's).
+    public var isPrepared: Bool { prepared }
+    /// True while the node belongs to a graph.
+    public var isInGraph: Bool { graph != nil }
 
     /// Creates a node with the given bus formats (channel counts) and parameters.
     public init(name: String, inputChannels: [Int], outputChannels: [Int], parameters: [AUParameter] = []) {

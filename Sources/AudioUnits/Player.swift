@@ -76,6 +76,29 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         return ring.write(UnsafeBufferPointer(start: base, count: frames * channels)) / channels
     }
 
+    /// Producer: queues the frames of a Float32 PCM buffer (interleaved or not; channels are
+    /// mapped as the converter node does), waiting for room; never from the render thread.
+    /// The buffer's rate must be the graph's. Throws for other sample formats.
+    public func scheduleBuffer(_ buffer: AudioPCMBuffer) throws(AudioError) {
+        let f = buffer.format
+        guard f.isFloat, f.bitsPerChannel == 32, f.channelsPerFrame >= 1 else {
+            throw AudioError(.unsupportedFormat, component: "AUPlayerNode", "scheduleBuffer takes Float32 PCM, not \(f)")
+        }
+        let inCh = Int(f.channelsPerFrame), ch = channels, frames = buffer.frameLength
+        var interleaved = [Float](repeating: 0, count: frames * ch)
+        for c in 0..<ch {
+            let src = c < inCh ? c : c % inCh
+            if f.isInterleaved {
+                guard let p = buffer.floatChannel(0) else { continue }
+                for i in 0..<frames { interleaved[i * ch + c] = p[i * inCh + src] }
+            } else {
+                guard let p = buffer.floatChannel(src) else { continue }
+                for i in 0..<frames { interleaved[i * ch + c] = p[i] }
+            }
+        }
+        scheduleAll(interleaved)
+    }
+
     /// Producer: queues all of `interleaved`, waiting for room (never call from the render thread).
     public func scheduleAll(_ interleaved: [Float]) {
         interleaved.withUnsafeBufferPointer { p in
@@ -92,7 +115,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     public func endOfInput() { ended.store(true, ordering: .releasing) }
 
     /// Starts a feeder thread that calls `pull` whenever the ring has room for `chunkFrames`,
-    /// until it returns 0 (end of input), throws (``error``) or ``stop()`` is called.
+    /// until it returns 0 (end of input), throws (``error``) or ``stop()`` is called. The
+    /// feeder keeps the player alive while it runs: call ``stop()`` for an endless source.
     public func play(from pull: @escaping Pull, chunkFrames: Int = 4096) {
         stop()
         cancelled.store(false, ordering: .relaxed)

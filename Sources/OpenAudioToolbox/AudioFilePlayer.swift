@@ -1,6 +1,7 @@
 import AudioCore
 import AudioDevices
 import AudioFiles
+import AudioProcessing
 import AudioQueueEngine
 import Dispatch
 import Synchronization
@@ -195,6 +196,16 @@ public final class AudioFilePlayer: @unchecked Sendable {
     /// The volume.
     public var volume: Float { queue.parameter(.volume) }
 
+    /// Plays at `rate` (0.5...2, pitch unchanged) shifted by `pitchCents` (-2400...2400) with
+    /// `algorithm`; rate 1 and pitch 0 turn the time-pitch stage off. Set it before ``play(from:duration:)``
+    /// (a later change reaches the ear after the audio already buffered). See docs/timepitch.md.
+    public func setTimePitch(rate: Float, pitchCents: Float = 0, algorithm: TimePitchAlgorithm = .spectral) throws(AudioError) {
+        try queue.setParameter(.playRate, rate)
+        try queue.setParameter(.pitch, pitchCents)
+        queue.timePitchAlgorithm = algorithm
+        queue.isTimePitchEnabled = rate != 1 || pitchCents != 0
+    }
+
     /// The playback state.
     public var currentState: State { state.withLock { $0.state } }
 
@@ -215,7 +226,13 @@ public final class AudioFilePlayer: @unchecked Sendable {
 
     /// The item playing and the position in it (seconds), and its duration when known.
     public func position() -> (item: Int, seconds: Double, duration: Double?) {
-        let played = Int64(queue.currentTime()?.time.sampleTime ?? 0)
+        // Frames played are output frames: at a play rate they cover rate x as much of the file.
+        var rate = 1.0
+        if queue.isTimePitchEnabled && !queue.isTimePitchBypassed {
+            rate = Double(queue.parameter(.playRate))
+            if queue.timePitchAlgorithm == .varispeed { rate *= exp2(Double(queue.parameter(.pitch)) / 1200) }
+        }
+        let played = Int64((queue.currentTime()?.time.sampleTime ?? 0) * rate)
         return state.withLock { s in
             let now = s.generationBase + played
             let mark = s.marks.last(where: { $0.queueFrame <= now }) ?? (queueFrame: 0, item: 0, itemFrame: 0)

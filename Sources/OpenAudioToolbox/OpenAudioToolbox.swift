@@ -3,4 +3,5 @@
 @_exported import AudioConversion
 @_exported import AudioDevices
 @_exported import AudioQueueEngine
+@_exported import AudioProcessing
 @_exported import AudioUnits

@@ -6,17 +6,22 @@ import Glibc
 #endif
 
 let usage = """
-usage: afplay [options] FILE...
-  Plays the files one after another, gaplessly.
+usage: afplay [options] FILE|URL|-...
+  Plays the files one after another, gaplessly. URLs (http, https, icy) and - (standard
+  input) play through the streaming player: live radio with ICY titles, progressive files.
   -v VOLUME            volume 0.0 ... 1.0 (default 1.0)
   -t SECONDS           play only this many seconds
   -d                   print debug information (formats, device) to stderr
+\(timePitchUsage)
   --start SECONDS      start this far into the first file
   --output SPEC        auto (default), pulse[:SINK], alsa[:DEVICE], wav:PATH, null, null:fast
   --no-ui              no status line or keys, even on a terminal
   --json-events        print one JSON object per line on stdout for each event
+  --prebuffer SECONDS  streams: decoded audio to buffer before starting (default 0.15)
+\(GraphOptions.usage)
   -h, --help           this help
-keys on a terminal: space pause/resume, left/right seek 10 s, +/- volume, q quit
+keys on a terminal: space pause/resume, left/right seek 10 s, +/- volume, q quit;
+  streams also: n next item, l jump to live
 """
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -40,12 +45,13 @@ struct Options: Sendable {
     var output = AudioOutputSpec.auto
     var noUI = false
     var jsonEvents = false
+    var prebuffer: Double?
     var files: [String] = []
 }
 
 func parseArguments() -> Options {
     var o = Options()
-    var args = CommandLine.arguments.dropFirst()
+    var args = ArraySlice(graphOptions.remaining)
     func value(_ flag: String) -> String {
         guard let v = args.popFirst() else { fail("\(flag) needs a value\n\(usage)") }
         return v
@@ -55,13 +61,14 @@ func parseArguments() -> Options {
         case "-v": guard let v = Float(value(arg)), v >= 0 else { fail("-v takes a number from 0 to 1") }; o.volume = min(1, v)
         case "-t": guard let v = Double(value(arg)), v > 0 else { fail("-t takes a positive number of seconds") }; o.limit = v
         case "-d": o.debug = true
-        case "-q", "-r": _ = value(arg) // rate options belong to the time-pitch layer; accepted for compatibility
+        case _ where takeTimePitchOption(arg, { value(arg) }): break // -r, -q, --pitch: TimePitchOptions.swift
         case "--start": guard let v = Double(value(arg)), v >= 0 else { fail("--start takes seconds >= 0") }; o.start = v
         case "--output":
             guard let spec = AudioOutputSpec(parsing: value(arg)) else { fail("--output takes auto, pulse[:SINK], alsa[:DEVICE], wav:PATH, null or null:fast") }
             o.output = spec
         case "--no-ui": o.noUI = true
         case "--json-events": o.jsonEvents = true
+        case "--prebuffer": guard let v = Double(value(arg)), v >= 0, v <= 60 else { fail("--prebuffer takes seconds from 0 to 60") }; o.prebuffer = v
         case "-h", "--help": writeStdout(usage); exit(0)
         default:
             if arg.hasPrefix("-") && arg.count > 1 { fail("unknown option \(arg)\n\(usage)") }
@@ -72,6 +79,7 @@ func parseArguments() -> Options {
     return o
 }
 
+let graphOptions = GraphOptions.extract(Array(CommandLine.arguments.dropFirst()))
 let options = parseArguments()
 
 // MARK: Events
@@ -129,6 +137,15 @@ let factory: AudioOutputDeviceFactory = { format throws(AudioError) in
 signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
 signal(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
 
+// --eq/--reverb/--compress/--mix: play through the AudioUnits graph (GraphPlayback.swift).
+if graphOptions.isActive {
+    exit(runGraphPlayback(files: options.files, graphOptions: graphOptions, volume: options.volume, start: options.start,
+                          limit: options.limit, output: options.output, debug: options.debug, interrupted: interrupted))
+}
+if options.files.contains(where: needsStreaming) {
+    exit(runStreaming(options, output: factory))
+}
+
 let player: AudioFilePlayer
 do {
     player = try AudioFilePlayer(paths: options.files, output: factory)
@@ -138,6 +155,7 @@ do {
 player.eventHandler = handle
 do {
     try player.setVolume(options.volume, rampSeconds: 0)
+    try applyTimePitchOptions(to: player, debug: options.debug)
     try player.play(from: options.start, duration: options.limit)
 } catch {
     fail("\(error)", code: 1)

@@ -142,7 +142,9 @@ func quickOptions() -> HTTPOptions {
         r.extraHeaders = ["icy-name: Test Radio", "icy-genre: Jazz", "icy-br: 128", "icy-url: http://example.invalid/"]
         server.route("/live", r)
         server.setTitle("Artist - Song", for: "/live")
-        let source = HTTPByteSource(url: server.url("/live"))
+        var o = HTTPOptions()
+        o.reconnect.rejoinsEndedLiveStreams = false   // this finite ICY body really ends
+        let source = HTTPByteSource(url: server.url("/live"), options: o)
         let info = try source.open(at: 0)
         #expect(info.isLive)
         #expect(info.icy?.name == "Test Radio")
@@ -217,4 +219,43 @@ final class Thread0: @unchecked Sendable {
         }, box.toOpaque())
     }
     func join() { pthread_join(thread, nil) }
+}
+
+@Suite struct HTTPProxyAndThroughputTests {
+    @Test func anExplicitProxyIsUsed() throws {
+        // The test server plays the proxy: the request target is the absolute URL.
+        let proxy = try TestHTTPServer()
+        defer { proxy.stop() }
+        proxy.serve("http://radio.invalid/stream.mp3", bytes: [4, 5, 6], contentType: "audio/mpeg")
+        var o = quickOptions()
+        o.proxy = proxy.url("")
+        let source = HTTPByteSource(url: "http://radio.invalid/stream.mp3", options: o)
+        _ = try source.open(at: 0)
+        #expect(firstDifference(try drain(source).bytes, [4, 5, 6]) == nil)
+        #expect(proxy.requests.first?.target == "http://radio.invalid/stream.mp3")
+    }
+
+    @Test func loopbackThroughputAndTimeToFirstByte() throws {
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.route("/fast", TestHTTPServer.Route(body: .endlessPattern))
+        let source = HTTPByteSource(url: server.url("/fast"))
+        let t0 = monotonic()
+        _ = try source.open(at: 0)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var first: Double? = nil
+        var total = 0
+        while total < 16 << 20 {
+            if case .bytes(let n) = try buffer.withUnsafeMutableBytes({ try source.read(into: $0) }) {
+                if first == nil { first = monotonic() - t0 }
+                total += n
+            }
+        }
+        let seconds = monotonic() - t0
+        let mbps = Double(total) / seconds / 1e6
+        print("HTTPByteSource loopback: first byte after \(Int((first ?? 0) * 1000)) ms, \(Int(mbps)) MB/s over \(total >> 20) MiB")
+        #expect((first ?? 10) < 2)
+        #expect(mbps > 2)   // 320 kbit/s audio is 0.04 MB/s
+        source.close()
+    }
 }

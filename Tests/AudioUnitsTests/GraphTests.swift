@@ -1,4 +1,5 @@
 import AudioCore
+import AudioDevices
 import AudioUnits
 import Foundation
 import Synchronization
@@ -139,5 +140,32 @@ struct GraphTests {
         }
         #expect(worst < 1e-4)
         #expect(g.commitCount > 20)
+    }
+
+    @Test func drivesAnOutputDeviceFromItsRenderCallback() throws {
+        // The RemoteIO pattern on the null output (not paced): the device's thread pulls the graph.
+        let g = try AudioGraph(sampleRate: 48000, channels: 2, maxFramesPerSlice: 512)
+        let src = sineSource(channels: 2, freq: 1000, amp: 0.5, rate: 48000)
+        let tap = AUTapNode(channels: 2, capacityFrames: 1 << 15)
+        try g.add(src)
+        try g.add(tap)
+        try g.connect(src, to: tap)
+        try g.connect(tap, to: g.output)
+        let device = NullOutputDevice(format: AudioDeviceFormat(sampleRate: 48000, channels: 2), realTime: false, framesPerRender: 1024)
+        try g.start(device: device)
+        #expect(g.isRunning)
+        #expect(throws: AudioError.self) { try g.start(device: NullOutputDevice(format: AudioDeviceFormat(sampleRate: 48000, channels: 2))) }
+        let deadline = Date().addingTimeInterval(5)
+        while device.renderedFrames < 8192 && Date() < deadline { usleep(1000) }
+        g.stop()
+        #expect(!g.isRunning)
+        #expect(device.renderedFrames >= 8192)
+        var frames = [Float](repeating: 0, count: 2 * 8192)
+        let n = frames.withUnsafeMutableBufferPointer { tap.read(into: $0) }
+        #expect(n == 8192)
+        let left = stride(from: 0, to: 2 * n, by: 2).map { frames[$0] }
+        #expect(abs(toneAmplitude(left, freq: 1000, rate: 48000, from: 0, count: n) - 0.5) < 0.001)
+        // A device at another rate is refused.
+        #expect(throws: AudioError.self) { try g.start(device: NullOutputDevice(format: AudioDeviceFormat(sampleRate: 44100, channels: 2))) }
     }
 }

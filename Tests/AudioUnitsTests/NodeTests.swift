@@ -234,6 +234,19 @@ struct NodeTests {
         #expect(out[0][1100] == 0)
         #expect(player.isFinished && player.playedFrames == 1000)
 
+        // An AudioPCMBuffer (mono, non-interleaved) goes to both channels.
+        let pcm = try AudioPCMBuffer(format: .canonicalFloat(sampleRate: 48000, channels: 1), frameCapacity: 100)
+        pcm.frameLength = 100
+        for i in 0..<100 { pcm.floatChannel(0)![i] = 0.25 }
+        let p1 = AUPlayerNode(channels: 2)
+        let g1 = try AudioGraph(sampleRate: rate, channels: 2, maxFramesPerSlice: 256)
+        try g1.add(p1)
+        try g1.connect(p1, to: g1.output)
+        try g1.commit()
+        try p1.scheduleBuffer(pcm)
+        let o1 = g1.renderOffline(frames: 128)
+        #expect(o1[0][99] == 0.25 && o1[1][99] == 0.25 && o1[0][100] == 0)
+
         // A feeder thread pulling a counter.
         let p2 = AUPlayerNode(channels: 2, bufferFrames: 4096)
         try g.remove(player)

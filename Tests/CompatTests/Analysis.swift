@@ -89,3 +89,9 @@ func compare(recording: [Float], channels: Int, with path: String, search: Int =
     let b = Array(recording[((start + bestLag) * c)..<((start + bestLag + n) * c)])
     return PlaybackComparison(referenceFrames: refFrames, playedFrames: recFrames, lag: bestLag, snr: snr(a, b))
 }
+
+/// Frames of `path` as the Swift API decodes it without trimming (what a converter emits).
+func untrimmedFrameCount(_ path: String) throws -> Int {
+    let ref = try decodeWithToolbox(path, trim: false)
+    return ref.samples.count / max(1, ref.channels)
+}

@@ -1,0 +1,300 @@
+import AudioCore
+import AudioProcessing
+import Synchronization
+
+/// Where a processing tap sits and what it may do, plus the stream flags a tap sees (Apple's
+/// `AudioQueueProcessingTapFlags`, same bit values).
+public struct AudioQueueProcessingTapFlags: OptionSet, Sendable, Hashable {
+    /// The raw bits.
+    public let rawValue: UInt32
+    /// Creates flags from bits.
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// The tap sees decoded audio before the queue's time-pitch stage (`kAudioQueueProcessingTap_PreEffects`).
+    public static let preEffects = AudioQueueProcessingTapFlags(rawValue: 1 << 0)
+    /// The tap sees audio after the time-pitch stage (`kAudioQueueProcessingTap_PostEffects`).
+    public static let postEffects = AudioQueueProcessingTapFlags(rawValue: 1 << 1)
+    /// The tap only observes: what it returns is ignored and the source passes on unchanged
+    /// (`kAudioQueueProcessingTap_Siphon`).
+    public static let siphon = AudioQueueProcessingTapFlags(rawValue: 1 << 2)
+    /// The first audio after start or reset (`kAudioQueueProcessingTap_StartOfStream`).
+    public static let startOfStream = AudioQueueProcessingTapFlags(rawValue: 1 << 8)
+    /// The last audio of the stream (`kAudioQueueProcessingTap_EndOfStream`).
+    public static let endOfStream = AudioQueueProcessingTapFlags(rawValue: 1 << 9)
+}
+
+/// A processing tap on an output queue (Apple's `AudioQueueProcessingTapRef`).
+///
+/// The queue calls the tap's callback on its feeder thread (never the device thread) with a
+/// frame count and planar Float32 buffers; the callback calls ``getSourceAudio(frames:into:)``
+/// to receive that many frames of the queue's audio (at the tap's position), may change them,
+/// and returns the frames it produced. A siphon tap's output is ignored. Audio arrives in chunks
+/// of at most ``maximumFrames`` frames; every frame of the stream passes the tap exactly once.
+///
+/// Thread safety: the callback runs on the queue's feeder thread; ``getSourceAudio(frames:into:)``
+/// may only be called from inside it.
+public final class AudioQueueProcessingTap: @unchecked Sendable {
+    /// The tap's callback: (tap, frames requested, sample time of the first frame, planar
+    /// output buffers of ``maximumFrames`` frames, flags in/out) -> frames produced.
+    public typealias Callback = @Sendable (AudioQueueProcessingTap, Int, AudioTimeStamp,
+                                           UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>,
+                                           inout AudioQueueProcessingTapFlags) -> Int
+    /// Position and siphon flags.
+    public let flags: AudioQueueProcessingTapFlags
+    /// The most frames one callback sees.
+    public let maximumFrames: Int
+    /// The format of the tap's buffers: Float32, non-interleaved, the queue's device rate and channels.
+    public let processingFormat: AudioStreamBasicDescription
+    let callback: Callback
+    let channels: Int
+    // Feeder-side: the chunk the current callback may take.
+    fileprivate var source: UnsafeMutablePointer<Float>
+    fileprivate var sourceFrames = 0
+    fileprivate var sourceTaken = 0
+    fileprivate var sourceFlags: AudioQueueProcessingTapFlags = []
+    fileprivate var sourceTime: Double = 0
+    fileprivate let output: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>
+    fileprivate var inCallback = false
+
+    init(flags: AudioQueueProcessingTapFlags, maximumFrames: Int, channels: Int, sampleRate: Double, callback: @escaping Callback) {
+        self.flags = flags
+        self.maximumFrames = maximumFrames
+        self.channels = channels
+        self.callback = callback
+        var asbd = AudioStreamBasicDescription.linearPCM(sampleRate: sampleRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
+        asbd.formatFlags.insert(.isNonInterleaved)
+        asbd.bytesPerFrame = 4
+        asbd.bytesPerPacket = 4
+        processingFormat = asbd
+        source = .allocate(capacity: maximumFrames * channels)
+        source.initialize(repeating: 0, count: maximumFrames * channels)
+        output = .allocate(capacity: channels)
+        for c in 0..<channels {
+            let p = UnsafeMutablePointer<Float>.allocate(capacity: maximumFrames)
+            p.initialize(repeating: 0, count: maximumFrames)
+            output.baseAddress!.advanced(by: c).initialize(to: p)
+        }
+    }
+
+    deinit {
+        source.deallocate()
+        for p in output { p.deallocate() }
+        output.deallocate()
+    }
+
+    /// Inside the callback: copies up to `frames` frames of the queue's audio at this tap's
+    /// position into `buffers` (planar), returning the frames given, their flags and the sample
+    /// time of the first (Apple's `AudioQueueProcessingTapGetSourceAudio`). Outside the
+    /// callback it returns 0 frames.
+    public func getSourceAudio(frames: Int, into buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>)
+        -> (frames: Int, flags: AudioQueueProcessingTapFlags, time: AudioTimeStamp) {
+        guard inCallback else { return (0, [], AudioTimeStamp()) }
+        let n = max(0, min(frames, sourceFrames - sourceTaken))
+        let t = AudioTimeStamp(sampleTime: sourceTime + Double(sourceTaken), hostTime: 0, rateScalar: 1, flags: .sampleTimeValid)
+        for c in 0..<min(channels, buffers.count) {
+            buffers[c].update(from: source + c * maximumFrames + sourceTaken, count: n)
+        }
+        sourceTaken += n
+        return (n, sourceFlags, t)
+    }
+}
+
+/// Time-pitch settings of an output queue (Apple's `kAudioQueueProperty_EnableTimePitch`,
+/// `_TimePitchAlgorithm`, `_TimePitchBypass`, `kAudioQueueParam_PlayRate`, `_Pitch`).
+struct QueueTimePitchSettings: Sendable, Equatable {
+    var enabled = false
+    var algorithm: TimePitchAlgorithm = .spectral
+    var bypass = false
+    var rate: Float = 1
+    var pitch: Float = 0
+}
+
+/// The feeder-side stages between the decoder and the play ring: pre-effects taps, time-pitch,
+/// post-effects taps. With none of them active, frames pass straight through.
+///
+/// Thread safety: the queue's feeder thread only (it allocates only when the configuration changes).
+final class QueueProcessingChain {
+    let channels: Int
+    let sampleRate: Double
+    let chunk: Int
+    private var timePitch: TimePitchProcessor?
+    private var settings = QueueTimePitchSettings()
+    private var preTaps: [AudioQueueProcessingTap] = []
+    private var postTaps: [AudioQueueProcessingTap] = []
+    /// Planar FIFOs: decoded audio waiting for the pre stage, processed audio waiting for the post stage.
+    private var pre: [[Float]]
+    private var post: [[Float]]
+    private var preTime: Double = 0
+    private var postTime: Double = 0
+    private var preStarted = false
+    private var postStarted = false
+    private let planarIn: UnsafeMutablePointer<UnsafePointer<Float>>
+    private let planarOut: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    private let work: UnsafeMutablePointer<Float>
+    private let interleaved: UnsafeMutablePointer<Float>
+
+    init(channels: Int, sampleRate: Double, chunk: Int = 1024) {
+        self.channels = channels
+        self.sampleRate = sampleRate
+        self.chunk = chunk
+        pre = Array(repeating: [], count: channels)
+        post = Array(repeating: [], count: channels)
+        work = .allocate(capacity: chunk * 9 * channels)
+        work.initialize(repeating: 0, count: chunk * 9 * channels)
+        interleaved = .allocate(capacity: chunk * 9 * channels)
+        interleaved.initialize(repeating: 0, count: chunk * 9 * channels)
+        planarIn = .allocate(capacity: channels)
+        planarOut = .allocate(capacity: channels)
+        for c in 0..<channels {
+            planarIn.advanced(by: c).initialize(to: UnsafePointer(work + c * chunk * 9))
+            planarOut.advanced(by: c).initialize(to: work + c * chunk * 9)
+        }
+    }
+
+    deinit {
+        work.deallocate()
+        interleaved.deallocate()
+        planarIn.deallocate()
+        planarOut.deallocate()
+    }
+
+    /// True when audio passes straight through.
+    var isIdle: Bool { preTaps.isEmpty && postTaps.isEmpty && (timePitch == nil || settings.bypass) && pre[0].isEmpty && post[0].isEmpty }
+
+    /// Takes the current configuration (between buffers).
+    func configure(_ s: QueueTimePitchSettings, taps: [AudioQueueProcessingTap]) {
+        if s.enabled {
+            if timePitch == nil || timePitch!.algorithm != s.algorithm {
+                timePitch = try? TimePitchProcessor(sampleRate: sampleRate, channels: channels, algorithm: s.algorithm, maximumFramesPerCall: chunk)
+            }
+            try? timePitch?.setRate(Double(s.rate))
+            try? timePitch?.setPitch(cents: Double(s.pitch))
+            timePitch?.bypass = s.bypass
+        } else {
+            timePitch = nil
+        }
+        settings = s
+        preTaps = taps.filter { !$0.flags.contains(.postEffects) }
+        postTaps = taps.filter { $0.flags.contains(.postEffects) }
+    }
+
+    /// Drops everything held (reset, stop).
+    func reset() {
+        for c in 0..<channels { pre[c].removeAll(keepingCapacity: true); post[c].removeAll(keepingCapacity: true) }
+        timePitch?.reset()
+        preTime = 0
+        postTime = 0
+        preStarted = false
+        postStarted = false
+    }
+
+    /// Pushes interleaved frames; `emit` receives interleaved output and returns false to abandon
+    /// (reset/stop); returns false then.
+    func push(_ frames: UnsafeBufferPointer<Float>, emit: (UnsafeBufferPointer<Float>) -> Bool) -> Bool {
+        if isIdle { return emit(frames) }
+        let n = frames.count / channels
+        for c in 0..<channels {
+            pre[c].reserveCapacity(pre[c].count + n)
+            for i in 0..<n { pre[c].append(frames[i * channels + c]) }
+        }
+        return run(final: false, emit: emit)
+    }
+
+    /// Flushes what the stages hold at the end of the stream.
+    func finish(emit: (UnsafeBufferPointer<Float>) -> Bool) -> Bool {
+        if isIdle { return true }
+        return run(final: true, emit: emit)
+    }
+
+    private func run(final: Bool, emit: (UnsafeBufferPointer<Float>) -> Bool) -> Bool {
+        // Pre stage: chunks from `pre` through the pre taps, then time-pitch, into `post`.
+        var finalDone = false
+        while pre[0].count >= chunk || (final && !pre[0].isEmpty) {
+            let n = min(chunk, pre[0].count)
+            for c in 0..<channels {
+                pre[c].withUnsafeBufferPointer { (work + c * chunk * 9).update(from: $0.baseAddress!, count: n) }
+                pre[c].removeFirst(n)
+            }
+            var flags: AudioQueueProcessingTapFlags = preStarted ? [] : .startOfStream
+            if final && pre[0].isEmpty { flags.insert(.endOfStream) }
+            preStarted = true
+            let produced = applyTaps(preTaps, frames: n, time: preTime, flags: flags)
+            preTime += Double(n)
+            finalDone = final && pre[0].isEmpty
+            stretch(produced, final: finalDone)
+        }
+        if final && !finalDone { stretch(0, final: true) }
+        // Post stage.
+        while post[0].count >= chunk || (final && !post[0].isEmpty) {
+            let n = min(chunk, post[0].count)
+            for c in 0..<channels {
+                post[c].withUnsafeBufferPointer { (work + c * chunk * 9).update(from: $0.baseAddress!, count: n) }
+                post[c].removeFirst(n)
+            }
+            var flags: AudioQueueProcessingTapFlags = postStarted ? [] : .startOfStream
+            if final && post[0].isEmpty { flags.insert(.endOfStream) }
+            postStarted = true
+            let produced = applyTaps(postTaps, frames: n, time: postTime, flags: flags)
+            postTime += Double(n)
+            for i in 0..<produced {
+                for c in 0..<channels { interleaved[i * channels + c] = work[c * chunk * 9 + i] }
+            }
+            if !emit(UnsafeBufferPointer(start: interleaved, count: produced * channels)) { return false }
+        }
+        return true
+    }
+
+    /// Runs `work` (n frames) through time-pitch (or not) into `post`.
+    private func stretch(_ n: Int, final: Bool) {
+        guard let tp = timePitch else {
+            for c in 0..<channels { post[c].append(contentsOf: UnsafeBufferPointer(start: work + c * chunk * 9, count: n)) }
+            return
+        }
+        if n > 0 || final {
+            tp.process(planarIn, frames: n, final: final)
+        }
+        var guardCount = 0
+        while true {
+            let got = tp.retrieve(into: planarOut, maxFrames: chunk)
+            if got > 0 {
+                for c in 0..<channels { post[c].append(contentsOf: UnsafeBufferPointer(start: work + c * chunk * 9, count: got)) }
+                continue
+            }
+            if !final || tp.isFinished { break }
+            guardCount += 1
+            if guardCount > 4096 { break }
+            tp.process(planarIn, frames: 0, final: true)
+        }
+        if final { tp.reset() }
+    }
+
+    /// Runs `frames` of `work` through `taps` in order; returns the frames that come out.
+    private func applyTaps(_ taps: [AudioQueueProcessingTap], frames: Int, time: Double, flags: AudioQueueProcessingTapFlags) -> Int {
+        var n = frames
+        for tap in taps {
+            var done = 0
+            var out = 0
+            while done < n {
+                let k = min(tap.maximumFrames, n - done)
+                for c in 0..<channels { (tap.source + c * tap.maximumFrames).update(from: work + c * chunk * 9 + done, count: k) }
+                tap.sourceFrames = k
+                tap.sourceTaken = 0
+                tap.sourceFlags = flags
+                tap.sourceTime = time + Double(done)
+                tap.inCallback = true
+                var f = flags.union(tap.flags.intersection([.preEffects, .postEffects, .siphon]))
+                let produced = max(0, min(k, tap.callback(tap, k, AudioTimeStamp(sampleTime: time + Double(done), hostTime: 0, rateScalar: 1, flags: .sampleTimeValid), tap.output, &f)))
+                tap.inCallback = false
+                if !tap.flags.contains(.siphon) {
+                    // Write the tap's output back in place (out <= done: never overtakes the input).
+                    for c in 0..<channels { (work + c * chunk * 9 + out).update(from: tap.output[c], count: produced) }
+                    out += produced
+                } else {
+                    out += k
+                }
+                done += k
+            }
+            n = out
+        }
+        return n
+    }
+}

@@ -1,0 +1,187 @@
+// afplay's AudioUnits path: --eq, --reverb, --compress and --mix route playback through an
+// AudioGraph (players -> mixer -> EQ -> compressor/limiter -> reverb -> output) instead of the
+// plain AudioQueue player.
+import OpenAudioToolbox
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The graph options afplay takes, pulled out of the command line before the rest is parsed.
+struct GraphOptions {
+    var eq: [AUEQBand]?
+    var reverbRoom: String?
+    var compress = false
+    var mix = false
+    /// The arguments left for the main parser.
+    var remaining: [String] = []
+
+    var isActive: Bool { eq != nil || reverbRoom != nil || compress || mix }
+
+    static let usage = """
+      --eq PRESET|BANDS    equaliser through the AudioUnits graph: a preset (flat, rock, pop, jazz,
+                           classical, bass, vocal, treble), named bands (bass+6,mid-2,treble-3: low
+                           shelf 120 Hz, peak 1 kHz, high shelf 6 kHz) or 10 comma-separated dB
+                           values for the graphic bands 31.25 Hz ... 16 kHz
+      --reverb [ROOM]      reverb: small, medium, large (default), hall, cathedral, plate
+      --compress           compressor (-24 dB threshold, 3:1, +6 dB makeup) and a -1 dBFS limiter
+      --mix                play the files at the same time, mixed, instead of one after another
+    """
+
+    static let presets: [String: [Float]] = [
+        "flat": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        "rock": [5, 4, 2, -1, -2, -1, 2, 3, 4, 4],
+        "pop": [-1, 1, 3, 4, 3, 0, -1, -1, 1, 2],
+        "jazz": [3, 2, 1, 2, -1, -1, 0, 1, 2, 3],
+        "classical": [4, 3, 2, 1, 0, 0, 0, 1, 2, 3],
+        "bass": [7, 6, 4, 2, 0, 0, 0, 0, 0, 0],
+        "vocal": [-2, -2, -1, 1, 3, 4, 3, 1, 0, -1],
+        "treble": [0, 0, 0, 0, 0, 0, 2, 4, 6, 7],
+    ]
+
+    /// Parses an --eq value into bands, or nil when it is not valid.
+    static func parseEQ(_ text: String) -> [AUEQBand]? {
+        if let gains = presets[text.lowercased()] {
+            return AUNBandEQNode.graphicFrequencies.enumerated().map { AUEQBand(.parametric, frequency: $1, gain: gains[$0], bandwidth: 1) }
+        }
+        let parts = text.split(separator: ",").map { $0.trimmingSpaces() }
+        if parts.count == 10, parts.allSatisfy({ Float($0) != nil }) {
+            let gains = parts.compactMap { Float($0) }
+            guard gains.allSatisfy({ abs($0) <= 24 }) else { return nil }
+            return AUNBandEQNode.graphicFrequencies.enumerated().map { AUEQBand(.parametric, frequency: $1, gain: gains[$0], bandwidth: 1) }
+        }
+        var bands: [AUEQBand] = []
+        for p in parts {
+            guard let sign = p.firstIndex(where: { $0 == "+" || $0 == "-" }) else { return nil }
+            let name = p[..<sign].lowercased()
+            guard let gain = Float(p[sign...].replacingPlus()), abs(gain) <= 24 else { return nil }
+            switch name {
+            case "bass", "low": bands.append(AUEQBand(.lowShelf, frequency: 120, gain: gain))
+            case "mid", "middle": bands.append(AUEQBand(.parametric, frequency: 1000, gain: gain, bandwidth: 1.5))
+            case "treble", "high": bands.append(AUEQBand(.highShelf, frequency: 6000, gain: gain))
+            default: return nil
+            }
+        }
+        return bands.isEmpty ? nil : bands
+    }
+
+    /// Takes the graph options out of `arguments` (without the program name).
+    static func extract(_ arguments: [String]) -> GraphOptions {
+        var o = GraphOptions()
+        var i = 0
+        while i < arguments.count {
+            let a = arguments[i]
+            switch a {
+            case "--eq":
+                guard i + 1 < arguments.count, let bands = parseEQ(arguments[i + 1]) else {
+                    fail("--eq takes a preset (\(presets.keys.sorted().joined(separator: ", "))), bands like bass+6,treble-3, or 10 dB values")
+                }
+                o.eq = bands
+                i += 1
+            case "--reverb":
+                if i + 1 < arguments.count, AUReverbNode.rooms[arguments[i + 1].lowercased()] != nil {
+                    o.reverbRoom = arguments[i + 1].lowercased()
+                    i += 1
+                } else {
+                    o.reverbRoom = "large"
+                }
+            case "--compress": o.compress = true
+            case "--mix": o.mix = true
+            default: o.remaining.append(a)
+            }
+            i += 1
+        }
+        return o
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingSpaces() -> String { String(self.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }
+    fileprivate func replacingPlus() -> String { first == "+" ? String(dropFirst()) : String(self) }
+}
+
+/// A flag the render thread reads.
+final class Done: Sendable {
+    let flag = Atomic<Bool>(false)
+}
+
+/// Plays `files` through the graph; returns the exit status.
+func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float, start: Double, limit: Double?,
+                      output: AudioOutputSpec, debug: Bool, interrupted: borrowing Atomic<Bool>) -> Int32 {
+    do {
+        let rate = try AudioFile(path: files[0]).dataFormat.sampleRate
+        let graph = try AudioGraph(sampleRate: rate, channels: 2, maxFramesPerSlice: 1024)
+        let groups: [[String]] = graphOptions.mix ? files.map { [$0] } : [files]
+        let mixer = AUMixerNode(inputs: groups.count, inputChannels: 2, outputChannels: 2)
+        try graph.add(mixer)
+        mixer.masterVolume.value = volume
+        var players: [AUPlayerNode] = []
+        for i in groups.indices {
+            let p = AUPlayerNode(channels: 2, bufferFrames: Int(rate), name: "player \(i)")
+            try graph.add(p)
+            try graph.connect(p, to: mixer, input: i)
+            players.append(p)
+        }
+        var chain: [AudioUnits.AUNode] = []
+        if let bands = graphOptions.eq { chain.append(AUNBandEQNode(channels: 2, bands: bands)) }
+        if graphOptions.compress {
+            chain.append(AUDynamicsNode(channels: 2, threshold: -24, ratio: 3, knee: 6, attack: 0.01, release: 0.15, makeup: 6))
+            chain.append(AUPeakLimiterNode(channels: 2, ceiling: -1))
+        }
+        if let room = graphOptions.reverbRoom, let r = AUReverbNode.rooms[room] {
+            chain.append(AUReverbNode(channels: 2, decayTime: r.decay, decayAtNyquist: r.nyquist, wetDryMix: r.wet))
+        }
+        var last: AudioUnits.AUNode = mixer
+        for n in chain {
+            try graph.add(n)
+            try graph.connect(last, to: n)
+            last = n
+        }
+        try graph.connect(last, to: graph.output)
+        try graph.commit()
+        for (i, group) in groups.enumerated() {
+            try players[i].scheduleFiles(group, startSeconds: start, durationSeconds: limit)
+        }
+        // Let the feeders fill a little before the device starts pulling.
+        var waited = 0
+        while players.contains(where: { $0.bufferedFrames < 4096 && !$0.isInputEnded }) && waited < 200 { usleep(5000); waited += 1 }
+        let feeding = players
+        let tailFrames = Int64((graphOptions.reverbRoom.flatMap { AUReverbNode.rooms[$0]?.decay }).map(Double.init).map { $0 * 0.5 * rate } ?? 0)
+        let done = Done()
+        let opened = try graph.start(output, isReady: { @Sendable in
+            // Not real time (files, null:fast): wait for the feeders, and stop rendering once
+            // everything (and the reverb tail) is out.
+            if done.flag.load(ordering: .relaxed) { return false }
+            return feeding.allSatisfy { $0.bufferedFrames >= 1024 || $0.isInputEnded }
+        })
+        if let notice = opened.notice { writeStderr("afplay: \(notice)") }
+        if debug {
+            writeStderr("afplay: graph: \(graph.nodes.map(\.name).joined(separator: ", ")) at \(Int(rate)) Hz on \(opened.device.name)")
+        }
+        let poll: UInt32 = opened.device.isRealTime ? 20_000 : 500
+        while !interrupted.load(ordering: .relaxed) && !players.allSatisfy(\.isFinished) { usleep(poll) }
+        let endFrame = opened.device.renderedFrames
+        // Let the device play out what it holds, plus the reverb tail.
+        if !interrupted.load(ordering: .relaxed) {
+            let tail = (graphOptions.reverbRoom.flatMap { AUReverbNode.rooms[$0]?.decay }).map(Double.init) ?? 0
+            if opened.device.isRealTime {
+                usleep(UInt32(min(10, opened.device.latency + tail * 0.5 + 0.05) * 1e6))
+            } else {
+                // Files and null:fast: render the reverb tail more, then hold.
+                while opened.device.renderedFrames < endFrame + tailFrames && !interrupted.load(ordering: .relaxed) { usleep(poll) }
+                done.flag.store(true, ordering: .relaxed)
+                _ = tail
+            }
+        }
+        graph.stop()
+        for p in players { p.stop() }
+        var failed = false
+        for (i, p) in players.enumerated() {
+            if let e = p.error { writeStderr("afplay: \(groups[i].joined(separator: ", ")): \(e)"); failed = true }
+        }
+        return failed ? 1 : 0
+    } catch {
+        writeStderr("afplay: \(error)")
+        return 1
+    }
+}
