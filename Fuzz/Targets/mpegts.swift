@@ -42,8 +42,10 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CI
     for tag in whole.id3 {
         if tag.bytes.count > 4_096 { fatalError("fuzz invariant: ID3 tag over the limit") }
         _ = tag.bytes.withUnsafeBytes { TimedID3.parse($0) }
-        let o = whole.audioOffset(for: tag)
-        if o < 0 || o > Int64(whole.audio.count) { fatalError("fuzz invariant: tag offset \(o) outside the audio") }
+        for codec in [d.audioCodec, .aacADTS, .mpegAudio] {
+            let o = codec == nil ? whole.audioOffset(for: tag) : whole.audioOffset(for: tag, codec: codec)
+            if o < 0 || o > Int64(whole.audio.count) { fatalError("fuzz invariant: tag offset \(o) outside the audio") }
+        }
     }
     _ = TimedID3.parse(raw)
     return 0

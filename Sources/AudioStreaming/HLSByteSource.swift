@@ -21,6 +21,9 @@ public struct HLSOptions: Sendable {
     /// Where a live presentation starts: this many segments before the end of the playlist
     /// (default 3, as RFC 8216 recommends).
     public var liveStartSegmentsFromEnd = 3
+    /// Options for the HTTP(S) fetches the default source factory makes (TLS, headers, timeouts).
+    /// Its own reconnect policy applies inside each fetch; ``fetchRetries`` comes on top.
+    public var http = HTTPOptions()
     /// Reloads of a live playlist that bring nothing new before the source gives up with
     /// `.timedOut` (default 12: six target durations at the half-target reload rate).
     public var maximumUnchangedReloads = 12
@@ -86,6 +89,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
     private var unchangedReloads = 0
     private var info = ByteSourceInfo(url: "")
     private var opened = false
+    private var openedLive = false
 
     private enum Pending {
         case bytes([UInt8])
@@ -98,11 +102,28 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
     public private(set) var chosenRendition: HLSRendition?
 
     /// Creates a source for the HLS playlist at `url`. `makeSource` creates the byte source for
-    /// each fetch (the player passes its HTTP source factory; the default reads local files only).
+    /// each fetch; the default reads http(s) with ``HTTPByteSource`` (``HLSOptions/http``) and
+    /// local paths or `file:` URLs with ``FileByteSource``.
     public init(url: String, options: HLSOptions = HLSOptions(), makeSource: SourceFactory? = nil) {
         self.url = url
         self.options = options
-        self.makeSource = makeSource ?? HLSByteSource.localFiles
+        if let makeSource {
+            self.makeSource = makeSource
+        } else {
+            self.makeSource = HLSByteSource.standardFactory(http: options.http)
+        }
+    }
+
+    /// The default factory: ``HTTPByteSource`` for http(s), ``FileByteSource`` for local files.
+    public static func standardFactory(http: HTTPOptions) -> SourceFactory {
+        let factory: SourceFactory = { (u: String) throws(AudioError) -> any ByteSource in
+            if PlaylistURL(u).isRemote { return HTTPByteSource(url: u, options: http) }
+            guard PlaylistURL(u).isLocal else {
+                throw AudioError(.unsupportedFormat, component: component, "cannot fetch \(u): unsupported scheme")
+            }
+            return FileByteSource(path: u)
+        }
+        return factory
     }
 
     /// The default factory: local paths and `file:` URLs only.
@@ -157,7 +178,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
                 throw AudioError(.invalidData, component: Self.component, "\(target) is neither a master nor a media playlist")
             }
             media = m
-            mediaURL = fetched.url
+            mediaURL = target   // reloads ask for the URL as named; references resolve against the final one
             break
         }
         lastReload = Self.now()
@@ -169,6 +190,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
         }
         info = ByteSourceInfo(url: mediaURL, contentType: nil, totalLength: nil, startOffset: 0,
                               isSeekable: false, isLive: !media.hasEndList)
+        openedLive = !media.hasEndList
         opened = true
         // Load the first segment now so the content type is known.
         while pending.isEmpty {
@@ -326,7 +348,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
         do {
             body = try fetch(segment.uri, range: segment.byteRange, what: "segment")
         } catch {
-            if error.code == .cancelled || media.hasEndList { throw error }
+            if error.code == .cancelled || !openedLive { throw error }
             // Live: skip the segment, report the gap.
             shared.withLock { $0.stats.reconnects += 1 }
             if deliveredAny { pending.append(.event(.reconnected(info, continuous: false))) }
@@ -454,7 +476,8 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
             do {
                 return try fetchOnce(target, range: range, what: what)
             } catch {
-                guard [.network, .io, .timedOut].contains(error.code), attempt < options.fetchRetries else { throw error }
+                guard [.network, .io, .timedOut].contains(error.code), !Self.isPermanent(error),
+                      attempt < options.fetchRetries else { throw error }
                 attempt += 1
                 try sleep(delay)
                 delay *= 2
@@ -508,6 +531,12 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
             throw AudioError(.network, component: Self.component, "\(what) \(target): \(bytes.count) of \(range.length) bytes in range")
         }
         return HLSFetched(bytes: bytes, contentType: info.contentType, url: info.url)
+    }
+
+    /// An HTTP 4xx answer other than 408/429 does not get better by asking again.
+    static func isPermanent(_ error: AudioError) -> Bool {
+        guard let u = error.underlying, u.hasPrefix("HTTP 4") else { return false }
+        return u != "HTTP 408" && u != "HTTP 429"
     }
 
     private func checkCancelled() throws(AudioError) {

@@ -94,6 +94,14 @@ import Glibc
         #expect(source.mediaPlaylist.segments.first?.map != nil)
         let drained = try DrainedSource(source)
         try checkAudio(drained, hint: .m4a, dir: dir)
+        // After a seek the init section comes again, then the fragment holding the time.
+        let again = HLSByteSource(url: playlist)
+        _ = try again.open(at: 0)
+        let start = try again.seek(toTime: 4.5)
+        #expect(start > 3.5 && start <= 4.5)
+        let tail = try DrainedSource(again)
+        #expect(Array(tail.bytes[4..<8]) == Array("ftyp".utf8))
+        try checkAudio(tail, hint: .m4a, dir: dir, fromSeconds: start)
     }
 
     @Test func packedAudioWithID3Timestamps() throws {
@@ -209,6 +217,109 @@ import Glibc
         #expect(abs(frames - expected) <= 3 * 1152, "\(frames) frames, \(expected) expected (joined at sequence \(firstSequence))")
     }
 
+    /// A live presentation simulated by playlist versions (a 3-segment window moving 2 segments per
+    /// reload, ENDLIST in the last) and a segment that cannot be fetched: it is skipped after the
+    /// retries, reported as one discontinuity, and nothing is delivered twice.
+    @Test func liveSlidingWindowSkipsAFailedSegment() throws {
+        let dir = try ScratchDirectory("hls")
+        defer { dir.remove() }
+        let vod = try makeHLS(dir, name: "w", codec: ["-c:a", "aac", "-b:a", "128k"], extra: ["-hls_time", "1"], id3: false)
+        let segments = try #require(HLSPlaylist.parse(bytes: fileBytes(vod), url: vod).media?.segments)
+        try #require(segments.count >= 6)
+        var versions: [String] = []
+        var k = 0
+        while true {
+            let window = Array(segments[k..<min(segments.count, k + 3)])
+            var text = "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(k)\n"
+            for s in window { text += "#EXTINF:\(s.duration),\n\(s.uri)\n" }
+            let last = k + 3 >= segments.count
+            if last { text += "#EXT-X-ENDLIST\n" }
+            versions.append(dir.path + "/live-\(versions.count).m3u8")
+            writeText(versions.last!, text)
+            if last { break }
+            k += 2
+        }
+        let playlistPath = dir.path + "/live.m3u8"
+        let failing = segments[3].uri
+        final class Counter: Sendable { let value = Mutex(0) }
+        let loads = Counter(), failures = Counter()
+        let paths = versions
+        var options = HLSOptions()
+        options.retryDelay = 0.01
+        let source = HLSByteSource(url: playlistPath, options: options) { (u: String) throws(AudioError) -> any ByteSource in
+            if u == playlistPath {
+                let n = loads.value.withLock { $0 += 1; return $0 - 1 }
+                return FileByteSource(path: paths[min(n, paths.count - 1)])
+            }
+            if u == failing {
+                failures.value.withLock { $0 += 1 }
+                throw AudioError(.network, component: "test", "injected: \(u) unreachable")
+            }
+            return FileByteSource(path: u)
+        }
+        let info = try source.open(at: 0)
+        #expect(info.isLive)
+        let drained = try DrainedSource(source)
+        #expect(drained.discontinuities.count == 1)
+        #expect(failures.value.withLock { $0 } == 1 + options.fetchRetries)
+        #expect(source.statistics.reconnects == 1)
+        #expect(loads.value.withLock { $0 } >= versions.count)
+        let decoded = try decodeElementary(drained.bytes, hint: .aacADTS, discontinuities: drained.discontinuities)
+        let reference = try decodeWithToolbox(dir.path + "/source.wav")
+        let (s, lag) = alignedSNR(reference: reference.samples, test: decoded.samples, channels: 2, maxLag: 2048)
+        #expect(s > 12, "SNR \(s) dB at lag \(lag)")
+        let missing = Int(segments[3].duration * 44_100)
+        let frames = decoded.samples.count / 2
+        let expected = reference.samples.count / 2 - missing
+        // Each ADTS run (before and after the gap) carries its own priming frame.
+        #expect(abs(frames - expected) <= 4 * 1152, "\(frames) frames, \(expected) expected without segment 3")
+        print("HLS figure: live window skip: \(frames) frames for \(expected) expected, SNR \(dB(s)), \(loads.value.withLock { $0 }) playlist loads")
+    }
+
+    /// A packager restart (media sequence going backwards) is rejoined with one discontinuity.
+    @Test func livePackagerRestartIsRejoined() throws {
+        let dir = try ScratchDirectory("hls")
+        defer { dir.remove() }
+        let vod = try makeHLS(dir, name: "r", codec: ["-c:a", "aac", "-b:a", "128k"], extra: ["-hls_time", "1"], id3: false)
+        let segments = try #require(HLSPlaylist.parse(bytes: fileBytes(vod), url: vod).media?.segments)
+        try #require(segments.count >= 8)
+        func version(_ sequence: Int, _ range: Range<Int>, end: Bool) -> String {
+            var text = "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(sequence)\n"
+            for s in segments[range] { text += "#EXTINF:\(s.duration),\n\(s.uri)\n" }
+            return text + (end ? "#EXT-X-ENDLIST\n" : "")
+        }
+        // Sequence 10... for segments 0-3, then the packager restarts at sequence 0 with segment 4.
+        let texts = [version(10, 0..<3, end: false), version(11, 1..<4, end: false),
+                     version(0, 4..<7, end: false), version(0, 4..<segments.count, end: true)]
+        var paths: [String] = []
+        for (i, t) in texts.enumerated() {
+            paths.append(dir.path + "/restart-\(i).m3u8")
+            writeText(paths[i], t)
+        }
+        let playlistPath = dir.path + "/restart.m3u8"
+        final class Counter: Sendable { let value = Mutex(0) }
+        let loads = Counter()
+        let versions = paths
+        let source = HLSByteSource(url: playlistPath) { (u: String) throws(AudioError) -> any ByteSource in
+            if u == playlistPath {
+                let n = loads.value.withLock { $0 += 1; return $0 - 1 }
+                return FileByteSource(path: versions[min(n, versions.count - 1)])
+            }
+            return FileByteSource(path: u)
+        }
+        _ = try source.open(at: 0)
+        let drained = try DrainedSource(source)
+        #expect(drained.discontinuities.count == 1)
+        #expect(source.statistics.reconnects == 1)
+        let decoded = try decodeElementary(drained.bytes, hint: .aacADTS, discontinuities: drained.discontinuities)
+        let reference = try decodeWithToolbox(dir.path + "/source.wav")
+        let frames = decoded.samples.count / 2
+        // Every segment once: the whole source plus one priming frame per run.
+        #expect(abs(frames - reference.samples.count / 2) <= 4 * 1152, "\(frames) frames for \(reference.samples.count / 2)")
+        let (snrValue, lag) = alignedSNR(reference: reference.samples, test: decoded.samples, channels: 2, maxLag: 2048)
+        #expect(snrValue > 12, "SNR \(snrValue) at lag \(lag)")
+    }
+
     @Test func faultsAndRefusals() throws {
         let dir = try ScratchDirectory("hls")
         defer { dir.remove() }
@@ -255,6 +366,86 @@ import Glibc
             Issue.record("read after cancel")
         } catch let e as AudioError {
             #expect(e.code == .cancelled)
+        }
+    }
+}
+
+/// HLS over real loopback HTTP (TestHTTPServer, HTTPByteSource through the default factory).
+@Suite struct HLSOverHTTPTests {
+    /// Serves every file of `dir` at `/hls/NAME`.
+    func serveDirectory(_ server: TestHTTPServer, _ dir: String, faults: [String: [TestHTTPServer.Fault]] = [:]) {
+        for name in listDirectory(dir) {
+            let type = name.hasSuffix(".m3u8") ? "application/vnd.apple.mpegurl" : name.hasSuffix(".ts") ? "video/mp2t" : "application/octet-stream"
+            var route = TestHTTPServer.Route(body: .file(dir + "/" + name), contentType: type)
+            route.faults = faults[name] ?? []
+            server.route("/hls/" + name, route)
+        }
+    }
+
+    @Test func masterAndSegmentsOverHTTPWithFaults() throws {
+        let dir = try ScratchDirectory("hls-http")
+        defer { dir.remove() }
+        let t = HLSTests()
+        _ = try t.makeHLS(dir, name: "low", codec: ["-c:a", "aac", "-b:a", "48k"], id3: false)
+        _ = try t.makeHLS(dir, name: "hi", codec: ["-c:a", "aac", "-b:a", "128k"])
+        writeText(dir.path + "/master.m3u8", """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS="mp4a.40.2"
+            low.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=160000,CODECS="mp4a.40.2"
+            hi.m3u8
+
+            """)
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        // Segment 1 drops its connection after 5000 bytes once (resumed by Range inside the HTTP
+        // source); segment 2 answers 503 twice (retried).
+        serveDirectory(server, dir.path, faults: ["hi-1.ts": [.disconnect(afterBytes: 5000)],
+                                                  "hi-2.ts": [.status(503, retryAfter: nil), .status(503, retryAfter: nil)]])
+        var options = HLSOptions()
+        options.maximumBandwidth = 200_000
+        options.retryDelay = 0.02
+        options.http = quickOptions()
+        let source = HLSByteSource(url: server.url("/hls/master.m3u8"), options: options)
+        let info = try source.open(at: 0)
+        #expect(info.contentType == "audio/aac")
+        #expect(source.chosenVariant?.uri == server.url("/hls/hi.m3u8"))
+        let drained = try DrainedSource(source)
+        try t.checkAudio(drained, hint: .aacADTS, dir: dir)
+        try t.checkTitles(drained, hint: .aacADTS, expected: [("Opening", 0), ("Middle", 3), ("Closing", 6)], tolerance: 0.08)
+        #expect(server.requests(to: "/hls/hi-1.ts").count == 2)
+        #expect(server.requests(to: "/hls/hi-1.ts").last?.range == "bytes=5000-")
+        #expect(server.requests(to: "/hls/hi-2.ts").count == 3)
+        #expect(server.requests(to: "/hls/low-0.ts").isEmpty)
+    }
+
+    @Test func permanentErrorsAndLocalReferencesFailFast() throws {
+        let dir = try ScratchDirectory("hls-http")
+        defer { dir.remove() }
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.serve("/x/media.m3u8", bytes: Array("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\ngone.ts\n#EXT-X-ENDLIST\n".utf8),
+                     contentType: "application/vnd.apple.mpegurl")
+        var options = HLSOptions()
+        options.retryDelay = 0.02
+        options.http = quickOptions()
+        let source = HLSByteSource(url: server.url("/x/media.m3u8"), options: options)
+        let started = monotonic()
+        do {
+            _ = try source.open(at: 0)
+            Issue.record("a missing segment was accepted")
+        } catch {
+            #expect(error.underlying == "HTTP 404", "\(error)")
+        }
+        #expect(monotonic() - started < 3)
+        #expect(server.requests(to: "/x/gone.ts").count == 1)
+        // A remote playlist naming a local file is refused before anything is fetched from it.
+        server.serve("/x/evil.m3u8", bytes: Array("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nfile:///etc/passwd\n".utf8))
+        do {
+            _ = try HLSByteSource(url: server.url("/x/evil.m3u8"), options: options).open(at: 0)
+            Issue.record("local reference accepted")
+        } catch {
+            #expect(error.message.contains("line 4"), "\(error)")
         }
     }
 }
