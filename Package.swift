@@ -22,6 +22,7 @@ let package = Package(
         .executable(name: "afinfo", targets: ["afinfo"]),
         .executable(name: "afplay", targets: ["afplay"]),
         .executable(name: "afconvert", targets: ["afconvert"]),
+        .executable(name: "afrecord", targets: ["afrecord"]),
     ],
     targets: [
         // C libraries from Debian's -dev packages, found through pkg-config.
@@ -48,6 +49,7 @@ let package = Package(
         .executableTarget(name: "afplay", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         .executableTarget(name: "afinfo", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         .executableTarget(name: "afconvert", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
+        .executableTarget(name: "afrecord", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         .target(name: "AudioTestSupport", dependencies: ["AudioCore", "AudioFiles", "AudioConversion"], swiftSettings: strict),
         .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore"], swiftSettings: strict),
         .testTarget(name: "AudioConversionTests", dependencies: ["AudioConversion", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),

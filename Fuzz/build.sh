@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets into Fuzz/.out/fuzz-FAMILY.
-# Usage: Fuzz/build.sh [FAMILY...]   (default: all of mpeg wav aiff caf au flac ogg mp4 any)
+# Usage: Fuzz/build.sh [FAMILY...]   (default: all of mpeg wav aiff caf au flac ogg mp4 any playlist mpegts)
 # A target is rebuilt only when a source file or the flags changed. FUZZ_JOBS (default 2)
 # targets compile at once.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -21,12 +21,13 @@ if [[ ! -f "$OUT/stub/AudioCore.swiftmodule" ]]; then
         -emit-module-path "$OUT/stub/AudioCore.swiftmodule" "$OUT/stub/AudioCore.swift"
 fi
 
-mapfile -t SOURCES < <(library_sources)
 FLAGS=(-parse-as-library -O -g -swift-version 6 -enable-upcoming-feature ExistentialAny
        -warnings-as-errors -I "$OUT/stub" -use-ld=lld "${FUZZ_SANITIZE[@]}")
 
 build_one() {
     local family="$1" exe="$OUT/fuzz-$1" stamp log
+    local SOURCES
+    mapfile -t SOURCES < <(library_sources "$family")
     stamp="$( { "$SWIFTC_BIN" --version 2>&1; echo "${FLAGS[*]} ${FUZZ_EXTRA_LINK[*]}";
                 cat "${SOURCES[@]}" "$FUZZ_DIR/Targets/$family.swift"; } | sha256sum | cut -c1-16)"
     if [[ -x "$exe" && -f "$exe.stamp" && "$(cat "$exe.stamp")" == "$stamp" ]]; then

@@ -4,7 +4,7 @@ set -euo pipefail
 FUZZ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$FUZZ_DIR/.." && pwd)"
 OUT="$FUZZ_DIR/.out"
-FAMILIES=(mpeg wav aiff caf au flac ogg mp4 any)
+FAMILIES=(mpeg wav aiff caf au flac ogg mp4 any playlist mpegts)
 # The shared corpus lives next to the project (../shared/corpus); OAT_CORPUS overrides.
 CORPUS="${OAT_CORPUS:-$ROOT/../shared/corpus}"
 SEED_MAX_BYTES=65536
@@ -67,10 +67,16 @@ locate_fuzzer_runtime() {
     FUZZ_RUNTIME="$lib"
 }
 
-# The Swift sources every target compiles: AudioCore + AudioFiles + the harness.
+# The Swift sources a target compiles: AudioCore + AudioFiles + the harness; the playlist and
+# mpegts targets take AudioCore + AudioStreaming's parsers (their harness is in the target file).
 library_sources() {
-    find "$ROOT/Sources/AudioCore" "$ROOT/Sources/AudioFiles" -name '*.swift' | LC_ALL=C sort
-    echo "$FUZZ_DIR/Sources/FuzzHarness.swift"
+    case "${1:-}" in
+        playlist|mpegts)
+            find "$ROOT/Sources/AudioCore" "$ROOT/Sources/AudioStreaming/Parsers" -name '*.swift' | LC_ALL=C sort ;;
+        *)
+            find "$ROOT/Sources/AudioCore" "$ROOT/Sources/AudioFiles" -name '*.swift' | LC_ALL=C sort
+            echo "$FUZZ_DIR/Sources/FuzzHarness.swift" ;;
+    esac
 }
 
 # Copies the corpus files of a family (by extension, folder or name), each cut to 64 KiB, into
@@ -106,6 +112,8 @@ family_matches() {
         flac) [[ "$ext" == flac ]] ;;
         ogg) [[ "$ext" =~ ^(ogg|oga|opus|spx|ogv)$ ]] ;;
         mp4) [[ "$ext" =~ ^(m4a|mp4|m4b|mov)$ ]] ;;
+        playlist) [[ "$ext" =~ ^(m3u|m3u8|pls)$ ]] ;;
+        mpegts) [[ "$ext" =~ ^(ts|m2ts|mts)$ ]] ;;
         *) return 1 ;;
     esac
 }

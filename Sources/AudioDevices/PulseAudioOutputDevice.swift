@@ -691,4 +691,41 @@ enum PulseQuery {
         }
         return result
     }
+
+    /// Collects sources for ``listSources(server:timeout:)``.
+    private final class SourceCollector {
+        var sources: [AudioInputDeviceInfo] = []
+        var defaultSource: String?
+        var serverDone = false
+        var sourcesDone = false
+    }
+
+    /// The server's sources (monitors included), the default one marked.
+    static func listSources(server: String?, timeout: Double) throws(AudioError) -> [AudioInputDeviceInfo] {
+        var result: [AudioInputDeviceInfo] = []
+        try withContext(server: server, timeout: timeout) { ctx, step throws(AudioError) in
+            let collector = SourceCollector()
+            let ud = Unmanaged.passUnretained(collector).toOpaque()
+            if let op = pa_context_get_server_info(ctx, { _, info, ud in
+                let c = Unmanaged<SourceCollector>.fromOpaque(ud!).takeUnretainedValue()
+                if let info, let name = info.pointee.default_source_name { c.defaultSource = String(cString: name) }
+                c.serverDone = true
+            }, ud) { pa_operation_unref(op) }
+            if let op = pa_context_get_source_info_list(ctx, { _, info, eol, ud in
+                let c = Unmanaged<SourceCollector>.fromOpaque(ud!).takeUnretainedValue()
+                if eol != 0 { c.sourcesDone = true; return }
+                guard let i = info?.pointee else { return }
+                let name = i.name.map { String(cString: $0) } ?? ""
+                c.sources.append(AudioInputDeviceInfo(spec: .pulse(source: name),
+                                                      description: i.description.map { String(cString: $0) } ?? "",
+                                                      nativeFormat: AudioDeviceFormat(sampleRate: Double(i.sample_spec.rate), channels: Int(i.sample_spec.channels)),
+                                                      isMonitor: i.monitor_of_sink != UInt32.max))
+            }, ud) { pa_operation_unref(op) }
+            while !(collector.serverDone && collector.sourcesDone) {
+                guard step() else { throw AudioError(.deviceUnavailable, component: "PulseAudio", "source list timed out") }
+            }
+            result = collector.sources.map { var s = $0; s.isDefault = s.spec == .pulse(source: collector.defaultSource); return s }
+        }
+        return result
+    }
 }

@@ -584,6 +584,13 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// Times the device found the ring empty mid-stream.
     public var underrunCount: Int { renderer.underruns.load(ordering: .relaxed) }
 
+    /// Frames of enqueued audio the device has taken from the play ring since the queue was
+    /// created or last reset or stopped immediately: the stream position in frames (pauses,
+    /// start delays and underrun silence excluded). Frames enqueued after a reset count from 0.
+    public var playedStreamFrames: Int64 {
+        max(0, renderer.consumed.load(ordering: .acquiring) - renderer.discardUntil.load(ordering: .acquiring))
+    }
+
     // MARK: Internals
 
     private func openDevice() throws(AudioError) {

@@ -137,7 +137,7 @@ public enum AudioFileConversion {
     }
 
     /// The data format a container holds when none is asked for.
-    static func defaultFormat(for type: AudioFileType, sourceBits: UInt32, sourceFloat: Bool) -> AudioStreamBasicDescription {
+    public static func defaultFormat(for type: AudioFileType, sourceBits: UInt32, sourceFloat: Bool) -> AudioStreamBasicDescription {
         let bits: UInt32 = sourceFloat ? 32 : sourceBits > 16 ? 24 : 16
         func pcm(_ be: Bool, float: Bool = false) -> AudioStreamBasicDescription {
             var f = AudioStreamBasicDescription.linearPCM(sampleRate: 0, channels: 1, bitsPerChannel: float ? 32 : bits, isFloat: float, isBigEndian: be)

@@ -6,8 +6,9 @@ import Glibc
 #endif
 
 let usage = """
-usage: afplay [options] FILE...
-  Plays the files one after another, gaplessly.
+usage: afplay [options] FILE|URL|-...
+  Plays the files one after another, gaplessly. URLs (http, https, icy) and - (standard
+  input) play through the streaming player: live radio with ICY titles, progressive files.
   -v VOLUME            volume 0.0 ... 1.0 (default 1.0)
   -t SECONDS           play only this many seconds
   -d                   print debug information (formats, device) to stderr
@@ -16,8 +17,10 @@ usage: afplay [options] FILE...
   --output SPEC        auto (default), pulse[:SINK], alsa[:DEVICE], wav:PATH, null, null:fast
   --no-ui              no status line or keys, even on a terminal
   --json-events        print one JSON object per line on stdout for each event
+  --prebuffer SECONDS  streams: decoded audio to buffer before starting (default 0.15)
   -h, --help           this help
-keys on a terminal: space pause/resume, left/right seek 10 s, +/- volume, q quit
+keys on a terminal: space pause/resume, left/right seek 10 s, +/- volume, q quit;
+  streams also: n next item, l jump to live
 """
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -41,6 +44,7 @@ struct Options: Sendable {
     var output = AudioOutputSpec.auto
     var noUI = false
     var jsonEvents = false
+    var prebuffer: Double?
     var files: [String] = []
 }
 
@@ -63,6 +67,7 @@ func parseArguments() -> Options {
             o.output = spec
         case "--no-ui": o.noUI = true
         case "--json-events": o.jsonEvents = true
+        case "--prebuffer": guard let v = Double(value(arg)), v >= 0, v <= 60 else { fail("--prebuffer takes seconds from 0 to 60") }; o.prebuffer = v
         case "-h", "--help": writeStdout(usage); exit(0)
         default:
             if arg.hasPrefix("-") && arg.count > 1 { fail("unknown option \(arg)\n\(usage)") }
@@ -129,6 +134,10 @@ let factory: AudioOutputDeviceFactory = { format throws(AudioError) in
 
 signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
 signal(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
+
+if options.files.contains(where: needsStreaming) {
+    exit(runStreaming(options, output: factory))
+}
 
 let player: AudioFilePlayer
 do {

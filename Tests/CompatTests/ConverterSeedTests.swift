@@ -173,6 +173,9 @@ extension CompatSeedTests {
         var mp3 = AudioStreamBasicDescription(mSampleRate: 44100, mFormatID: kAudioFormatMPEGLayer3, mFormatFlags: 0, mBytesPerPacket: 0,
                                               mFramesPerPacket: 1152, mBytesPerFrame: 0, mChannelsPerFrame: 2, mBitsPerChannel: 0, mReserved: 0)
         var encoder: AudioConverterRef?
-        #expect(AudioConverterNew(&float32, &mp3, &encoder) == kAudioConverterErr_FormatNotSupported)
+        #expect(AudioConverterNew(&float32, &mp3, &encoder) == noErr)
+        if let encoder { AudioConverterDispose(encoder) }
+        var decoderToMP3: AudioConverterRef?
+        #expect(AudioConverterNew(&mp3, &mp3, &decoderToMP3) == kAudioConverterErr_FormatNotSupported)
     }
 }

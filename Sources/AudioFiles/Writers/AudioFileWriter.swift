@@ -16,6 +16,16 @@ public struct AudioFileWriterOptions: Sendable {
     /// WAV: once the RIFF size would pass this many bytes the file becomes RF64 with a `ds64`
     /// chunk (default: just under 4 GiB; lower it to test the switch).
     public var rf64Threshold: Int64 = 0xFFFF_FFFF - (1 << 16)
+    /// Write so that a writer killed at any moment leaves a file readers open, holding all but
+    /// the last ``checkpointSeconds``: M4A as fragmented MP4 (a `moof`/`mdat` pair per
+    /// checkpoint, turned into a normal `moov` layout with edit list and `iTunSMPB` by
+    /// ``AudioFileWriter/close()``), and compressed CAF with its `pakt` kept up to date in space
+    /// reserved before the data (``packetTableReserveSeconds`` of packets). What a recorder uses.
+    public var crashSafe: Bool = false
+    /// With ``crashSafe``, how many seconds of packets the reserved CAF packet table holds; a
+    /// longer recording still closes correctly, but a kill past this point leaves a file whose
+    /// table covers only this much.
+    public var packetTableReserveSeconds: Double = 3600
     /// Creates the default options.
     public init() {}
 }

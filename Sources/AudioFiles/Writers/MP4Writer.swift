@@ -5,12 +5,25 @@ import AudioCore
 /// (media time = priming, duration = valid frames) and `iTunSMPB`, so the file plays gapless.
 ///
 /// A writer killed before close leaves an `mdat` without a `moov` (not readable as audio): the
-/// packet index only exists at close.
+/// packet index only exists at close. With ``AudioFileWriterOptions/crashSafe`` the file is
+/// written fragmented instead: an initial `moov` with `mvex`, then per checkpoint a `moof`
+/// (`tfdt`, `trun` with sizes) and its `mdat`, so a killed writer leaves a fragmented MP4 that
+/// readers play up to the last fragment. At close the fragments' `mdat`s become the chunks of a
+/// normal `moov` appended at the end (with the edit list and `iTunSMPB`), and the initial `moov`
+/// and the `moof`s are renamed `free`: the closed file is an ordinary, gapless M4A.
 final class MP4Writer: ContainerWriter {
     private var mdatOffset: Int64 = 0
     private var chunkOffsets: [Int64] = []
     private var chunkSamples: [UInt32] = []
     private var lastPacketEnd: Int64 = -1
+    // Fragmented mode.
+    private var fragmented = false
+    private var initMoovOffset: Int64 = 0
+    private var moofOffsets: [Int64] = []
+    private var fragData: [UInt8] = []
+    private var fragSizes: [UInt32] = []
+    private var fragFrames: [UInt32] = []
+    private var fragmentedFrames: Int64 = 0
 
     override func start(_ c: WriterContext) throws(AudioError) {
         guard let cookie = c.cookie, !cookie.isEmpty else {
@@ -21,12 +34,24 @@ final class MP4Writer: ContainerWriter {
         }
         var b = ByteBuilder()
         b.u32be(28); b.ascii("ftyp"); b.ascii("M4A "); b.u32be(0); b.ascii("M4A "); b.ascii("mp42"); b.ascii("isom")
+        if c.options.crashSafe {
+            fragmented = true
+            initMoovOffset = Int64(b.count)
+            try c.sink.append(b.bytes + movie(c, initial: true))
+            return
+        }
         mdatOffset = Int64(b.count)
         b.u32be(1); b.ascii("mdat"); b.u64be(16)
         try c.sink.append(b.bytes)
     }
 
     override func appendPacket(_ c: WriterContext, _ data: UnsafeRawBufferPointer, frames: Int64) throws(AudioError) {
+        if fragmented {
+            fragData.append(contentsOf: data)
+            fragSizes.append(UInt32(data.count))
+            fragFrames.append(UInt32(clamping: frames))
+            return
+        }
         let at = c.sink.end
         if at == lastPacketEnd, let last = chunkSamples.last, last < 4096 {
             chunkSamples[chunkSamples.count - 1] += 1
@@ -39,16 +64,70 @@ final class MP4Writer: ContainerWriter {
     }
 
     override func checkpoint(_ c: WriterContext) throws(AudioError) {
+        if fragmented {
+            try writeFragment(c)
+            return
+        }
         try c.sink.write(.be64(UInt64(c.sink.end - mdatOffset)), at: mdatOffset + 8)
+    }
+
+    /// Writes the buffered packets as a `moof` + `mdat` pair (fragmented mode).
+    private func writeFragment(_ c: WriterContext) throws(AudioError) {
+        guard !fragSizes.isEmpty else { return }
+        let variable = c.format.framesPerPacket == 0
+        let count = fragSizes.count
+        func box(_ type: String, _ body: [UInt8]) -> [UInt8] { .be32(UInt32(body.count + 8)) + Array(type.utf8) + body }
+        func full(_ type: String, _ version: UInt8, _ flags: UInt32, _ body: [UInt8]) -> [UInt8] {
+            box(type, [version, UInt8(flags >> 16 & 0xFF), UInt8(flags >> 8 & 0xFF), UInt8(flags & 0xFF)] + body)
+        }
+        let mfhd = full("mfhd", 0, 0, .be32(UInt32(moofOffsets.count + 1)))
+        let tfhd = full("tfhd", 0, 0x02_0000, .be32(1)) // default-base-is-moof
+        let tfdt = full("tfdt", 1, 0, .be64(UInt64(fragmentedFrames)))
+        let trunFlags: UInt32 = 0x001 | 0x200 | (variable ? 0x100 : 0)
+        let trunSize = 8 + 4 + 4 + 4 + count * (variable ? 8 : 4)
+        let moofSize = 8 + mfhd.count + 8 + tfhd.count + tfdt.count + trunSize
+        var trun = ByteBuilder()
+        trun.u32be(UInt32(count)); trun.u32be(UInt32(moofSize + 8))
+        for i in 0..<count {
+            if variable { trun.u32be(fragFrames[i]) }
+            trun.u32be(fragSizes[i])
+        }
+        let moof = box("moof", mfhd + box("traf", tfhd + tfdt + full("trun", 0, trunFlags, trun.bytes)))
+        let at = c.sink.end
+        var mdat = ByteBuilder()
+        mdat.u32be(UInt32(clamping: 8 + fragData.count)); mdat.ascii("mdat")
+        try c.sink.append(moof + mdat.bytes + fragData)
+        moofOffsets.append(at)
+        chunkOffsets.append(at + Int64(moof.count) + 8)
+        chunkSamples.append(UInt32(count))
+        for f in fragFrames { fragmentedFrames += Int64(f) }
+        fragData.removeAll(keepingCapacity: true)
+        fragSizes.removeAll(keepingCapacity: true)
+        fragFrames.removeAll(keepingCapacity: true)
     }
 
     override func finish(_ c: WriterContext) throws(AudioError) {
         try checkpoint(c)
+        if fragmented {
+            // The fragments become ordinary chunks: hide the fragment boxes, add a normal moov.
+            for at in [initMoovOffset] + moofOffsets { try c.sink.write(Array("free".utf8), at: at + 4) }
+        }
+        try c.sink.append(movie(c, initial: false))
+    }
+
+    /// The `moov` box: the final one (sample tables, edit list, `iTunSMPB`), or with `initial`
+    /// the empty one that starts a fragmented file (no samples, `mvex`/`trex`).
+    private func movie(_ c: WriterContext, initial: Bool) -> [UInt8] {
         let f = c.format
         let rate = UInt32(f.sampleRate)
-        let total = UInt64(c.frameCount)
-        let valid = UInt64(max(0, c.validFrames))
+        let total = initial ? 0 : UInt64(c.frameCount)
+        let valid = initial ? 0 : UInt64(max(0, c.validFrames))
         let priming = UInt64(max(0, c.primingFrames))
+        let packetCount = initial ? 0 : c.packetCount
+        let packetFrames = initial ? [] : c.packetFrames
+        let packetSizes = initial ? [] : c.packetSizes
+        let chunkOffsets = initial ? [] : self.chunkOffsets
+        let chunkSamples = initial ? [] : self.chunkSamples
 
         func box(_ type: String, _ body: [UInt8]) -> [UInt8] { .be32(UInt32(body.count + 8)) + Array(type.utf8) + body }
         func full(_ type: String, _ version: UInt8 = 0, _ flags: UInt32 = 0, _ body: [UInt8]) -> [UInt8] {
@@ -100,9 +179,9 @@ final class MP4Writer: ContainerWriter {
         var stts = ByteBuilder()
         var runs: [(count: UInt32, delta: UInt32)] = []
         if f.framesPerPacket > 0 {
-            if c.packetCount > 0 { runs = [(UInt32(clamping: c.packetCount), f.framesPerPacket)] }
+            if packetCount > 0 { runs = [(UInt32(clamping: packetCount), f.framesPerPacket)] }
         } else {
-            for fr in c.packetFrames {
+            for fr in packetFrames {
                 if let last = runs.last, last.delta == fr { runs[runs.count - 1].count += 1 } else { runs.append((1, fr)) }
             }
         }
@@ -114,7 +193,7 @@ final class MP4Writer: ContainerWriter {
         stsc.u32be(UInt32(stscRuns.count)); for r in stscRuns { stsc.u32be(r.first); stsc.u32be(r.samples); stsc.u32be(1) }
 
         var stsz = ByteBuilder()
-        stsz.u32be(0); stsz.u32be(UInt32(c.packetSizes.count)); for s in c.packetSizes { stsz.u32be(s) }
+        stsz.u32be(0); stsz.u32be(UInt32(packetSizes.count)); for s in packetSizes { stsz.u32be(s) }
 
         let large = (chunkOffsets.last ?? 0) > 0xFFFF_FFFF
         var stco = ByteBuilder()
@@ -126,7 +205,7 @@ final class MP4Writer: ContainerWriter {
         let dinf = box("dinf", full("dref", 0, 0, .be32(1) + full("url ", 0, 1, [])))
         let minf = box("minf", full("smhd", 0, 0, [0, 0, 0, 0]) + dinf + stbl)
         let mdia = box("mdia", full("mdhd", 1, 0, mdhd.bytes) + full("hdlr", 0, 0, hdlr.bytes) + minf)
-        let trak = box("trak", full("tkhd", 1, 7, tkhd.bytes) + edts + mdia)
+        let trak = box("trak", full("tkhd", 1, 7, tkhd.bytes) + (initial ? [] : edts) + mdia)
 
         // iTunes metadata: tags and iTunSMPB.
         var items: [UInt8] = []
@@ -143,8 +222,12 @@ final class MP4Writer: ContainerWriter {
         items += box("----", full("mean", 0, 0, Array("com.apple.iTunes".utf8)) + full("name", 0, 0, Array("iTunSMPB".utf8)) + dataBox(1, Array(smpb.utf8)))
         var metaHdlr = ByteBuilder(); metaHdlr.u32be(0); metaHdlr.ascii("mdir"); metaHdlr.ascii("appl"); metaHdlr.zeros(9)
         let meta = full("meta", 0, 0, full("hdlr", 0, 0, metaHdlr.bytes) + box("ilst", items))
-        let moov = box("moov", full("mvhd", 1, 0, mvhd.bytes) + trak + box("udta", meta))
-        try c.sink.append(moov)
+        if initial {
+            var trex = ByteBuilder()
+            trex.u32be(1); trex.u32be(1); trex.u32be(f.framesPerPacket); trex.u32be(0); trex.u32be(0)
+            return box("moov", full("mvhd", 1, 0, mvhd.bytes) + trak + box("mvex", full("trex", 0, 0, trex.bytes)))
+        }
+        return box("moov", full("mvhd", 1, 0, mvhd.bytes) + trak + box("udta", meta))
     }
 
     private func hex(_ v: UInt64, _ digits: Int) -> String {

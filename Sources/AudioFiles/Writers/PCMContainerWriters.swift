@@ -153,8 +153,28 @@ final class AIFFWriter: ContainerWriter {
 
 /// CAF: `caff`, `desc`, `chan`-less, `kuki`, `info`, `data` with size -1 while writing (so a
 /// cut file reads to its end), fixed at close; `pakt` after the data for compressed formats.
+///
+/// With ``AudioFileWriterOptions/crashSafe`` and variable-size packets, a `pakt` chunk of a fixed
+/// reserved size (``AudioFileWriterOptions/packetTableReserveSeconds`` of packets) comes before
+/// `data`; every checkpoint appends the new entries into it, then rewrites its 24-byte header
+/// (counts) in one write, then the data chunk's size, so a killed writer leaves a table and a
+/// data size that match the data up to the last checkpoint (readers ignore the unused zero bytes
+/// after the entries, and what follows the sized data chunk). FFmpeg needs the size: with an
+/// unknown (-1) data size it refuses packets over 4096 bytes, which ALAC has. If the entries outgrow
+/// the reservation, close() writes the table after the data and renames the reserved chunk
+/// `free`.
 final class CAFWriter: ContainerWriter {
     private var dataSizeOffset: Int64 = 0
+    private var reservedPaktOffset: Int64 = -1
+    private var reservedPaktBody = 0
+    private var reservedEntries: [UInt8] = []
+    private var reservedPackets = 0
+    private var reservedWritten = 0
+    private var reserveOverflowed = false
+
+    private func variablePackets(_ f: AudioStreamBasicDescription) -> Bool {
+        !f.isPCM && (f.bytesPerPacket == 0 || f.framesPerPacket == 0)
+    }
 
     override func start(_ c: WriterContext) throws(AudioError) {
         let f = c.format
@@ -179,14 +199,64 @@ final class CAFWriter: ContainerWriter {
             for k in present { info.ascii(k); info.u8(0); info.ascii(c.tags[k]!); info.u8(0) }
             b.ascii("info"); b.u64be(UInt64(info.count)); b.append(info.bytes)
         }
+        if c.options.crashSafe && variablePackets(f) {
+            let framesPerPacket = Double(f.framesPerPacket > 0 ? f.framesPerPacket : 1024)
+            let packets = Int((max(1, c.options.packetTableReserveSeconds) * f.sampleRate / framesPerPacket).rounded(.up))
+            let entryBytes = (f.bytesPerPacket == 0 ? (f.formatID == .mpeg4AAC || f.formatID == .mpegLayer3 ? 2 : 3) : 0)
+                + (f.framesPerPacket == 0 ? 3 : 0)
+            reservedPaktBody = 24 + min(packets * entryBytes, 64 << 20)
+            reservedPaktOffset = Int64(b.count)
+            b.ascii("pakt"); b.u64be(UInt64(reservedPaktBody))
+            b.u64be(0); b.u64be(0); b.u32be(UInt32(bitPattern: Int32(c.primingFrames))); b.u32be(0)
+            b.zeros(reservedPaktBody - 24)
+        }
         b.ascii("data")
         dataSizeOffset = Int64(b.count)
         b.u64be(UInt64.max); b.u32be(0)
         try c.sink.append(b.bytes)
     }
 
+    /// Appends the new entries to the reserved table, then its counts (crash-safe mode).
+    override func checkpoint(_ c: WriterContext) throws(AudioError) {
+        guard reservedPaktOffset >= 0, !reserveOverflowed else { return }
+        while reservedPackets < c.packetSizes.count {
+            let i = reservedPackets
+            if c.format.bytesPerPacket == 0 { reservedEntries.append(contentsOf: varint(UInt64(c.packetSizes[i]))) }
+            if c.format.framesPerPacket == 0 { reservedEntries.append(contentsOf: varint(UInt64(c.packetFrames[i]))) }
+            reservedPackets += 1
+        }
+        guard 24 + reservedEntries.count <= reservedPaktBody else {
+            reserveOverflowed = true
+            return
+        }
+        let bodyStart = reservedPaktOffset + 12
+        if reservedEntries.count > reservedWritten {
+            try c.sink.write(Array(reservedEntries[reservedWritten...]), at: bodyStart + 24 + Int64(reservedWritten))
+            reservedWritten = reservedEntries.count
+        }
+        var h = ByteBuilder()
+        let valid = max(0, c.frameCount - c.primingFrames)
+        h.u64be(UInt64(reservedPackets)); h.u64be(UInt64(valid))
+        h.u32be(UInt32(bitPattern: Int32(c.primingFrames))); h.u32be(0)
+        try c.sink.write(h.bytes, at: bodyStart)
+        // The data size too: FFmpeg reads packets over 4 KB (ALAC) only from a sized data chunk.
+        try c.sink.write(.be64(UInt64(c.dataBytes + 4)), at: dataSizeOffset)
+    }
+
     override func finish(_ c: WriterContext) throws(AudioError) {
         let dataEnd = dataSizeOffset + 12 + c.dataBytes
+        if reservedPaktOffset >= 0 {
+            try checkpoint(c)
+            if !reserveOverflowed {
+                var h = ByteBuilder()
+                h.u64be(UInt64(c.packetCount)); h.u64be(UInt64(c.validFrames))
+                h.u32be(UInt32(bitPattern: Int32(c.primingFrames))); h.u32be(UInt32(bitPattern: Int32(c.remainderFrames)))
+                try c.sink.write(h.bytes, at: reservedPaktOffset + 12)
+                try c.sink.write(.be64(UInt64(c.dataBytes + 4)), at: dataSizeOffset)
+                return
+            }
+            try c.sink.write(Array("free".utf8), at: reservedPaktOffset)
+        }
         if !c.format.isPCM && (c.format.bytesPerPacket == 0 || c.format.framesPerPacket == 0 || c.packetTableInfo != nil) {
             var p = ByteBuilder()
             p.u64be(UInt64(c.packetCount)); p.u64be(UInt64(c.validFrames))

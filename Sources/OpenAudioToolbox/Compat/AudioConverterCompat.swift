@@ -94,10 +94,61 @@ final class CompatConverter {
     var primeInfo = AudioConverterPrimeInfo()
     var quality = SampleRateConverterQuality.medium
     var output: AudioPCMBuffer?
+    /// Encoding (PCM to a compressed format): the encoder, the PCM converter in front of it when
+    /// the client's PCM is not the encoder's, packets encoded but not yet handed out, and whether
+    /// the input has ended.
+    var encoder: AudioEncoder?
+    var encoderInput: AudioConverter?
+    var encoderBuffer: AudioPCMBuffer?
+    var pendingPackets: [(bytes: ArraySlice<UInt8>, frames: UInt32)] = []
+    var inputEnded = false
+    var encodeBitRate: UInt32?
+
+    /// True when this converter encodes.
+    var isEncoder: Bool { !destination.isPCM && source.isPCM }
 
     init(source: AudioStreamBasicDescription, destination: AudioStreamBasicDescription) {
         self.source = source
         self.destination = destination
+    }
+
+    /// The encoder, created on first use with the bit rate set so far.
+    func makeEncoder() throws(AudioError) -> AudioEncoder {
+        if let encoder { return encoder }
+        var settings = AudioEncoderSettings()
+        if let encodeBitRate, encodeBitRate > 0 { settings.bitRate = Int(encodeBitRate) }
+        let depth = source.isFloat ? 24 : Int(min(max(source.bitsPerChannel, 16), 24))
+        let e = try AudioEncoder(to: destination, sourceBitDepth: depth, settings: settings)
+        if !e.inputFormat.isSameLayout(as: source) {
+            // Planar client buffers are interleaved before this converter (see fillEncoded).
+            var from = source
+            if !source.isInterleaved && source.channelsPerFrame > 1 {
+                from.formatFlags.remove(.isNonInterleaved)
+                from.bytesPerFrame = source.bytesPerFrame * source.channelsPerFrame
+                from.bytesPerPacket = from.bytesPerFrame * max(1, source.framesPerPacket)
+            }
+            encoderInput = try AudioConverter(from: from, to: e.inputFormat)
+        }
+        encoderBuffer = try AudioPCMBuffer(format: e.inputFormat, frameCapacity: 4096)
+        encoder = e
+        return e
+    }
+
+    /// Queues the packets of an encoded batch for hand-out.
+    func queue(_ batch: AudioPacketBatch) {
+        let fpp = encoder?.outputFormat.framesPerPacket ?? destination.framesPerPacket
+        if batch.packetDescriptions.isEmpty {
+            let size = batch.packetCount > 0 ? batch.data.count / batch.packetCount : 0
+            for i in 0..<batch.packetCount {
+                pendingPackets.append((batch.data[(i * size)..<((i + 1) * size)], fpp))
+            }
+        } else {
+            for d in batch.packetDescriptions {
+                let start = Int(d.mStartOffset), end = start + Int(d.mDataByteSize)
+                guard start >= 0, end <= batch.data.count else { continue }
+                pendingPackets.append((batch.data[start..<end], d.mVariableFramesInPacket > 0 ? d.mVariableFramesInPacket : fpp))
+            }
+        }
     }
 
     static func from(_ ref: AudioConverterRef?) -> CompatConverter? {
@@ -131,15 +182,26 @@ private func normalised(_ f: AudioStreamBasicDescription) -> AudioStreamBasicDes
 
 // MARK: - Functions
 
-/// Creates a converter from `inSourceFormat` (any decodable format, or PCM) to
-/// `inDestinationFormat` (PCM) (Apple's `AudioConverterNew`). Encoding is not supported:
-/// a compressed destination returns `kAudioConverterErr_FormatNotSupported`.
+/// Creates a converter (Apple's `AudioConverterNew`): from any decodable format or PCM to PCM
+/// (decoding, format, rate and channel conversion), or from PCM to a compressed format
+/// (encoding through ``AudioEncoder``: AAC-LC, ALAC, FLAC, Opus, MP3, mu-law, A-law). Other
+/// compressed-to-compressed pairs return `kAudioConverterErr_FormatNotSupported`.
 @discardableResult
 public func AudioConverterNew(_ inSourceFormat: UnsafePointer<AudioStreamBasicDescription>,
                               _ inDestinationFormat: UnsafePointer<AudioStreamBasicDescription>,
                               _ outAudioConverter: UnsafeMutablePointer<AudioConverterRef?>) -> OSStatus {
     let src = normalised(inSourceFormat.pointee), dst = normalised(inDestinationFormat.pointee)
-    guard dst.isPCM else { return kAudioConverterErr_FormatNotSupported }
+    if !dst.isPCM {
+        guard src.isPCM else { return kAudioConverterErr_FormatNotSupported }
+        let box = CompatConverter(source: src, destination: dst)
+        do throws(AudioError) {
+            _ = try box.makeEncoder()
+        } catch {
+            return error.code == .unsupportedFormat ? kAudioConverterErr_FormatNotSupported : (error.osStatus ?? kAudioConverterErr_FormatNotSupported)
+        }
+        outAudioConverter.pointee = AudioConverterRef(Unmanaged.passRetained(box).toOpaque())
+        return noErr
+    }
     do {
         _ = try AudioConverter(from: src, to: dst)
     } catch {
@@ -164,6 +226,13 @@ public func AudioConverterDispose(_ inAudioConverter: AudioConverterRef) -> OSSt
 public func AudioConverterReset(_ inAudioConverter: AudioConverterRef) -> OSStatus {
     guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
     box.converter?.reset()
+    if box.isEncoder {
+        // A new encoder for the next stream (the old one's priming and state belong to the last).
+        box.encoder = nil
+        box.encoderInput = nil
+        box.pendingPackets = []
+        box.inputEnded = false
+    }
     return noErr
 }
 
@@ -180,6 +249,9 @@ public func AudioConverterFillComplexBuffer(_ inAudioConverter: AudioConverterRe
                                             _ outOutputData: UnsafeMutablePointer<AudioBufferList>,
                                             _ outPacketDescription: UnsafeMutablePointer<AudioStreamPacketDescription>?) -> OSStatus {
     guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    if box.isEncoder {
+        return fillEncoded(box, inInputDataProc, inInputDataProcUserData, ioOutputDataPacketSize, outOutputData, outPacketDescription)
+    }
     let dst = box.destination
     let outList = UnsafeMutableAudioBufferListPointer(outOutputData)
     guard outList.count >= dst.bufferCount, dst.bytesPerFrame > 0 else { return kAudioConverterErr_InvalidOutputSize }
@@ -246,6 +318,109 @@ public func AudioConverterFillComplexBuffer(_ inAudioConverter: AudioConverterRe
     return procStatus
 }
 
+/// The encoding half of ``AudioConverterFillComplexBuffer(_:_:_:_:_:_:)``: pulls PCM from the
+/// input proc, encodes it, and hands out whole packets (with descriptions) that fit the buffer.
+private func fillEncoded(_ box: CompatConverter, _ proc: AudioConverterComplexInputDataProc, _ userData: UnsafeMutableRawPointer?,
+                         _ ioPackets: UnsafeMutablePointer<UInt32>, _ outData: UnsafeMutablePointer<AudioBufferList>,
+                         _ outDescriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?) -> OSStatus {
+    let outList = UnsafeMutableAudioBufferListPointer(outData)
+    guard outList.count >= 1, let outBytes = outList[0].mData else { return kAudioConverterErr_InvalidOutputSize }
+    let capacity = Int(outList[0].mDataByteSize)
+    let wanted = Int(ioPackets.pointee)
+    guard wanted > 0 else { ioPackets.pointee = 0; return noErr }
+    let encoder: AudioEncoder
+    do throws(AudioError) {
+        encoder = try box.makeEncoder()
+    } catch {
+        return error.osStatus ?? kAudioConverterErr_FormatNotSupported
+    }
+    if outDescriptions == nil && encoder.outputFormat.bytesPerPacket == 0 {
+        return kAudioConverterErr_RequiresPacketDescriptionsError
+    }
+    let src = box.source
+    let ref = box.ref
+    var status = noErr
+    // Encode until enough packets are waiting or the input ends.
+    while box.pendingPackets.count < wanted && !box.inputEnded {
+        let list = AudioBufferList.allocate(maximumBuffers: max(1, src.bufferCount))
+        defer { free(list.unsafeMutablePointer) }
+        var frames = UInt32(max(1024, Int(encoder.outputFormat.framesPerPacket)))
+        var descriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?
+        status = proc(ref, &frames, list.unsafeMutablePointer, &descriptions, userData)
+        if status != noErr { break }
+        do throws(AudioError) {
+            if frames == 0 || list.count == 0 || list[0].mData == nil {
+                box.inputEnded = true
+                box.queue(try encoder.finish())
+                break
+            }
+            let n = Int(frames)
+            let pcm: AudioPCMBuffer
+            if let b = box.encoderBuffer, b.frameCapacity >= n { pcm = b } else {
+                pcm = try AudioPCMBuffer(format: encoder.inputFormat, frameCapacity: n)
+                box.encoderBuffer = pcm
+            }
+            if let input = box.encoderInput {
+                // Client PCM to the encoder's layout; planar clients give one buffer per channel.
+                if src.isInterleaved || src.channelsPerFrame <= 1 {
+                    try input.decode(packet: UnsafeRawBufferPointer(start: list[0].mData, count: min(Int(list[0].mDataByteSize), n * Int(src.bytesPerFrame))))
+                } else {
+                    var interleaved = [UInt8](repeating: 0, count: n * Int(src.bytesPerFrame) * Int(src.channelsPerFrame))
+                    let w = Int(src.bytesPerFrame), c = Int(src.channelsPerFrame)
+                    for ch in 0..<min(c, list.count) {
+                        guard let p = list[ch].mData else { continue }
+                        let plane = UnsafeRawBufferPointer(start: p, count: min(Int(list[ch].mDataByteSize), n * w))
+                        for f in 0..<(plane.count / w) {
+                            for b in 0..<w { interleaved[(f * c + ch) * w + b] = plane[f * w + b] }
+                        }
+                    }
+                    var failure: AudioError?
+                    interleaved.withUnsafeBytes { raw in
+                        do throws(AudioError) { try input.decode(packet: raw) } catch { failure = error }
+                    }
+                    if let failure { throw failure }
+                }
+                while true {
+                    let got = input.read(into: pcm, maxFrames: pcm.frameCapacity)
+                    if got == 0 { break }
+                    box.queue(try encoder.encode(pcm))
+                }
+            } else {
+                for i in 0..<pcm.bufferCount where i < list.count {
+                    let bytes = min(Int(list[i].mDataByteSize), pcm.mutableBytes(i).count)
+                    if let p = list[i].mData { pcm.mutableBytes(i).baseAddress!.copyMemory(from: p, byteCount: bytes) }
+                }
+                pcm.frameLength = n
+                box.queue(try encoder.encode(pcm))
+            }
+        } catch {
+            status = error.osStatus ?? kAudioConverterErr_UnspecifiedError
+            break
+        }
+    }
+    // Hand out whole packets that fit.
+    var used = 0
+    var count = 0
+    while count < wanted, let first = box.pendingPackets.first, used + first.bytes.count <= capacity {
+        first.bytes.withUnsafeBytes { (outBytes + used).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        outDescriptions?[count] = AudioStreamPacketDescription(mStartOffset: Int64(used),
+                                                               mVariableFramesInPacket: encoder.outputFormat.framesPerPacket == 0 ? first.frames : 0,
+                                                               mDataByteSize: UInt32(first.bytes.count))
+        used += first.bytes.count
+        count += 1
+        box.pendingPackets.removeFirst()
+    }
+    if count == 0, let first = box.pendingPackets.first, first.bytes.count > capacity {
+        ioPackets.pointee = 0
+        return kAudioConverterErr_InvalidOutputSize
+    }
+    var b = outList[0]
+    b.mDataByteSize = UInt32(used)
+    outList[0] = b
+    ioPackets.pointee = UInt32(count)
+    return status
+}
+
 /// Converts a buffer of PCM to PCM at the same sample rate (Apple's
 /// `AudioConverterConvertBuffer`).
 @discardableResult
@@ -277,6 +452,19 @@ public func AudioConverterConvertBuffer(_ inAudioConverter: AudioConverterRef, _
 private enum ConverterValue { case uint32(UInt32), asbd(AudioStreamBasicDescription), prime(AudioConverterPrimeInfo), bytes([UInt8]) }
 
 private func converterProperty(_ box: CompatConverter, _ id: AudioConverterPropertyID) -> ConverterValue? {
+    if box.isEncoder, let e = try? box.makeEncoder() {
+        switch id {
+        case kAudioConverterCurrentOutputStreamDescription: return .asbd(e.outputFormat)
+        case kAudioConverterPrimeInfo: return .prime(e.primeInfo)
+        case kAudioConverterCompressionMagicCookie: return .bytes(e.magicCookie ?? [])
+        case kAudioConverterEncodeBitRate: return .uint32(UInt32(clamping: e.bitRate))
+        case kAudioConverterPropertyMaximumOutputPacketSize, kAudioConverterPropertyMinimumOutputBufferSize:
+            return .uint32(e.outputFormat.bytesPerPacket > 0 ? e.outputFormat.bytesPerPacket : maximumPacketSize(e.outputFormat))
+        case kAudioConverterPropertyMaximumInputPacketSize, kAudioConverterPropertyMinimumInputBufferSize:
+            return .uint32(box.source.bytesPerPacket)
+        default: break
+        }
+    }
     switch id {
     case kAudioConverterCurrentInputStreamDescription: return .asbd(box.source)
     case kAudioConverterCurrentOutputStreamDescription: return .asbd(box.destination)
@@ -303,6 +491,7 @@ public func AudioConverterGetPropertyInfo(_ inAudioConverter: AudioConverterRef,
     case .bytes(let b): outSize?.pointee = UInt32(b.count)
     }
     let writable = [kAudioConverterPrimeInfo, kAudioConverterSampleRateConverterQuality, kAudioConverterDecompressionMagicCookie].contains(inPropertyID)
+        || (box.isEncoder && inPropertyID == kAudioConverterEncodeBitRate)
     outWritable?.pointee = DarwinBoolean(writable)
     return noErr
 }
@@ -331,6 +520,22 @@ public func AudioConverterSetProperty(_ inAudioConverter: AudioConverterRef, _ i
                                       _ inPropertyDataSize: UInt32, _ inPropertyData: UnsafeRawPointer) -> OSStatus {
     guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
     switch inPropertyID {
+    case kAudioConverterEncodeBitRate where box.isEncoder:
+        guard inPropertyDataSize >= 4 else { return kAudioConverterErr_BadPropertySizeError }
+        guard box.pendingPackets.isEmpty, (box.encoder?.inputFrameCount ?? 0) == 0 else { return kAudioConverterErr_OperationNotSupported }
+        let old = box.encodeBitRate, oldEncoder = box.encoder, oldInput = box.encoderInput
+        box.encodeBitRate = inPropertyData.loadUnaligned(as: UInt32.self)
+        box.encoder = nil
+        box.encoderInput = nil
+        do throws(AudioError) {
+            _ = try box.makeEncoder()
+        } catch {
+            box.encodeBitRate = old
+            box.encoder = oldEncoder
+            box.encoderInput = oldInput
+            return kAudioConverterErr_FormatNotSupported
+        }
+        return noErr
     case kAudioConverterDecompressionMagicCookie:
         let cookie = Array(UnsafeRawBufferPointer(start: inPropertyData, count: Int(inPropertyDataSize)))
         do throws(AudioError) {
@@ -356,5 +561,15 @@ public func AudioConverterSetProperty(_ inAudioConverter: AudioConverterRef, _ i
         return inPropertyDataSize >= 4 ? noErr : kAudioConverterErr_BadPropertySizeError
     default:
         return kAudioConverterErr_PropertyNotSupported
+    }
+}
+
+extension AudioStreamBasicDescription {
+    /// True when PCM buffers in `other` can be fed to something expecting `self` byte for byte.
+    func isSameLayout(as other: AudioStreamBasicDescription) -> Bool {
+        isPCM && other.isPCM && sampleRate == other.sampleRate && channelsPerFrame == other.channelsPerFrame
+            && bitsPerChannel == other.bitsPerChannel && bytesPerFrame == other.bytesPerFrame
+            && isFloat == other.isFloat && isInterleaved == other.isInterleaved
+            && formatFlags.contains(.isBigEndian) == other.formatFlags.contains(.isBigEndian)
     }
 }

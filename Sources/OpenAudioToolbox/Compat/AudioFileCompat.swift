@@ -190,7 +190,7 @@ final class CompatAudioFile: @unchecked Sendable {
     init(_ file: AudioFile) { self.file = file }
 
     static func from(_ id: AudioFileID?) -> CompatAudioFile? {
-        guard let id else { return nil }
+        guard let id, !CompatFileWriter.isWriter(id) else { return nil }
         return Unmanaged<CompatAudioFile>.fromOpaque(UnsafeRawPointer(id)).takeUnretainedValue()
     }
 
@@ -220,28 +220,68 @@ public func AudioFileOpenURL(_ inFileRef: CFURL, _ inPermissions: AudioFilePermi
 /// Closes a file (Apple's `AudioFileClose`).
 @discardableResult
 public func AudioFileClose(_ inAudioFile: AudioFileID) -> OSStatus {
+    if CompatFileWriter.isWriter(inAudioFile) { return CompatFileWriter.close(inAudioFile) }
     guard CompatAudioFile.from(inAudioFile) != nil else { return kAudio_ParamError }
     Unmanaged<CompatAudioFile>.fromOpaque(UnsafeRawPointer(inAudioFile)).release()
     return noErr
 }
 
-/// Not supported: there are no file writers yet (Apple's `AudioFileCreateWithURL`).
+/// Creates `inFileRef` for writing packets of `inFormat` in an `inFileType` container (Apple's
+/// `AudioFileCreateWithURL`): WAVE, AIFF, AIFC, CAF, M4A, FLAC, Ogg (Opus), ADTS, MP3, through
+/// ``AudioFileWriter``. The file is created (replaced) at once; the container is written with the
+/// first ``AudioFileWritePackets(_:_:_:_:_:_:_:)``, so the magic cookie can be set in between as
+/// Apple's recording code does. Formats a container cannot hold give
+/// `kAudioFileUnsupportedDataFormatError`. Packets are appended in order (`inStartingPacket` is
+/// not used for positioning).
 @discardableResult
 public func AudioFileCreateWithURL(_ inFileRef: CFURL, _ inFileType: AudioFileTypeID, _ inFormat: UnsafePointer<AudioStreamBasicDescription>,
                                    _ inFlags: AudioFileFlags, _ outAudioFile: UnsafeMutablePointer<AudioFileID?>) -> OSStatus {
-    kAudioFileUnsupportedFileTypeError
+    guard inFileRef.isFileURL else { return kAudioFileUnspecifiedError }
+    let type = AudioFileType(rawValue: inFileType)
+    guard AudioFileWriter.writableTypes.contains(type) else { return kAudioFileUnsupportedFileTypeError }
+    do throws(AudioError) {
+        try AudioFileWriter.check(inFormat.pointee, in: type)
+    } catch {
+        return kAudioFileUnsupportedDataFormatError
+    }
+    let path = inFileRef.path(percentEncoded: false)
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { return errno == ENOENT ? kAudioFileFileNotFoundError : kAudioFilePermissionsError }
+    close(fd)
+    let w = CompatFileWriter(path: path, type: type, format: inFormat.pointee)
+    let id = AudioFileID(Unmanaged.passRetained(w).toOpaque())
+    CompatFileWriter.register(id)
+    outAudioFile.pointee = id
+    return noErr
 }
 
-/// Not supported: there are no file writers yet (Apple's `AudioFileWritePackets`).
+/// Appends packets (Apple's `AudioFileWritePackets`): `*ioNumPackets` packets in `inBuffer`
+/// (`inNumBytes` bytes), described by `inPacketDescriptions` for variable-size formats.
 @discardableResult
 public func AudioFileWritePackets(_ inAudioFile: AudioFileID, _ inUseCache: Bool, _ inNumBytes: UInt32,
                                   _ inPacketDescriptions: UnsafePointer<AudioStreamPacketDescription>?, _ inStartingPacket: Int64,
                                   _ ioNumPackets: UnsafeMutablePointer<UInt32>, _ inBuffer: UnsafeRawPointer) -> OSStatus {
-    ioNumPackets.pointee = 0
-    return kAudioFilePermissionsError
+    guard let w = CompatFileWriter.from(inAudioFile) else {
+        ioNumPackets.pointee = 0
+        return CompatAudioFile.from(inAudioFile) != nil ? kAudioFilePermissionsError : kAudio_ParamError
+    }
+    let count = Int(ioNumPackets.pointee)
+    let descriptions = inPacketDescriptions.map { Array(UnsafeBufferPointer(start: $0, count: count)) } ?? []
+    let result = w.lock.withLock { _ -> OSStatus in
+        do throws(AudioError) {
+            let writer = try w.openWriter()
+            try writer.writePackets(UnsafeRawBufferPointer(start: inBuffer, count: Int(inNumBytes)), descriptions: descriptions, count: count)
+            return noErr
+        } catch {
+            return error.osStatus ?? kAudioFileUnspecifiedError
+        }
+    }
+    if result != noErr { ioNumPackets.pointee = 0 }
+    return result
 }
 
-/// Not supported: there are no file writers yet (Apple's `AudioFileWriteBytes`).
+/// Not supported: files are written by packets (``AudioFileWritePackets(_:_:_:_:_:_:_:)``), not
+/// raw bytes (Apple's `AudioFileWriteBytes`).
 @discardableResult
 public func AudioFileWriteBytes(_ inAudioFile: AudioFileID, _ inUseCache: Bool, _ inStartingByte: Int64,
                                 _ ioNumBytes: UnsafeMutablePointer<UInt32>, _ inBuffer: UnsafeRawPointer) -> OSStatus {
@@ -249,11 +289,86 @@ public func AudioFileWriteBytes(_ inAudioFile: AudioFileID, _ inUseCache: Bool, 
     return kAudioFilePermissionsError
 }
 
-/// Not supported: files are read-only (Apple's `AudioFileSetProperty`).
+/// Sets a property of a file being written (Apple's `AudioFileSetProperty`):
+/// `MagicCookieData` (before the first packets; afterwards only FLAC's STREAMINFO update is
+/// taken), `PacketTableInfo` (priming before the first packets, valid frames before closing).
+/// Files opened for reading return `kAudioFilePermissionsError`.
 @discardableResult
 public func AudioFileSetProperty(_ inAudioFile: AudioFileID, _ inPropertyID: AudioFilePropertyID, _ inDataSize: UInt32,
                                  _ inPropertyData: UnsafeRawPointer) -> OSStatus {
-    kAudioFilePermissionsError
+    guard let w = CompatFileWriter.from(inAudioFile) else {
+        return CompatAudioFile.from(inAudioFile) != nil ? kAudioFilePermissionsError : kAudio_ParamError
+    }
+    return w.lock.withLock { _ -> OSStatus in
+        switch inPropertyID {
+        case kAudioFilePropertyMagicCookieData:
+            let cookie = Array(UnsafeRawBufferPointer(start: inPropertyData, count: Int(inDataSize)))
+            if let writer = w.writer {
+                if w.format.formatID == .flac, cookie.count == 34 { writer.magicCookie = cookie }
+            } else {
+                w.cookie = cookie.isEmpty ? nil : cookie
+            }
+            return noErr
+        case kAudioFilePropertyPacketTableInfo:
+            guard inDataSize >= UInt32(MemoryLayout<AudioFilePacketTableInfo>.size) else { return kAudioFileBadPropertySizeError }
+            let info = inPropertyData.loadUnaligned(as: AudioFilePacketTableInfo.self)
+            if let writer = w.writer { writer.packetTableInfo = info } else { w.packetTableInfo = info }
+            return noErr
+        default:
+            return kAudioFileUnsupportedPropertyError
+        }
+    }
+}
+
+/// A file being written through the C-style API: the writer is created with the first packets.
+final class CompatFileWriter: @unchecked Sendable {
+    let lock = Mutex(())
+    let path: String
+    let type: AudioFileType
+    let format: AudioStreamBasicDescription
+    var cookie: [UInt8]?
+    var packetTableInfo: AudioFilePacketTableInfo?
+    var writer: AudioFileWriter?
+    private static let handles = Mutex<Set<Int>>([])
+
+    init(path: String, type: AudioFileType, format: AudioStreamBasicDescription) {
+        self.path = path
+        self.type = type
+        self.format = format
+    }
+
+    static func register(_ id: AudioFileID) { _ = handles.withLock { $0.insert(Int(bitPattern: UnsafeRawPointer(id))) } }
+    static func isWriter(_ id: AudioFileID) -> Bool { handles.withLock { $0.contains(Int(bitPattern: UnsafeRawPointer(id))) } }
+
+    static func from(_ id: AudioFileID?) -> CompatFileWriter? {
+        guard let id, isWriter(id) else { return nil }
+        return Unmanaged<CompatFileWriter>.fromOpaque(UnsafeRawPointer(id)).takeUnretainedValue()
+    }
+
+    /// The writer, created on first use (lock held).
+    func openWriter() throws(AudioError) -> AudioFileWriter {
+        if let writer { return writer }
+        let w = try AudioFileWriter(path: path, fileType: type, dataFormat: format, magicCookie: cookie)
+        if let packetTableInfo { w.packetTableInfo = packetTableInfo }
+        writer = w
+        return w
+    }
+
+    /// Finishes the file and forgets the handle (Apple's `AudioFileClose` on a created file).
+    static func close(_ id: AudioFileID) -> OSStatus {
+        guard let w = from(id) else { return kAudio_ParamError }
+        _ = handles.withLock { $0.remove(Int(bitPattern: UnsafeRawPointer(id))) }
+        let result = w.lock.withLock { _ -> OSStatus in
+            do throws(AudioError) {
+                try w.openWriter().close()
+                return noErr
+            } catch {
+                return error.osStatus ?? kAudioFileUnspecifiedError
+            }
+        }
+        Unmanaged<CompatFileWriter>.fromOpaque(UnsafeRawPointer(id)).release()
+        return result
+    }
 }
 
 // MARK: - Reading
@@ -436,6 +551,9 @@ public func AudioFileGetProperty(_ inAudioFile: AudioFileID, _ inPropertyID: Aud
     }
 }
 
+/// The container types ``AudioFileCreateWithURL(_:_:_:_:_:)`` writes.
+private let writableTypeIDs: [AudioFileTypeID] = AudioFileWriter.writableTypes.map(\.rawValue)
+
 private let readableTypes: [AudioFileTypeID] = [
     kAudioFileAIFFType, kAudioFileAIFCType, kAudioFileWAVEType, kAudioFileRF64Type, kAudioFileBW64Type, kAudioFileNextType,
     kAudioFileMP3Type, kAudioFileMP2Type, kAudioFileMP1Type, kAudioFileAAC_ADTSType, kAudioFileMPEG4Type, kAudioFileM4AType,
@@ -449,7 +567,7 @@ public func AudioFileGetGlobalInfoSize(_ inPropertyID: AudioFilePropertyID, _ in
                                        _ outDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
     switch inPropertyID {
     case kAudioFileGlobalInfo_ReadableTypes: outDataSize.pointee = UInt32(readableTypes.count * 4)
-    case kAudioFileGlobalInfo_WritableTypes: outDataSize.pointee = 0
+    case kAudioFileGlobalInfo_WritableTypes: outDataSize.pointee = UInt32(writableTypeIDs.count * 4)
     default: return kAudioFileUnsupportedPropertyError
     }
     return noErr
@@ -461,7 +579,7 @@ public func AudioFileGetGlobalInfo(_ inPropertyID: AudioFilePropertyID, _ inSpec
                                    _ ioDataSize: UnsafeMutablePointer<UInt32>, _ outPropertyData: UnsafeMutableRawPointer) -> OSStatus {
     switch inPropertyID {
     case kAudioFileGlobalInfo_ReadableTypes: return writeArray(readableTypes, ioDataSize, outPropertyData)
-    case kAudioFileGlobalInfo_WritableTypes: ioDataSize.pointee = 0; return noErr
+    case kAudioFileGlobalInfo_WritableTypes: return writeArray(writableTypeIDs, ioDataSize, outPropertyData)
     default: return kAudioFileUnsupportedPropertyError
     }
 }

@@ -229,6 +229,8 @@ final class CompatQueue: @unchecked Sendable {
     }
 
     var queue: AudioOutputQueue!
+    /// Set for input queues (``AudioQueueNewInput(_:_:_:_:_:_:_:)``); `queue` is then nil.
+    var inputSide: CompatInputSide?
     let delivery: Delivery
     let state = Mutex(UnsafeSendable(State()))
     var ref: AudioQueueRef { AudioQueueRef(Unmanaged.passUnretained(self).toOpaque()) }
@@ -336,7 +338,7 @@ public func AudioQueueDispose(_ inAQ: AudioQueueRef, _ inImmediate: Bool) -> OSS
         return s.disposed
     }
     if already { return kAudioQueueErr_DisposalPending }
-    box.queue.dispose(immediately: inImmediate)
+    if let input = box.inputSide { input.queue.dispose(immediately: inImmediate) } else { box.queue.dispose(immediately: inImmediate) }
     let refs = box.withState { s -> [Int] in
         defer { s.buffers.removeAll() }
         return Array(s.buffers.keys)
@@ -371,7 +373,12 @@ public func AudioQueueAllocateBufferWithPacketDescriptions(_ inAQ: AudioQueueRef
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
     if box.withState({ $0.disposed }) { return kAudioQueueErr_DisposalPending }
     return status { () throws(AudioError) in
-        let b = try box.queue.allocateBuffer(byteCapacity: Int(inBufferByteSize), packetDescriptionCapacity: Int(inNumberPacketDescriptions))
+        let b: AudioQueueEngine.AudioQueueBuffer
+        if let input = box.inputSide {
+            b = try input.queue.allocateBuffer(byteCapacity: Int(inBufferByteSize), packetDescriptionCapacity: Int(inNumberPacketDescriptions))
+        } else {
+            b = try box.queue.allocateBuffer(byteCapacity: Int(inBufferByteSize), packetDescriptionCapacity: Int(inNumberPacketDescriptions))
+        }
         var descriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?
         if inNumberPacketDescriptions > 0 {
             descriptions = .allocate(capacity: Int(inNumberPacketDescriptions))
@@ -391,7 +398,7 @@ public func AudioQueueAllocateBufferWithPacketDescriptions(_ inAQ: AudioQueueRef
 public func AudioQueueFreeBuffer(_ inAQ: AudioQueueRef, _ inBuffer: AudioQueueBufferRef) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
     guard let b = box.swiftBuffer(inBuffer) else { return kAudioQueueErr_InvalidBuffer }
-    box.queue.freeBuffer(b)
+    if let input = box.inputSide { input.queue.freeBuffer(b) } else { box.queue.freeBuffer(b) }
     box.withState { _ = $0.buffers.removeValue(forKey: Int(bitPattern: inBuffer)) }
     freeCBuffer(Int(bitPattern: inBuffer))
     return noErr
@@ -439,6 +446,9 @@ public func AudioQueueEnqueueBufferWithParameters(_ inAQ: AudioQueueRef, _ inBuf
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
     if box.withState({ $0.disposed }) { return kAudioQueueErr_DisposalPending }
     guard let b = box.swiftBuffer(inBuffer) else { return kAudioQueueErr_InvalidBuffer }
+    if let input = box.inputSide {
+        return status({ () throws(AudioError) in try input.queue.enqueue(b) }, default: kAudioQueueErr_InvalidBuffer)
+    }
     let synced = sync(inBuffer, b, inNumPacketDescs, inPacketDescs)
     if synced != noErr { return synced }
     if inNumParamValues > 0, let events = inParamValues {
@@ -462,6 +472,7 @@ public func AudioQueueEnqueueBufferWithParameters(_ inAQ: AudioQueueRef, _ inBuf
 @discardableResult
 public func AudioQueueStart(_ inAQ: AudioQueueRef, _ inStartTime: UnsafePointer<AudioTimeStamp>?) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    if let input = box.inputSide { return status({ () throws(AudioError) in try input.queue.start() }, default: kAudioQueueErr_CannotStart) }
     return status({ () throws(AudioError) in try box.queue.start(at: inStartTime?.pointee) }, default: kAudioQueueErr_CannotStart)
 }
 
@@ -471,6 +482,7 @@ public func AudioQueueStart(_ inAQ: AudioQueueRef, _ inStartTime: UnsafePointer<
 public func AudioQueuePrime(_ inAQ: AudioQueueRef, _ inNumberOfFramesToPrepare: UInt32,
                             _ outNumberOfFramesPrepared: UnsafeMutablePointer<UInt32>?) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    if box.inputSide != nil { return kAudioQueueErr_InvalidQueueType }
     return status({ () throws(AudioError) in
         let n = try box.queue.prime(frames: inNumberOfFramesToPrepare == 0 ? nil : Int(inNumberOfFramesToPrepare))
         outNumberOfFramesPrepared?.pointee = UInt32(clamping: n)
@@ -481,6 +493,7 @@ public func AudioQueuePrime(_ inAQ: AudioQueueRef, _ inNumberOfFramesToPrepare: 
 @discardableResult
 public func AudioQueuePause(_ inAQ: AudioQueueRef) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    if let input = box.inputSide { return status { () throws(AudioError) in try input.queue.pause() } }
     return status { () throws(AudioError) in try box.queue.pause() }
 }
 
@@ -488,7 +501,7 @@ public func AudioQueuePause(_ inAQ: AudioQueueRef) -> OSStatus {
 @discardableResult
 public func AudioQueueStop(_ inAQ: AudioQueueRef, _ inImmediate: Bool) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
-    box.queue.stop(immediately: inImmediate)
+    if let input = box.inputSide { input.queue.stop(immediately: inImmediate) } else { box.queue.stop(immediately: inImmediate) }
     return noErr
 }
 
@@ -496,7 +509,7 @@ public func AudioQueueStop(_ inAQ: AudioQueueRef, _ inImmediate: Bool) -> OSStat
 @discardableResult
 public func AudioQueueFlush(_ inAQ: AudioQueueRef) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
-    box.queue.flush()
+    if box.inputSide == nil { box.queue.flush() }
     return noErr
 }
 
@@ -504,7 +517,7 @@ public func AudioQueueFlush(_ inAQ: AudioQueueRef) -> OSStatus {
 @discardableResult
 public func AudioQueueReset(_ inAQ: AudioQueueRef) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
-    box.queue.reset()
+    if let input = box.inputSide { input.queue.reset() } else { box.queue.reset() }
     return noErr
 }
 
@@ -515,6 +528,7 @@ public func AudioQueueReset(_ inAQ: AudioQueueRef) -> OSStatus {
 public func AudioQueueGetParameter(_ inAQ: AudioQueueRef, _ inParamID: AudioQueueParameterID,
                                    _ outValue: UnsafeMutablePointer<AudioQueueParameterValue>) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    if box.inputSide != nil { return kAudioQueueErr_InvalidParameter }
     guard let p = AudioQueueParameter(rawValue: inParamID) else { return kAudioQueueErr_InvalidParameter }
     outValue.pointee = box.queue.parameter(p)
     return noErr
@@ -526,6 +540,7 @@ public func AudioQueueGetParameter(_ inAQ: AudioQueueRef, _ inParamID: AudioQueu
 public func AudioQueueSetParameter(_ inAQ: AudioQueueRef, _ inParamID: AudioQueueParameterID,
                                    _ inValue: AudioQueueParameterValue) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    if box.inputSide != nil { return kAudioQueueErr_InvalidParameter }
     guard let p = AudioQueueParameter(rawValue: inParamID) else { return kAudioQueueErr_InvalidParameter }
     return status({ () throws(AudioError) in try box.queue.setParameter(p, inValue) }, default: kAudioQueueErr_InvalidPropertyValue)
 }
@@ -604,6 +619,7 @@ func maximumPacketSize(_ f: AudioStreamBasicDescription) -> UInt32 {
 public func AudioQueueGetPropertySize(_ inAQ: AudioQueueRef, _ inID: AudioQueuePropertyID,
                                       _ outDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    if let input = box.inputSide { return input.property(inID, outDataSize, nil) }
     guard let v = queueProperty(box, inID) else { return kAudioQueueErr_InvalidProperty }
     switch v {
     case .uint32: outDataSize.pointee = 4
@@ -621,6 +637,7 @@ public func AudioQueueGetPropertySize(_ inAQ: AudioQueueRef, _ inID: AudioQueueP
 public func AudioQueueGetProperty(_ inAQ: AudioQueueRef, _ inID: AudioQueuePropertyID,
                                   _ outData: UnsafeMutableRawPointer, _ ioDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    if let input = box.inputSide { return input.property(inID, ioDataSize, outData) }
     guard let v = queueProperty(box, inID) else { return kAudioQueueErr_InvalidProperty }
     let e = kAudioQueueErr_InvalidPropertySize
     switch v {
@@ -639,6 +656,7 @@ public func AudioQueueGetProperty(_ inAQ: AudioQueueRef, _ inID: AudioQueuePrope
 public func AudioQueueSetProperty(_ inAQ: AudioQueueRef, _ inID: AudioQueuePropertyID,
                                   _ inData: UnsafeRawPointer, _ inDataSize: UInt32) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    if let input = box.inputSide { return input.setProperty(inID, inData, inDataSize) }
     switch inID {
     case kAudioQueueProperty_MagicCookie:
         let cookie = Array(UnsafeRawBufferPointer(start: inData, count: Int(inDataSize)))
@@ -703,6 +721,13 @@ public func AudioQueueGetCurrentTime(_ inAQ: AudioQueueRef, _ inTimeline: AudioQ
                                      _ outTimeStamp: UnsafeMutablePointer<AudioTimeStamp>?,
                                      _ outTimelineDiscontinuity: UnsafeMutablePointer<DarwinBoolean>?) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    if let input = box.inputSide {
+        guard input.queue.isRunning else { return kAudioQueueErr_InvalidRunState }
+        outTimeStamp?.pointee = AudioTimeStamp(sampleTime: Double(input.queue.deliveredFrames), hostTime: HostTime.now(), rateScalar: 1,
+                                               flags: .sampleHostTimeValid)
+        outTimelineDiscontinuity?.pointee = DarwinBoolean(false)
+        return noErr
+    }
     guard let (time, discontinuity) = box.queue.currentTime() else { return kAudioQueueErr_InvalidRunState }
     outTimeStamp?.pointee = time
     outTimelineDiscontinuity?.pointee = DarwinBoolean(discontinuity)

@@ -1,0 +1,952 @@
+import AudioConversion
+import AudioCore
+import AudioDevices
+import AudioFiles
+import AudioQueueEngine
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Set `OAT_STREAM_DEBUG=1` to trace the decoder thread's decisions on stderr.
+let debugEnabled = getenv("OAT_STREAM_DEBUG") != nil
+
+func format3(_ v: Double) -> String { String((v * 1000).rounded() / 1000) }
+
+/// A request from the control plane to the decoder thread.
+enum EngineCommand: Sendable {
+    case seek(Double)
+    case skip
+    case jumpToLive
+}
+
+/// The threads behind a ``StreamingPlayer``: a network thread per item (``SourceReader``) and
+/// one decoder thread that parses, decodes, feeds the ``AudioOutputQueue``, keeps the timeline
+/// and reports events. The decoder thread is the only one touching the parser, the converter
+/// and the queue's transport; the control plane talks to it through ``Control``.
+final class StreamingEngine: @unchecked Sendable {
+    let policy: BufferingPolicy
+    let output: AudioOutputDeviceFactory
+    let makeSource: ByteSourceFactory
+    let continuation: AsyncStream<StreamingPlayerEvent>.Continuation
+    let wake = DispatchSemaphore(value: 0)
+    /// Set by the queue's thread when the queue played out after the end was marked.
+    let queueEnded = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+    private let startTime = HostTime.now()
+
+    struct Control {
+        var items: [String] = []
+        var commands: [EngineCommand] = []
+        var stopRequested = false
+        var paused = false
+        var volume: Float = 1
+        var fade: Float = 0
+        var volumeChanged = false
+        var state: StreamingPlayerState = .idle
+        var stats = StreamingPlayerStatistics()
+        var playingIndex = 0
+        var position: Double = 0
+        var currentInfo: ByteSourceInfo?
+        var duration: Double?
+        var finished = false
+        var bytesFromClosedReaders: Int64 = 0
+        var reconnectsFromClosedReaders = 0
+        var requestsFromClosedReaders = 0
+    }
+    let control = Mutex(Control())
+
+    init(items: [String], policy: BufferingPolicy, output: @escaping AudioOutputDeviceFactory, makeSource: @escaping ByteSourceFactory,
+         continuation: AsyncStream<StreamingPlayerEvent>.Continuation, volume: Float) {
+        self.policy = policy
+        self.output = output
+        self.makeSource = makeSource
+        self.continuation = continuation
+        control.withLock {
+            $0.items = items
+            $0.volume = volume
+            $0.volumeChanged = true
+        }
+        DispatchQueue(label: "oat.stream.decoder").async { [self] in
+            let decoder = DecoderThread(engine: self)
+            decoder.run()
+            done.signal()
+        }
+    }
+
+    func send(_ command: EngineCommand) {
+        control.withLock { $0.commands.append(command) }
+        wake.signal()
+    }
+
+    func requestStop() {
+        control.withLock { $0.stopRequested = true }
+        wake.signal()
+    }
+
+    /// Waits for the decoder thread to end (blocking: call off the cooperative pool).
+    func join() {
+        done.wait()
+        done.signal()
+    }
+
+    func emit(_ event: StreamingPlayerEvent) { continuation.yield(event) }
+
+    func setState(_ new: StreamingPlayerState) {
+        let changed = control.withLock { c -> Bool in
+            guard c.state != new else { return false }
+            if case .stopped = c.state { return false }
+            c.state = new
+            return true
+        }
+        if changed { emit(.state(new)) }
+    }
+
+    var elapsed: Double { HostTime.seconds(ticks: HostTime.now() - startTime) }
+}
+
+/// Per-item decoding state (decoder thread only).
+final class ItemDecoder {
+    let index: Int
+    let url: String
+    var reader: SourceReader
+    var info: ByteSourceInfo?
+    var parser: AudioFileStream?
+    var converter: AudioConverter?
+    var sourceFormat: AudioStreamBasicDescription?
+    /// Audio byte offset of the next byte to parse.
+    var fedOffset: Int64 = 0
+    /// Bytes already parsed, from `retainedStart`, kept for seeks inside them.
+    var retained: [UInt8] = []
+    var retainedStart: Int64 = 0
+    var pendingMetadata: [StreamMetadata] = []
+    var discontinuityNext = false
+    /// Device-rate frames taken from the converter since the item began or was seeked.
+    var outputFrames: Int64 = 0
+    /// The item position (seconds) of output frame 0.
+    var baseSeconds: Double = 0
+    /// A seek to carry out once the parser is ready.
+    var pendingSeek: Double?
+    var inputEnded = false
+    var drained = false
+    var startedMarked = false
+    var finishMarked = false
+    /// Bumped by every seek: bytes of a chunk being fed when a seek happens are stale.
+    var seekGeneration = 0
+    /// The rest of the chunk being fed (after the part being parsed), if any.
+    var unfed: (bytes: [UInt8], offset: Int64)?
+    var notOptimizedHandled = false
+
+    init(index: Int, url: String, reader: SourceReader) {
+        self.index = index
+        self.url = url
+        self.reader = reader
+        fedOffset = reader.startOffset
+        retainedStart = reader.startOffset
+    }
+
+    var isLive: Bool { info?.isLive ?? false }
+}
+
+/// Raised inside the decoder thread to abandon the work in hand (stop, seek, skip).
+struct Interrupted: Error {}
+
+/// The decoder thread's loop and state.
+final class DecoderThread {
+    let engine: StreamingEngine
+    var policy: BufferingPolicy { engine.policy }
+    var queue: AudioOutputQueue?
+    var queueFormat = AudioStreamBasicDescription.linearPCM(sampleRate: 44100, channels: 2, bitsPerChannel: 32, isFloat: true)
+    var deviceRate: Double = 44100
+    var channels = 2
+    final class Pool: Sendable {
+        let buffers = Mutex<[AudioQueueBuffer]>([])
+    }
+    let pool = Pool()
+    let framesPerBuffer = 2048
+    var pcm: AudioPCMBuffer?
+
+    /// Timeline: frames enqueued since the queue was created or last reset.
+    var enqueuedFrames: Int64 = 0
+    enum MarkKind {
+        case itemStarted(Int, String, AudioStreamBasicDescription)
+        case itemFinished(Int, String)
+        case metadata(StreamMetadata, Int, Double)
+        case segment(Int, Double)
+    }
+    var marks: [(frame: Int64, kind: MarkKind)] = []
+    var segment: (frame: Int64, index: Int, seconds: Double) = (0, 0, 0)
+
+    enum Phase { case starting, playing, rebuffering, ending }
+    var phase = Phase.starting
+    var queueStarted = false
+    var queuePaused = false
+    var startTarget: Double
+    var rebufferTarget: Double
+    var underruns = 0
+    var lastUnderrunCount = 0
+    var firstAudioReported = false
+    var lastHealth: UInt64 = 0
+    var lastError: AudioError?
+
+    var current: ItemDecoder?
+    var prefetched: ItemDecoder?
+
+    init(engine: StreamingEngine) {
+        self.engine = engine
+        startTarget = engine.policy.startSeconds
+        rebufferTarget = engine.policy.rebufferSeconds
+    }
+
+    // MARK: Main loop
+
+    /// The queue entry to open when the current item is done.
+    var next = 0
+
+    func run() {
+        defer { shutdown() }
+        while true {
+            if engine.control.withLock({ $0.stopRequested }) { break }
+            if current == nil {
+                let url = engine.control.withLock { c -> String? in next < c.items.count ? c.items[next] : nil }
+                guard let url else {
+                    if finishPlayback() { break }
+                    continue
+                }
+                if let p = prefetched, p.index == next {
+                    current = p
+                    prefetched = nil
+                } else {
+                    prefetched?.reader.cancel()
+                    prefetched = nil
+                    guard let item = openItem(index: next, url: url, at: 0) else { next += 1; continue }
+                    current = item
+                }
+                if !queueStarted { engine.setState(.connecting) }
+            }
+            guard let item = current else { continue }
+            do {
+                if item.drained {
+                    if !item.finishMarked {
+                        item.finishMarked = true
+                        marks.append((enqueuedFrames, .itemFinished(item.index, item.url)))
+                    }
+                    let hasNext = engine.control.withLock { item.index + 1 < $0.items.count }
+                    if hasNext {
+                        retire(item)
+                        current = nil
+                        next = item.index + 1
+                        if phase == .ending, let queue {
+                            // An item was appended while the end played out: take the end back.
+                            try? queue.start()
+                            phase = .playing
+                        }
+                    } else if finishPlayback() {
+                        break
+                    }
+                    continue
+                }
+                try step(item)
+            } catch is Interrupted {
+                if let target = handleInterrupt() { next = target }
+            } catch let error as AudioError {
+                fail(item, error)
+                retire(item)
+                current = nil
+                next = item.index + 1
+            } catch {
+                fail(item, AudioError(.invalidState, component: "StreamingPlayer", "\(error)"))
+                retire(item)
+                current = nil
+                next = item.index + 1
+            }
+        }
+    }
+
+    /// Opens `url` at `offset`: starts its network thread. Nil (and an error event) when no
+    /// source can be made for it.
+    func openItem(index: Int, url: String, at offset: Int64) -> ItemDecoder? {
+        do {
+            let source = try engine.makeSource(url)
+            let reader = SourceReader(url: url, source: source, at: offset, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
+            return ItemDecoder(index: index, url: url, reader: reader)
+        } catch {
+            fail(nil, error, index: index)
+            return nil
+        }
+    }
+
+    func retire(_ item: ItemDecoder) {
+        item.reader.cancel()
+        let s = item.reader.statistics
+        engine.control.withLock { c in
+            c.bytesFromClosedReaders += s.bytesReceived
+            c.reconnectsFromClosedReaders += s.reconnects
+            c.requestsFromClosedReaders += s.requests
+        }
+    }
+
+    func fail(_ item: ItemDecoder?, _ error: AudioError, index: Int? = nil) {
+        let i = item?.index ?? index ?? 0
+        lastError = error
+        engine.emit(.error(index: i, error))
+    }
+
+    /// After the last item: lets the queue play out and reports the end. True when the loop
+    /// should end.
+    func finishPlayback() -> Bool {
+        guard let queue, enqueuedFrames > 0 else {
+            engine.setState(.stopped(reason: lastError.map { .error($0) } ?? .ended))
+            return true
+        }
+        if phase != .ending {
+            if engine.control.withLock({ $0.paused }) {
+                // Paused before the end was reached: wait for resume.
+                do { try waitTick(milliseconds: 20) } catch {
+                    if let target = handleInterrupt() { next = target }
+                }
+                return false
+            }
+            if !queueStarted || queuePaused {
+                if !startQueue() { return true }
+            }
+            queue.stop(immediately: false)
+            phase = .ending
+            engine.setState(.playing)
+        }
+        do {
+            try waitTick(milliseconds: 10)
+        } catch {
+            // A seek or skip came while the end played out.
+            if let target = handleInterrupt() { next = target }
+            return false
+        }
+        if engine.queueEnded.load(ordering: .acquiring) || !queue.isRunning {
+            processMarks(played: Int64.max)
+            engine.setState(.stopped(reason: .ended))
+            return true
+        }
+        return false
+    }
+
+    func shutdown() {
+        current.map(retire)
+        prefetched.map(retire)
+        queue?.dispose(immediately: true)
+        engine.setState(.stopped(reason: .stopped))
+        engine.control.withLock { $0.finished = true }
+        engine.continuation.finish()
+    }
+
+    // MARK: Commands
+
+    var pendingCommand: EngineCommand?
+
+    /// Carries out the command that interrupted the work; returns the item index to open next
+    /// when the current item was dropped.
+    func handleInterrupt() -> Int? {
+        if engine.control.withLock({ $0.stopRequested }) { return nil }
+        guard let command = pendingCommand else { return nil }
+        pendingCommand = nil
+        let playing = engine.control.withLock { $0.playingIndex }
+        switch command {
+        case .skip:
+            resetQueue()
+            current.map(retire)
+            current = nil
+            prefetched.map(retire)
+            prefetched = nil
+            phase = .starting
+            return playing + 1
+        case .seek(let seconds):
+            if let item = current, item.index == playing {
+                do {
+                    try seek(item, to: seconds)
+                } catch {
+                    let e = (error as? AudioError) ?? AudioError(.invalidState, component: "StreamingPlayer", "\(error)")
+                    engine.emit(.error(index: item.index, e))
+                }
+                return nil
+            }
+            // The item playing is no longer the one being decoded (the next one was prefetched
+            // for a gapless join): reopen it and seek once its header is parsed.
+            current.map(retire)
+            prefetched.map(retire)
+            prefetched = nil
+            let url = engine.control.withLock { c in playing < c.items.count ? c.items[playing] : nil }
+            resetQueue()
+            phase = .starting
+            guard let url, let item = openItem(index: playing, url: url, at: 0) else { current = nil; return playing + 1 }
+            item.pendingSeek = seconds
+            current = item
+            return nil
+        case .jumpToLive:
+            guard let item = current, item.isLive else { return nil }
+            if let range = item.reader.pendingByteRange { item.reader.drop(before: range.end) }
+            item.discontinuityNext = true
+            item.converter?.reset()
+            item.pendingMetadata.removeAll()
+            resetQueue()
+            item.outputFrames = 0
+            segment = (0, item.index, positionSeconds())
+            marks.append((0, .segment(item.index, segment.seconds)))
+            phase = .starting
+            return nil
+        }
+    }
+
+    /// Drops everything queued; the timeline restarts at 0.
+    func resetQueue() {
+        guard let queue else { return }
+        if phase == .ending && queue.isRunning {
+            // The end of the stream was marked: starting the running queue takes it back, so
+            // the reset below is not followed by the queue stopping itself.
+            try? queue.start()
+            if queuePaused { try? queue.pause() }
+        }
+        // The queue keeps running through the reset (its device plays silence until new audio
+        // comes): a paused device would keep the stale frames in the play ring, leaving no
+        // room for the new ones.
+        queue.reset()
+        enqueuedFrames = 0
+        marks.removeAll()
+        engine.queueEnded.store(false, ordering: .releasing)
+    }
+
+    // MARK: Decoding
+
+    /// Takes the next thing from the item's network thread and handles it.
+    func step(_ item: ItemDecoder) throws {
+        if item.inputEnded {
+            if !item.drained { try drainEnd(item) }
+            return
+        }
+        // Open the next item's source while this one's last bytes are decoded (gapless join).
+        if item.reader.isFinished && prefetched == nil {
+            let nextIndex = item.index + 1
+            if let url = engine.control.withLock({ c in nextIndex < c.items.count ? c.items[nextIndex] : nil }) {
+                prefetched = openItem(index: nextIndex, url: url, at: 0)
+            }
+        }
+        guard let r = item.reader.next() else {
+            if item.reader.isDrained {
+                throw AudioError(.invalidState, component: "StreamingPlayer", "the source of \(item.url) stopped without an end")
+            }
+            if !queueStarted || phase == .rebuffering, item.reader.secondsSinceData > policy.stallTimeout {
+                throw AudioError(.timedOut, component: "StreamingPlayer",
+                                 "no data from \(item.url) for \(Int(policy.stallTimeout)) s while buffering")
+            }
+            try waitTick(milliseconds: 20)
+            return
+        }
+        switch r {
+        case .opened(let info):
+            debug("opened \(info.url) type \(info.contentType ?? "-") live \(info.isLive)")
+            item.info = info
+            engine.control.withLock { c in
+                if c.playingIndex == item.index || !queueStarted { c.currentInfo = info }
+            }
+            if item.parser == nil {
+                item.parser = AudioFileStream(fileTypeHint: fileTypeHint(contentType: info.contentType, url: info.url))
+            }
+        case .bytes(let bytes, let offset):
+            try feed(item, bytes, at: offset)
+        case .metadata(let m):
+            if m.audioByteOffset <= item.fedOffset {
+                markMetadata(item, m)
+            } else {
+                item.pendingMetadata.append(m)
+            }
+        case .reconnected(let info, let continuous):
+            item.info = info
+            engine.emit(.reconnected(index: item.index, continuous: continuous))
+            if !continuous {
+                item.discontinuityNext = true
+                item.fedOffset = info.startOffset
+                item.retained.removeAll()
+                item.retainedStart = info.startOffset
+                item.pendingMetadata.removeAll()
+                if let converter = item.converter {
+                    // Let the audio decoded so far play, then restart the decoder.
+                    try drainConverter(item, converter)
+                    converter.reset()
+                }
+            }
+        case .end:
+            item.inputEnded = true
+            try drainEnd(item)
+        case .failed(let error):
+            throw error
+        }
+    }
+
+    /// Parses `bytes` (at audio byte `offset`), decodes the packets and enqueues the PCM,
+    /// applying pending metadata at the packet where it begins.
+    func feed(_ item: ItemDecoder, _ bytes: [UInt8], at offset: Int64) throws {
+        var bytes = bytes
+        var offset = offset
+        while !bytes.isEmpty {
+            // Split at the next metadata boundary inside this chunk.
+            var cut = bytes.count
+            if let m = item.pendingMetadata.first, m.audioByteOffset > offset, m.audioByteOffset < offset + Int64(bytes.count) {
+                cut = Int(m.audioByteOffset - offset)
+            }
+            let generation = item.seekGeneration
+            item.unfed = (Array(bytes[cut...]), offset + Int64(cut))
+            defer { item.unfed = nil }
+            try parse(item, Array(bytes[0..<cut]))
+            if item.seekGeneration != generation { return }
+            offset += Int64(cut)
+            item.fedOffset = offset
+            bytes.removeFirst(cut)
+            while let m = item.pendingMetadata.first, m.audioByteOffset <= item.fedOffset {
+                item.pendingMetadata.removeFirst()
+                markMetadata(item, m)
+            }
+        }
+    }
+
+    /// Remembers parsed bytes for seeks inside them (bounded).
+    func retain(_ item: ItemDecoder, _ bytes: [UInt8]) {
+        guard policy.maximumRetainedBytes > 0, !item.isLive else { return }
+        if item.retainedStart + Int64(item.retained.count) != item.fedOffset {
+            item.retained.removeAll()
+            item.retainedStart = item.fedOffset
+        }
+        item.retained.append(contentsOf: bytes)
+        let excess = item.retained.count - policy.maximumRetainedBytes
+        if excess > 1 << 20 {
+            item.retained.removeFirst(excess)
+            item.retainedStart += Int64(excess)
+        }
+    }
+
+    func parse(_ item: ItemDecoder, _ bytes: [UInt8]) throws {
+        guard let parser = item.parser else {
+            throw AudioError(.invalidState, component: "StreamingPlayer", "bytes before the source of \(item.url) opened")
+        }
+        retain(item, bytes)
+        let flags: AudioFileStreamParseFlags = item.discontinuityNext ? .discontinuity : []
+        item.discontinuityNext = false
+        let events = try parser.parse(bytes, flags: flags)
+        try handle(item, events)
+        if parser.isNotOptimized && parser.isReadyToProducePackets && !item.notOptimizedHandled {
+            // MP4 with the index after the data: the data was skipped; go back to it.
+            item.notOptimizedHandled = true
+            try seek(item, to: item.pendingSeek ?? 0, reportEvent: false)
+            item.pendingSeek = nil
+        }
+    }
+
+    func handle(_ item: ItemDecoder, _ events: [AudioFileStreamEvent]) throws {
+        guard let parser = item.parser else { return }
+        for event in events {
+            switch event {
+            case .propertyChanged(.readyToProducePackets):
+                try prepareDecoder(item, parser)
+                if let seconds = item.pendingSeek, !parser.isNotOptimized {
+                    item.pendingSeek = nil
+                    try seek(item, to: seconds)
+                    return
+                }
+            case .propertyChanged:
+                break
+            case .packets(let batch):
+                if item.converter == nil { try prepareDecoder(item, parser) }
+                guard let converter = item.converter else { continue }
+                if item.pendingSeek != nil { continue }
+                try converter.decode(batch)
+                try drainConverter(item, converter)
+            }
+        }
+    }
+
+    /// Creates the converter (and the output queue for the first item).
+    func prepareDecoder(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
+        guard item.converter == nil, let format = parser.dataFormat else { return }
+        debug("decoder for \(format)")
+        try ensureQueue(for: format)
+        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.magicCookie)
+        if let info = parser.packetTableInfo {
+            converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: max(0, Int64(info.primingFrames))),
+                                                          trailingFrames: UInt32(clamping: max(0, Int64(info.remainderFrames))))
+            converter.validFrameCount = info.numberValidFrames
+        }
+        item.converter = converter
+        item.sourceFormat = format
+        if !item.startedMarked {
+            item.startedMarked = true
+            marks.append((enqueuedFrames, .itemStarted(item.index, item.url, format)))
+            marks.append((enqueuedFrames, .segment(item.index, item.baseSeconds)))
+        }
+        let duration: Double? = {
+            guard !item.isLive else { return nil }
+            if let info = parser.packetTableInfo { return Double(info.numberValidFrames) / format.sampleRate }
+            if let packets = parser.audioDataPacketCount, format.framesPerPacket > 0 {
+                return Double(packets) * Double(format.framesPerPacket) / format.sampleRate
+            }
+            if let total = item.info?.totalLength, parser.bitRate > 0 {
+                return Double(total - (parser.dataOffset ?? 0)) * 8 / Double(parser.bitRate)
+            }
+            return nil
+        }()
+        engine.control.withLock { c in if c.playingIndex == item.index || !queueStarted { c.duration = duration } }
+    }
+
+    func ensureQueue(for format: AudioStreamBasicDescription) throws {
+        guard queue == nil else { return }
+        deviceRate = format.sampleRate
+        channels = Int(min(8, max(1, format.channelsPerFrame)))
+        queueFormat = .linearPCM(sampleRate: deviceRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
+        let pool = self.pool
+        let wake = engine.wake
+        let q = try AudioOutputQueue(format: queueFormat, output: engine.output) { _, buffer in
+            pool.buffers.withLock { $0.append(buffer) }
+            wake.signal()
+        }
+        for _ in 0..<10 {
+            let b = try q.allocateBuffer(byteCapacity: framesPerBuffer * channels * 4)
+            pool.buffers.withLock { $0.append(b) }
+        }
+        let engine = self.engine
+        q.eventHandler = { event in
+            if event == .ended {
+                engine.queueEnded.store(true, ordering: .releasing)
+                wake.signal()
+            }
+        }
+        pcm = try AudioPCMBuffer(format: queueFormat, frameCapacity: framesPerBuffer)
+        queue = q
+        applyVolume()
+    }
+
+    /// Moves decoded PCM from the converter into queue buffers (blocking while the queue is full).
+    func drainConverter(_ item: ItemDecoder, _ converter: AudioConverter) throws {
+        guard let pcm, let queue else { return }
+        while true {
+            let n = converter.read(into: pcm)
+            if n == 0 { break }
+            let buffer = try takeBuffer()
+            buffer.fill(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(pcm.mutableBytes(0))[0..<(n * channels * 4)]))
+            do {
+                try queue.enqueue(buffer)
+            } catch {
+                pool.buffers.withLock { $0.append(buffer) }
+                throw error
+            }
+            enqueuedFrames += Int64(n)
+            item.outputFrames += Int64(n)
+            checkStart()
+        }
+    }
+
+    /// The end of an item's input: flushes the parser and the decoder.
+    func drainEnd(_ item: ItemDecoder) throws {
+        if let parser = item.parser, item.converter == nil || !item.drained {
+            let events: [AudioFileStreamEvent]
+            do {
+                events = try parser.finish()
+            } catch {
+                if item.converter == nil { throw error }
+                events = []
+            }
+            try handle(item, events)
+        }
+        guard let converter = item.converter else {
+            throw AudioError(.invalidData, component: "StreamingPlayer", "\(item.url) ended before any audio was found")
+        }
+        try converter.endOfInput()
+        try drainConverter(item, converter)
+        item.drained = true
+    }
+
+    /// The metadata applies from the audio decoded next: a mark at the current output position.
+    func markMetadata(_ item: ItemDecoder, _ m: StreamMetadata) {
+        let pending = Int64(item.converter?.bufferedFrameCount ?? 0)
+        let frame = enqueuedFrames + pending
+        let seconds = item.baseSeconds + Double(item.outputFrames + pending) / deviceRate
+        marks.append((frame, .metadata(m, item.index, seconds)))
+    }
+
+    // MARK: Seeking
+
+    func seek(_ item: ItemDecoder, to seconds: Double, reportEvent: Bool = true) throws {
+        guard let parser = item.parser, let format = parser.dataFormat, parser.isReadyToProducePackets else {
+            item.pendingSeek = seconds
+            return
+        }
+        if item.isLive {
+            throw AudioError(.invalidState, component: "StreamingPlayer", "\(item.url) is a live stream: it cannot seek (pause keeps a timeshift buffer instead)")
+        }
+        if item.converter == nil { try prepareDecoder(item, parser) }
+        guard let converter = item.converter else { return }
+        let rate = format.sampleRate
+        let priming = Int64(max(0, parser.packetTableInfo?.primingFrames ?? 0))
+        var target = Int64(max(0, seconds) * rate)
+        if let valid = parser.packetTableInfo?.numberValidFrames { target = min(target, max(0, valid - 1)) }
+        let withPriming = target + priming
+        let fpp = Int64(format.framesPerPacket)
+        let averageFrames: Double = fpp > 0 ? Double(fpp)
+            : (parser.packetsDelivered > 0 ? Double(parser.framesDelivered) / Double(parser.packetsDelivered) : 1024)
+        var packet = Int64(Double(withPriming) / max(1, averageFrames))
+        // Start early enough for the decoder to settle (MP3's bit reservoir, overlapped transforms).
+        switch format.formatID {
+        case .linearPCM, .ulaw, .alaw, .flac, .appleLossless: break
+        case .opus: packet -= Int64((0.08 * rate / max(1, averageFrames)).rounded(.up))
+        default: packet -= 2
+        }
+        packet = max(0, packet)
+        let result = try parser.seek(toPacket: packet)
+        let startFrame = parser.frame(forPacket: result.packetIndex) ?? Int64(Double(result.packetIndex) * averageFrames)
+        let discard = max(0, withPriming - startFrame)
+        // Where do the bytes come from?
+        var newRequest = false
+        let retainedEnd = item.retainedStart + Int64(item.retained.count)
+        var replay: [UInt8] = []
+        // A seek while a chunk is being parsed: its unparsed rest is still ours.
+        let unfed = item.unfed.flatMap { $0.offset == retainedEnd ? $0.bytes : nil } ?? []
+        if result.byteOffset >= item.retainedStart && result.byteOffset < retainedEnd + Int64(unfed.count) {
+            replay = Array((item.retained + unfed)[Int(result.byteOffset - item.retainedStart)...])
+        } else if let range = item.reader.pendingByteRange, result.byteOffset >= range.start, result.byteOffset < range.end,
+                  result.byteOffset >= item.fedOffset {
+            item.reader.drop(before: result.byteOffset)
+            item.fedOffset = result.byteOffset
+        } else {
+            guard item.info?.isSeekable ?? false else {
+                throw AudioError(.invalidState, component: "StreamingPlayer",
+                                 "\(item.url) cannot seek to \(seconds) s: the server does not accept range requests and the audio is not buffered")
+            }
+            retire(item)
+            let source = try engine.makeSource(item.url)
+            item.reader = SourceReader(url: item.url, source: source, at: result.byteOffset, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
+            item.fedOffset = result.byteOffset
+            item.retained.removeAll()
+            item.retainedStart = result.byteOffset
+            newRequest = true
+        }
+        item.inputEnded = false
+        item.drained = false
+        item.finishMarked = false
+        item.pendingMetadata.removeAll()
+        converter.reset(discardingFrames: discard)
+        converter.limitRemainingFrames(parser.packetTableInfo.map { $0.numberValidFrames - target })
+        resetQueue()
+        let landed = Double(target) / rate
+        item.outputFrames = 0
+        item.baseSeconds = landed
+        segment = (0, item.index, landed)
+        marks.append((0, .segment(item.index, landed)))
+        phase = .starting
+        engine.control.withLock { $0.position = landed }
+        if reportEvent {
+            engine.emit(.seeked(index: item.index, seconds: landed, isEstimated: result.isEstimated, newRequest: newRequest))
+        }
+        item.discontinuityNext = true
+        item.seekGeneration += 1
+        if !replay.isEmpty {
+            // Parse the retained bytes again: they go back to the front of the network
+            // thread's buffer, which continues after them.
+            item.fedOffset = result.byteOffset
+            item.retained.removeAll()
+            item.retainedStart = result.byteOffset
+            item.reader.pushBack(.bytes(replay, offset: result.byteOffset))
+        }
+    }
+
+    // MARK: Waiting, the timeline and transport
+
+    /// Takes a free queue buffer, ticking while none is free.
+    func takeBuffer() throws -> AudioQueueBuffer {
+        while true {
+            if let b = pool.buffers.withLock({ $0.popLast() }) { return b }
+            try waitTick(milliseconds: 20)
+        }
+    }
+
+    /// Waits for a wake-up (data, a returned buffer, a command) or the timeout, then does the
+    /// periodic work; throws ``Interrupted`` for a stop or a command.
+    func waitTick(milliseconds: Int) throws {
+        let fast = queueStarted && !firstAudioReported
+        _ = engine.wake.wait(timeout: .now() + .milliseconds(fast ? 2 : milliseconds))
+        try tick()
+    }
+
+    func debug(_ text: @autoclosure () -> String) {
+        guard debugEnabled else { return }
+        let line = "[stream \(String(format3(engine.elapsed)))] \(text())\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+
+    func tick() throws {
+        let (stop, command, paused, volumeChanged) = engine.control.withLock { c -> (Bool, EngineCommand?, Bool, Bool) in
+            let command = c.commands.isEmpty ? nil : c.commands.removeFirst()
+            let v = c.volumeChanged
+            c.volumeChanged = false
+            return (c.stopRequested, command, c.paused, v)
+        }
+        if stop { throw Interrupted() }
+        if volumeChanged { applyVolume() }
+        if let command {
+            pendingCommand = command
+            throw Interrupted()
+        }
+        guard let queue else { return }
+        // Pause and resume.
+        debug("tick phase \(phase) started \(queueStarted) paused \(queuePaused)/\(paused) enq \(enqueuedFrames) played \(queue.playedStreamFrames) ring \(queue.bufferedFrames) running \(queue.isRunning) underruns \(queue.underrunCount)")
+        if paused && queueStarted && !queuePaused {
+            try? queue.pause()
+            queuePaused = true
+            engine.setState(.paused)
+        } else if !paused && queuePaused && (phase == .playing || phase == .ending) {
+            do { try queue.start() } catch { debug("resume failed: \(error)") }
+            queuePaused = false
+            engine.setState(.playing)
+        } else if paused && !queueStarted {
+            engine.setState(.paused)
+        }
+        let played = queue.playedStreamFrames
+        if queueStarted { processMarks(played: played) }
+        if queueStarted && !firstAudioReported && played > 0 {
+            firstAudioReported = true
+            let t = engine.elapsed
+            engine.control.withLock { $0.stats.timeToFirstAudio = t }
+            engine.emit(.firstAudio(seconds: t))
+        }
+        // Underrun: the ring ran dry mid-stream. Pause, rebuffer with a larger target.
+        let count = queue.underrunCount
+        if phase == .playing && !queuePaused && count > lastUnderrunCount {
+            lastUnderrunCount = count
+            let inputDone = current?.inputEnded ?? true
+            if !inputDone && enqueuedFrames - played < Int64(0.05 * deviceRate) {
+                underruns += 1
+                try? queue.pause()
+                queuePaused = true
+                phase = .rebuffering
+                startTarget = min(policy.maximumTargetSeconds, startTarget * policy.growthAfterUnderrun)
+                rebufferTarget = min(policy.maximumTargetSeconds, rebufferTarget * policy.growthAfterUnderrun)
+                engine.setState(.buffering(progress: 0))
+            }
+        }
+        checkStart()
+        let now = HostTime.now()
+        if queueStarted && HostTime.seconds(ticks: now - lastHealth) >= 1 {
+            lastHealth = now
+            let health = BufferHealth(bufferedSeconds: bufferedSeconds(), bufferedBytes: current?.reader.bufferedBytes ?? 0, underruns: underruns)
+            engine.emit(.bufferHealth(health))
+        }
+        updateStatistics(played: played)
+    }
+
+    /// Decoded seconds waiting, plus an estimate for the undecoded bytes.
+    func bufferedSeconds() -> Double {
+        let played = queue?.playedStreamFrames ?? 0
+        var seconds = Double(max(0, enqueuedFrames - played)) / deviceRate
+        if let item = current, let parser = item.parser, parser.bitRate > 0 {
+            seconds += Double(item.reader.bufferedBytes) * 8 / Double(parser.bitRate)
+        }
+        return seconds
+    }
+
+    /// Starts (or resumes) the queue once enough is buffered.
+    func checkStart() {
+        guard let queue, phase == .starting || phase == .rebuffering else { return }
+        let target = phase == .starting ? startTarget : rebufferTarget
+        let buffered = bufferedSeconds()
+        let decoded = Double(max(0, enqueuedFrames - queue.playedStreamFrames)) / deviceRate
+        // The play ring holds about 2 s: never wait for more decoded audio than fits.
+        let inputDone = (current?.inputEnded ?? true) || (current?.reader.isFinished ?? true)
+        // Every queue buffer is in use: nothing more can be buffered before playback starts.
+        let full = pool.buffers.withLock { $0.isEmpty } && decoded > 0
+        if buffered >= target || full || (inputDone && decoded > 0) {
+            if engine.control.withLock({ $0.paused }) {
+                phase = .playing
+                engine.setState(.paused)
+                return
+            }
+            if startQueue() { phase = .playing }
+        } else {
+            let progress = min(1, buffered / max(0.001, target))
+            engine.setState(.buffering(progress: (progress * 100).rounded() / 100))
+        }
+    }
+
+    @discardableResult
+    func startQueue() -> Bool {
+        guard let queue else { return false }
+        do {
+            try queue.start()
+            debug("queue started")
+        } catch {
+            debug("queue start failed: \(error)")
+            lastError = error
+            engine.emit(.error(index: current?.index ?? 0, error))
+            engine.requestStop()
+            return false
+        }
+        queueStarted = true
+        queuePaused = false
+        lastUnderrunCount = queue.underrunCount
+        engine.setState(.playing)
+        return true
+    }
+
+    func processMarks(played: Int64) {
+        var i = 0
+        while i < marks.count, marks[i].frame <= played {
+            let mark = marks[i]
+            i += 1
+            switch mark.kind {
+            case .itemStarted(let index, let url, let format):
+                engine.control.withLock { $0.playingIndex = index }
+                engine.emit(.itemStarted(index: index, url: url, format: format))
+            case .itemFinished(let index, let url):
+                engine.emit(.itemFinished(index: index, url: url))
+            case .metadata(let m, let index, let seconds):
+                engine.emit(.metadata(m, index: index, playbackTime: seconds))
+            case .segment(let index, let seconds):
+                segment = (mark.frame, index, seconds)
+                engine.control.withLock { c in
+                    c.playingIndex = index
+                    if let item = current, item.index == index {
+                        c.currentInfo = item.info
+                    }
+                }
+            }
+        }
+        if i > 0 { marks.removeFirst(i) }
+        if played != Int64.max {
+            engine.control.withLock { $0.position = positionSeconds(played: played) }
+        }
+    }
+
+    func positionSeconds(played: Int64? = nil) -> Double {
+        let p = played ?? queue?.playedStreamFrames ?? 0
+        return segment.seconds + Double(max(0, p - segment.frame)) / deviceRate
+    }
+
+    func updateStatistics(played: Int64) {
+        let live = [current, prefetched].compactMap { $0?.reader.statistics }
+        let buffered = bufferedSeconds()
+        let bytes = current?.reader.bufferedBytes ?? 0
+        let elapsed = engine.elapsed
+        let underruns = self.underruns
+        engine.control.withLock { c in
+            c.stats.bytesReceived = c.bytesFromClosedReaders + live.reduce(0) { $0 + $1.bytesReceived }
+            c.stats.reconnects = c.reconnectsFromClosedReaders + live.reduce(0) { $0 + $1.reconnects }
+            c.stats.requests = c.requestsFromClosedReaders + live.reduce(0) { $0 + $1.requests }
+            c.stats.throughput = elapsed > 0 ? Double(c.stats.bytesReceived) / elapsed : 0
+            c.stats.bufferedSeconds = buffered
+            c.stats.bufferedBytes = bytes
+            c.stats.underruns = underruns
+        }
+    }
+
+    func applyVolume() {
+        guard let queue else { return }
+        let (volume, fade) = engine.control.withLock { ($0.volume, $0.fade) }
+        try? queue.setParameter(.volumeRampTime, max(0, min(60, fade)))
+        try? queue.setParameter(.volume, max(0, min(1, volume)))
+    }
+}
+

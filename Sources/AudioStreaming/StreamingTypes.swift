@@ -1,0 +1,163 @@
+import AudioCore
+import AudioFiles
+
+/// How much a ``StreamingPlayer`` buffers, when it starts and when it gives up.
+///
+/// The defaults aim at a quick start (a local Icecast stream starts in well under 100 ms) with
+/// a target that grows after every underrun, so that a slow network stops stuttering.
+public struct BufferingPolicy: Sendable, Equatable {
+    /// Seconds of decoded audio ready before playback starts. Default 0.15 s.
+    public var startSeconds: Double = 0.15
+    /// Seconds of decoded audio ready before playback resumes after an underrun. Default 1 s.
+    public var rebufferSeconds: Double = 1
+    /// Factor applied to both targets after each underrun (at most ``maximumTargetSeconds``).
+    /// Default 2.
+    public var growthAfterUnderrun: Double = 2
+    /// Upper bound for the grown targets. Default 8 s.
+    public var maximumTargetSeconds: Double = 8
+    /// Largest number of undecoded bytes held between the network thread and the decoder; the
+    /// network thread blocks when it is reached (bounded memory for endless streams). Default 4 MiB.
+    public var maximumBufferedBytes: Int = 4 << 20
+    /// Largest number of already-decoded bytes of the current item kept so that a seek back
+    /// inside them needs no new request. Default 16 MiB.
+    public var maximumRetainedBytes: Int = 16 << 20
+    /// Seconds without a single byte while buffering before the player gives up with a
+    /// `timedOut` error (the source's own reconnects happen inside this time). Default 15 s.
+    public var stallTimeout: Double = 15
+    /// Bytes a paused live stream may keep recording into its timeshift buffer on disk; the
+    /// oldest bytes are dropped beyond it. 0 disables timeshift (pausing a live stream then
+    /// drops the connection's backlog). Default 64 MiB.
+    public var timeshiftBytes: Int64 = 64 << 20
+
+    /// The defaults, as documented on each field.
+    public init() {}
+}
+
+/// Why a ``StreamingPlayer`` stopped.
+public enum StreamingStopReason: Sendable, Equatable {
+    /// Everything in the queue played to its end.
+    case ended
+    /// ``StreamingPlayer/stop()`` was called.
+    case stopped
+    /// Playback failed; the error names what and where.
+    case error(AudioError)
+}
+
+/// The state of a ``StreamingPlayer``.
+public enum StreamingPlayerState: Sendable, Equatable {
+    /// Nothing was played yet.
+    case idle
+    /// Opening the source (request sent, waiting for the response head).
+    case connecting
+    /// Filling the buffer before starting or after an underrun; `progress` is 0...1 of the target.
+    case buffering(progress: Double)
+    /// Audio is playing.
+    case playing
+    /// Paused by ``StreamingPlayer/pause()``.
+    case paused
+    /// Stopped for good, with the reason.
+    case stopped(reason: StreamingStopReason)
+
+    /// A short name (`idle`, `connecting`, `buffering`, `playing`, `paused`, `stopped`).
+    public var name: String {
+        switch self {
+        case .idle: "idle"
+        case .connecting: "connecting"
+        case .buffering: "buffering"
+        case .playing: "playing"
+        case .paused: "paused"
+        case .stopped: "stopped"
+        }
+    }
+}
+
+/// How full the player's buffers are.
+public struct BufferHealth: Sendable, Equatable {
+    /// Seconds of decoded audio waiting to play.
+    public var bufferedSeconds: Double
+    /// Undecoded bytes waiting between the network thread and the decoder.
+    public var bufferedBytes: Int
+    /// Underruns so far.
+    public var underruns: Int
+    /// Creates a snapshot.
+    public init(bufferedSeconds: Double, bufferedBytes: Int, underruns: Int) {
+        self.bufferedSeconds = bufferedSeconds
+        self.bufferedBytes = bufferedBytes
+        self.underruns = underruns
+    }
+}
+
+/// Something a ``StreamingPlayer`` reports through ``StreamingPlayer/events``.
+public enum StreamingPlayerEvent: Sendable, Equatable {
+    /// The state changed.
+    case state(StreamingPlayerState)
+    /// Item `index` (its URL) began to play (reported when its first frame plays), with the
+    /// format of its data.
+    case itemStarted(index: Int, url: String, format: AudioStreamBasicDescription)
+    /// Item `index` played to its end (reported when its last frame played).
+    case itemFinished(index: Int, url: String)
+    /// Timed metadata (an ICY title, an HLS ID3 frame) reached the speakers: `playbackTime` is
+    /// the position in item `index`, in seconds, of the first audio it belongs to.
+    case metadata(StreamMetadata, index: Int, playbackTime: Double)
+    /// The first audio of the session reached the device, `seconds` after ``StreamingPlayer/play(_:)``.
+    case firstAudio(seconds: Double)
+    /// A periodic buffer report (about once a second while playing).
+    case bufferHealth(BufferHealth)
+    /// The source reconnected; `continuous` false means a live rejoin (a discontinuity).
+    case reconnected(index: Int, continuous: Bool)
+    /// A seek was carried out; `isEstimated` is true when no exact table was available.
+    case seeked(index: Int, seconds: Double, isEstimated: Bool, newRequest: Bool)
+    /// An item could not be played (the player moves on to the next, if any).
+    case error(index: Int, AudioError)
+}
+
+/// Counters of a ``StreamingPlayer`` session.
+public struct StreamingPlayerStatistics: Sendable, Equatable {
+    /// Seconds from ``StreamingPlayer/play(_:)`` until the first frame reached the device.
+    public var timeToFirstAudio: Double?
+    /// Bytes received from the sources (metadata and headers included where the source counts them).
+    public var bytesReceived: Int64 = 0
+    /// Average receive rate in bytes per second since the session began.
+    public var throughput: Double = 0
+    /// Seconds of decoded audio waiting to play.
+    public var bufferedSeconds: Double = 0
+    /// Undecoded bytes waiting for the decoder.
+    public var bufferedBytes: Int = 0
+    /// Times playback ran dry and had to rebuffer.
+    public var underruns: Int = 0
+    /// Reconnections the sources made after faults.
+    public var reconnects: Int = 0
+    /// Requests made (opens, range requests for seeks, reconnects).
+    public var requests: Int = 0
+    /// Creates zeroed statistics.
+    public init() {}
+}
+
+/// Makes the byte source for a URL (or path, or `-` for standard input).
+public typealias ByteSourceFactory = @Sendable (String) throws(AudioError) -> any ByteSource
+
+/// A container hint from a MIME type or a URL's extension (nil when neither says).
+func fileTypeHint(contentType: String?, url: String) -> AudioFileType? {
+    switch contentType ?? "" {
+    case "audio/mpeg", "audio/mp3", "audio/mpeg3", "audio/x-mpeg": return .mp3
+    case "audio/aac", "audio/aacp", "audio/x-aac", "audio/adts": return .aacADTS
+    case "audio/ogg", "application/ogg", "audio/opus", "audio/vorbis", "audio/x-ogg": return .ogg
+    case "audio/flac", "audio/x-flac": return .flac
+    case "audio/mp4", "audio/x-m4a", "audio/m4a": return .m4a
+    case "audio/wav", "audio/x-wav", "audio/wave": return .wave
+    default: break
+    }
+    var path = url
+    if let q = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = String(path[..<q]) }
+    guard let dot = path.lastIndex(of: "."), !path[dot...].contains("/") else { return nil }
+    switch path[path.index(after: dot)...].lowercased() {
+    case "mp3": return .mp3
+    case "aac", "adts": return .aacADTS
+    case "ogg", "oga", "opus": return .ogg
+    case "flac": return .flac
+    case "m4a", "mp4", "m4b": return .m4a
+    case "wav": return .wave
+    case "caf": return .caf
+    default: return nil
+    }
+}

@@ -1,0 +1,279 @@
+// afrecord: records audio from an input device into a file (the recording side of afconvert).
+import Foundation
+import OpenAudioToolbox
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let usage = """
+usage: afrecord [options] OUTPUT
+  -f, --file TYPE       file format: WAVE, AIFF, AIFC, caff, m4af, flac, Ogg (opus), adts, MPG3
+                        (default: from OUTPUT's extension)
+  -d, --data FORMAT[@RATE]
+                        data format: LEI16 BEI16 LEI24 BEI24 LEI32 BEI32 LEF32 BEF32 UI8 I8
+                        ulaw alaw aac alac flac opus .mp3, optionally @RATE (default rate 44100,
+                        48000 for opus; default format: what the file type holds, 16-bit PCM
+                        for WAVE/AIFF/CAF)
+  -c, --channels N      channel count (default 2)
+  -b, --bitrate BPS     bit rate in bits per second (aac, opus, .mp3)
+  -q, --quality Q       codec quality 0...127
+  -t, --time SECONDS    stop after this much audio (exact frame count)
+  --input SPEC          auto (default), pulse, pulse:SOURCE (e.g. SINK.monitor), alsa, alsa:DEVICE
+  --list                list input devices and exit
+  --no-meter            no level meter
+  -v, --verbose         say which device is used
+Ctrl-C (SIGINT) or SIGTERM stops recording and finishes the file.
+"""
+
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    writeStandardError("afrecord: \(message)")
+    if code == 2 { writeStandardError(usage) }
+    exit(code)
+}
+
+var fileType: AudioFileType?
+var dataFormat: AudioStreamBasicDescription?
+var channels: UInt32 = 2
+var encoderSettings = AudioEncoderSettings()
+var seconds: Double?
+var inputSpec = AudioInputSpec.auto
+var listOnly = false
+var showMeter = true
+var verbose = false
+var positional: [String] = []
+var args = CommandLine.arguments.dropFirst()
+
+@MainActor func value(_ flag: String) -> String {
+    guard let v = args.popFirst() else { fail("\(flag) needs a value") }
+    return v
+}
+@MainActor func integer(_ flag: String, _ range: ClosedRange<Int>) -> Int {
+    let v = value(flag)
+    guard let n = Int(v), range.contains(n) else { fail("\(flag) \(v): expected an integer in \(range.lowerBound)...\(range.upperBound)") }
+    return n
+}
+
+while let arg = args.popFirst() {
+    switch arg {
+    case "-f", "--file":
+        let v = value(arg)
+        guard let t = AudioFileConversion.fileType(named: v) else { fail("unknown file format '\(v)' (WAVE, AIFF, AIFC, caff, m4af, flac, Ogg, adts, MPG3)") }
+        fileType = t
+    case "-d", "--data":
+        let v = value(arg)
+        guard let f = AudioFileConversion.dataFormat(named: v) else { fail("unknown data format '\(v)'") }
+        if f.formatID == .mpeg4AAC_HE || f.formatID == .mpeg4AAC_HE_V2 {
+            fail("HE-AAC ('\(f.formatID)') needs libfdk_aac, which this libavcodec does not have", code: 1)
+        }
+        dataFormat = f
+    case "-c", "--channels": channels = UInt32(integer(arg, 1...8))
+    case "-b", "--bitrate": encoderSettings.bitRate = integer(arg, 6000...1_536_000)
+    case "-q", "--quality": encoderSettings.quality = integer(arg, 0...127)
+    case "-t", "--time":
+        let v = value(arg)
+        guard let t = Double(v), t > 0, t < 1e7 else { fail("-t \(v): expected a positive number of seconds") }
+        seconds = t
+    case "--input":
+        let v = value(arg)
+        guard let spec = AudioInputSpec(parsing: v) else { fail("--input \(v): expected auto, pulse, pulse:SOURCE, alsa or alsa:DEVICE") }
+        inputSpec = spec
+    case "--list": listOnly = true
+    case "--no-meter": showMeter = false
+    case "-v", "--verbose": verbose = true
+    case "-h", "--help": print(usage); exit(0)
+    default:
+        if arg.hasPrefix("-") && arg.count > 1 { fail("unknown option \(arg)") }
+        positional.append(arg)
+    }
+}
+
+if listOnly {
+    let devices = AudioInput.listDevices()
+    if devices.isEmpty { print("no input devices found") }
+    for d in devices {
+        var notes: [String] = []
+        if d.isDefault { notes.append("default") }
+        if d.isMonitor { notes.append("monitor") }
+        if let f = d.nativeFormat { notes.append("\(f)") }
+        print("\(d.spec)\t\(d.description)\(notes.isEmpty ? "" : " (\(notes.joined(separator: ", ")))")")
+    }
+    exit(0)
+}
+
+guard positional.count == 1 else { fail(positional.isEmpty ? "no output file" : "too many file arguments") }
+let output = positional[0]
+guard let type = fileType ?? AudioFileConversion.fileType(forExtension: output) else {
+    fail("cannot tell the file format of \(output) from its name: give -f")
+}
+var target = dataFormat ?? AudioFileConversion.defaultFormat(for: type, sourceBits: 16, sourceFloat: false)
+if target.sampleRate == 0 { target.sampleRate = target.formatID == .opus ? 48000 : 44100 }
+target.channelsPerFrame = channels
+if target.isPCM {
+    let bytes = (target.bitsPerChannel + 7) / 8
+    target.bytesPerFrame = bytes * channels
+    target.bytesPerPacket = target.bytesPerFrame
+    target.framesPerPacket = 1
+}
+
+// MARK: The queue and the file
+
+/// The file and what the callback counts; used by the queue's thread while recording, by the
+/// main thread after the queue has stopped.
+final class Recording: @unchecked Sendable {
+    let writer: AudioFileWriter
+    var frames: Int64 = 0
+    var error: AudioError?
+    init(writer: AudioFileWriter) { self.writer = writer }
+}
+
+let interrupted = Atomic<Bool>(false)
+let finished = Atomic<Bool>(false)
+let lostReason = Mutex<String?>(nil)
+let box = Mutex<Recording?>(nil)
+
+let spec = inputSpec
+let queue: AudioInputQueue
+do {
+    queue = try AudioInputQueue(format: target, encoderSettings: encoderSettings, input: { f throws(AudioError) in
+        let opened = try AudioInput.open(spec, format: f)
+        if let notice = opened.notice { writeStandardError("afrecord: \(notice)") }
+        return opened.device
+    }) { queue, delivery in
+        guard let r = box.withLock({ $0 }) else { return }
+        let b = delivery.buffer
+        if r.error == nil {
+            do throws(AudioError) {
+                try r.writer.writePackets(UnsafeRawBufferPointer(start: b.audioData.baseAddress, count: b.audioDataByteSize),
+                                          descriptions: b.packetDescriptions, count: delivery.packetCount)
+                r.frames += Int64(delivery.frameCount)
+            } catch {
+                r.error = error
+                interrupted.store(true, ordering: .relaxed)
+            }
+        }
+        try? queue.enqueue(b)
+    }
+    try AudioFileWriter.check(queue.streamDescription, in: type)
+} catch {
+    fail("\(error)", code: 1)
+}
+queue.eventHandler = { event in
+    switch event {
+    case .finished: finished.store(true, ordering: .releasing)
+    case .device(.lost(let reason)): lostReason.withLock { $0 = reason }
+    case .encoderError(let e): writeStandardError("afrecord: \(e)")
+    case .device(.underrun(let frames)): writeStandardError("afrecord: input overrun (\(frames) frames lost by the device)")
+    case .droppedFrames(let total): writeStandardError("afrecord: \(total) captured frames dropped so far (the recorder fell behind)")
+    default: break
+    }
+}
+queue.isLevelMeteringEnabled = true
+let format = queue.streamDescription
+let rate = format.sampleRate
+
+let writer: AudioFileWriter
+do {
+    // Crash safe: headers, Ogg pages, FLAC STREAMINFO, CAF packet table or MP4 fragment every
+    // half second, so a killed afrecord leaves a readable file missing at most that much.
+    var options = AudioFileWriterOptions()
+    options.crashSafe = true
+    options.checkpointSeconds = 0.5
+    writer = try AudioFileWriter(path: output, fileType: type, dataFormat: format, magicCookie: queue.magicCookie, options: options)
+    if let priming = queue.packetTableInfo?.primingFrames ?? queue.primingFrames, priming > 0 {
+        writer.packetTableInfo = AudioFilePacketTableInfo(numberValidFrames: 0, primingFrames: priming, remainderFrames: 0)
+    }
+} catch {
+    fail("\(error)", code: 1)
+}
+let recording = Recording(writer: writer)
+box.withLock { $0 = recording }
+
+// Buffers of about a tenth of a second (seed 000's DeriveBufferSize).
+let framesPerBuffer = Int(rate / 10)
+let maxPacket = queue.maximumOutputPacketSize
+let packetsPerBuffer: Int
+let bufferBytes: Int
+if format.bytesPerPacket > 0 {
+    packetsPerBuffer = max(1, framesPerBuffer / Int(max(1, format.framesPerPacket)))
+    bufferBytes = packetsPerBuffer * Int(format.bytesPerPacket)
+} else {
+    packetsPerBuffer = framesPerBuffer / Int(format.framesPerPacket > 0 ? format.framesPerPacket : 1152) + 2
+    bufferBytes = packetsPerBuffer * maxPacket
+}
+do {
+    for _ in 0..<4 {
+        try queue.enqueue(try queue.allocateBuffer(byteCapacity: bufferBytes,
+                                                   packetDescriptionCapacity: format.bytesPerPacket > 0 ? 0 : packetsPerBuffer))
+    }
+} catch {
+    writer.abandon()
+    unlink(output)
+    fail("\(error)", code: 1)
+}
+
+signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
+signal(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
+
+if let seconds { queue.setFrameLimit(Int64((seconds * rate).rounded())) }
+do {
+    try queue.start()
+} catch {
+    writer.abandon()
+    unlink(output)
+    fail("\(error) (nothing was recorded; \(output) was removed)", code: 1)
+}
+if verbose { writeStandardError("afrecord: recording from \(queue.currentDevice ?? "?") to \(output) (\(type.displayName), \(format))") }
+
+// MARK: Meter
+
+let isTerminal = isatty(2) != 0
+func meterBar(_ db: Float, width: Int) -> String {
+    let fraction = max(0, min(1, (db + 60) / 60))
+    let filled = Int(fraction * Float(width))
+    return String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+}
+func meterLine() -> String {
+    let elapsed = Double(recording.frames) / rate
+    let levels = queue.currentLevelsDB()
+    let minutes = Int(elapsed) / 60
+    let secs = elapsed - Double(minutes * 60)
+    var text = String(format: "%02d:%04.1f", minutes, secs)
+    for (i, l) in levels.enumerated() {
+        text += "  \(levels.count == 1 ? "M" : i == 0 ? "L" : i == 1 ? "R" : String(i + 1)) [\(meterBar(l.peakPower, width: 20))] \(String(format: "%6.1f", max(-120, l.peakPower))) dB"
+    }
+    return text
+}
+
+var lastPlain = -1
+while !interrupted.load(ordering: .relaxed) && !finished.load(ordering: .acquiring) && queue.isRunning {
+    usleep(50_000)
+    guard showMeter else { continue }
+    if isTerminal {
+        writeRaw("\r" + meterLine() + "  ")
+    } else {
+        let second = Int(Double(recording.frames) / rate)
+        if second != lastPlain { lastPlain = second; writeStandardError(meterLine()) }
+    }
+}
+if showMeter && isTerminal { writeRaw("\n") }
+queue.stop(immediately: false)
+
+// MARK: Finish the file
+
+if let reason = lostReason.withLock({ $0 }) { writeStandardError("afrecord: the input device went away (\(reason)); finishing the file") }
+if let info = queue.packetTableInfo { writer.packetTableInfo = info }
+if format.formatID == .flac, let cookie = queue.magicCookie { writer.magicCookie = cookie }
+do {
+    try writer.close()
+} catch {
+    fail("\(error) (\(output) may be incomplete)", code: 1)
+}
+if let e = recording.error { fail("\(e) (\(output) holds what was written before)", code: 1) }
+if let e = queue.encoderError { fail("\(e) (\(output) holds what was written before)", code: 1) }
+let valid = writer.packetTableInfo.map { $0.numberValidFrames > 0 ? $0.numberValidFrames : writer.frameCount } ?? writer.frameCount
+print("\(output): \(type.displayName), \(format), \(valid) frames (\(String(format: "%.3f", Double(valid) / rate)) s), \(writer.packetCount) packets, \(writer.audioDataByteCount) bytes of audio")
+
+func writeRaw(_ text: String) {
+    _ = text.withCString { write(2, $0, strlen($0)) }
+}
