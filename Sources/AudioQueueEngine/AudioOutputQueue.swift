@@ -676,7 +676,6 @@ public final class AudioOutputQueue: @unchecked Sendable {
             }
             handleDeviceEvents(&ended)
             guard let next = control.withLock({ s -> Pending? in s.pending.first }) else {
-                feederIdle.store(true, ordering: .releasing)
                 let (flush, stopAfter) = control.withLock { ($0.flushRequested, $0.stopAfterQueued) }
                 if flush || stopAfter, let c = converter {
                     try? c.endOfInput()
@@ -691,6 +690,9 @@ public final class AudioOutputQueue: @unchecked Sendable {
                     // A queue that never started still ends.
                     if !(control.withLock { $0.isRunning }) { finishStop() }
                 }
+                // Idle only once the end-of-stream work is done (an offline render that sees
+                // an idle feeder stops waiting for more audio).
+                feederIdle.store(true, ordering: .releasing)
                 continue
             }
             feederIdle.store(false, ordering: .releasing)

@@ -48,11 +48,20 @@ func roomResponse(length: Int, delay: Int, rate: Int, rt60: Double) -> [Float] {
 
 func convolve(_ x: [Float], _ h: [Float]) -> [Float] {
     var y = [Float](repeating: 0, count: x.count)
-    let nz = h.enumerated().filter { $0.element != 0 }
-    for i in 0..<x.count {
-        var s: Float = 0
-        for (k, v) in nz where k <= i { s += v * x[i - k] }
-        y[i] = s
+    x.withUnsafeBufferPointer { xp in
+        h.withUnsafeBufferPointer { hp in
+            y.withUnsafeMutableBufferPointer { yp in
+                // Scatter each tap: y[i + k] += h[k] * x[i] (tight pointer loops stay fast in debug builds).
+                for k in 0..<hp.count where hp[k] != 0 {
+                    let g = hp[k]
+                    let n = xp.count - k
+                    if n <= 0 { continue }
+                    let src = xp.baseAddress!
+                    let dst = yp.baseAddress! + k
+                    for i in 0..<n { dst[i] += g * src[i] }
+                }
+            }
+        }
     }
     return y
 }

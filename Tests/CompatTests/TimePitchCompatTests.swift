@@ -5,6 +5,7 @@ import AudioToolbox
 #else
 import OpenAudioToolbox
 #endif
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -13,8 +14,10 @@ import Darwin
 #endif
 
 /// A 440 Hz stereo tone the output callback hands out, then end of stream.
-final class ToneSource {
-    var frame = 0
+final class ToneSource: @unchecked Sendable {
+    /// The next frame; the callback runs under this lock because the priming calls on the test
+    /// thread and the queue's own callbacks can overlap.
+    let frame = Mutex(0)
     let totalFrames: Int
     var tapFrames = 0
     init(totalFrames: Int) { self.totalFrames = totalFrames }
@@ -22,17 +25,27 @@ final class ToneSource {
 
 private func toneCallback(_ user: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ buffer: AudioQueueBufferRef) {
     let source = Unmanaged<ToneSource>.fromOpaque(user!).takeUnretainedValue()
-    let n = min(2048, source.totalFrames - source.frame)
-    guard n > 0 else { AudioQueueStop(queue, false); return }
-    let samples = buffer.pointee.mAudioData.assumingMemoryBound(to: Float.self)
-    for i in 0..<n {
-        let v = Float(0.5 * sin(2 * Double.pi * 440 * Double(source.frame + i) / 44100))
-        samples[i * 2] = v
-        samples[i * 2 + 1] = v
+    let buffer = UnsafeSendableBuffer(buffer)
+    let ended = source.frame.withLock { frame -> Bool in
+        let n = min(2048, source.totalFrames - frame)
+        guard n > 0 else { return true }
+        let samples = buffer.ref.pointee.mAudioData.assumingMemoryBound(to: Float.self)
+        for i in 0..<n {
+            let v = Float(0.5 * sin(2 * Double.pi * 440 * Double(frame + i) / 44100))
+            samples[i * 2] = v
+            samples[i * 2 + 1] = v
+        }
+        frame += n
+        buffer.ref.pointee.mAudioDataByteSize = UInt32(n * 8)
+        AudioQueueEnqueueBuffer(queue, buffer.ref, 0, nil)
+        return false
     }
-    source.frame += n
-    buffer.pointee.mAudioDataByteSize = UInt32(n * 8)
-    AudioQueueEnqueueBuffer(queue, buffer, 0, nil)
+    if ended { AudioQueueStop(queue, false) }
+}
+
+struct UnsafeSendableBuffer: @unchecked Sendable {
+    let ref: AudioQueueBufferRef
+    init(_ ref: AudioQueueBufferRef) { self.ref = ref }
 }
 
 private func halvingTap(_ clientData: UnsafeMutableRawPointer?, _ tap: AudioQueueProcessingTapRef, _ frames: UInt32,
