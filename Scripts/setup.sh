@@ -3,7 +3,7 @@
 set -euo pipefail
 
 # Debian packages the build, the tests and the tools use.
-packages=(pkg-config ffmpeg libavcodec-dev libavutil-dev libswresample-dev libpulse-dev libasound2-dev pulseaudio pulseaudio-utils libasound2-plugins alsa-utils)
+packages=(pkg-config ffmpeg libavcodec-dev libavutil-dev libswresample-dev libpulse-dev libasound2-dev libmpg123-dev pulseaudio pulseaudio-utils libasound2-plugins alsa-utils)
 
 missing=()
 for p in "${packages[@]}"; do

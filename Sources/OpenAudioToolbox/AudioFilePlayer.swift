@@ -120,6 +120,9 @@ public final class AudioFilePlayer: @unchecked Sendable {
         }
         let t = PlayerThread { [self] in feed() }
         thread = t
+        // Connect to the device now, while the feeder opens the file and decodes the first
+        // buffers on its thread (prime with 0 frames only opens the device and returns).
+        _ = try queue.prime(frames: 0)
         // Let the feeder fill some audio before the device starts pulling.
         let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
         while queue.bufferedFrames < Int64(deviceFormat.sampleRate / 4) && HostTime.now() < deadline
