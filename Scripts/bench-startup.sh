@@ -7,6 +7,7 @@
 # usage: Scripts/bench-startup.sh [--runs N] [--seconds S] [--afplay PATH] [--probe PATH]
 #   --afplay PATH  the afplay binary (default .build/release/afplay)
 #   --probe PATH   peer-probe (default Benchmarks/.build/release/peer-probe)
+#   --also PATH    another afplay build to run as well (e.g. one built from an older commit)
 # Build them first: swift build -c release --product afplay
 #                   swift build -c release --package-path Benchmarks --product peer-probe
 set -euo pipefail
@@ -14,6 +15,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 runs=5
 seconds=30
+also=""
 afplay="$root/.build/release/afplay"
 probe="$root/Benchmarks/.build/release/peer-probe"
 while [ $# -gt 0 ]; do
@@ -22,7 +24,8 @@ while [ $# -gt 0 ]; do
     --seconds) seconds="$2"; shift ;;
     --afplay) afplay="$2"; shift ;;
     --probe) probe="$2"; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --also) also="$2"; shift ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "bench-startup: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -63,9 +66,12 @@ field() { sed -n "s/.*\"$2\":\([-0-9.a-z]*\).*/\1/p" <<<"$1"; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 printf '%-8s %-28s %10s %12s %10s %8s\n' player "ttfa ms (runs)" "median" "cpu s/min" "rss MB" dropouts
-for player in afplay mpg123; do
+players=(afplay mpg123)
+[ -n "$also" ] && players=(afplay afplay-also mpg123)
+for player in "${players[@]}"; do
   case "$player" in
     afplay) cmd=("$afplay" --no-ui --output pulse "$work/signal.mp3") ;;
+    afplay-also) cmd=("$also" --no-ui --output pulse "$work/signal.mp3") ;;
     mpg123) cmd=(mpg123 -q -o pulse "$work/signal.mp3") ;;
   esac
   ttfas=""

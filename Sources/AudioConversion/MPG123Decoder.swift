@@ -20,6 +20,8 @@ final class MPG123Decoder {
     private let component = "AudioConverter (libmpg123)"
     private var freeFormatSize = 0
     private var silence: [Float] = []
+    /// The rate libmpg123 decodes the current frames at.
+    private var currentRate: Int
 
     private static let initialized: Int32 = mpg123_init()
 
@@ -27,6 +29,7 @@ final class MPG123Decoder {
     init(sampleRate: Int, channels: Int) throws(AudioError) {
         self.sampleRate = sampleRate
         self.channels = channels
+        currentRate = sampleRate
         _ = MPG123Decoder.initialized
         guard channels == 1 || channels == 2, sampleRate > 0 else {
             throw AudioError(.unsupportedFormat, component: component, "MPEG audio has 1 or 2 channels, not \(channels)")
@@ -39,8 +42,11 @@ final class MPG123Decoder {
         let flags = Int(MPG123_QUIET.rawValue | MPG123_NO_READAHEAD.rawValue | MPG123_IGNORE_INFOFRAME.rawValue)
         var status = oat_mpg123_param(h, MPG123_FLAGS, flags)
         if status == MPG123_OK.rawValue { status = mpg123_format_none(h) }
-        if status == MPG123_OK.rawValue {
-            status = mpg123_format(h, sampleRate, Int32(channels == 1 ? MPG123_MONO.rawValue : MPG123_STEREO.rawValue), Int32(MPG123_ENC_FLOAT_32.rawValue))
+        // Every MPEG rate is allowed (a stream that changes rate must not make libmpg123 fail
+        // its format setup, which it reports on stderr); frames at another rate than the
+        // stream's are rejected in decode.
+        for rate in [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, sampleRate] where status == MPG123_OK.rawValue {
+            status = mpg123_format(h, rate, Int32(channels == 1 ? MPG123_MONO.rawValue : MPG123_STEREO.rawValue), Int32(MPG123_ENC_FLOAT_32.rawValue))
         }
         if status == MPG123_OK.rawValue { status = mpg123_open_feed(h) }
         guard status == MPG123_OK.rawValue else {
@@ -95,16 +101,23 @@ final class MPG123Decoder {
             var audio: UnsafeMutablePointer<UInt8>?
             var bytes = 0
             let status = oat_mpg123_decode_frame(handle, &audio, &bytes)
-            if let audio, bytes >= 4 {
+            if status == MPG123_NEW_FORMAT.rawValue {
+                var rate = 0, outChannels: Int32 = 0, encoding: Int32 = 0
+                if mpg123_getformat(handle, &rate, &outChannels, &encoding) == MPG123_OK.rawValue { currentRate = rate }
+            }
+            if currentRate != sampleRate {
+                // A frame at another rate than the stream's: not decodable into this output.
+                rejected = true
+            } else if let audio, bytes >= 4 {
                 let count = bytes / 4
                 try output(UnsafeBufferPointer(start: UnsafeRawPointer(audio).assumingMemoryBound(to: Float.self), count: count))
                 produced += count / channels
             }
             if status == MPG123_OK.rawValue || status == MPG123_NEW_FORMAT.rawValue { continue }
-            if status != MPG123_NEED_MORE.rawValue && status != MPG123_DONE.rawValue { rejected = produced == 0 }
+            if status != MPG123_NEED_MORE.rawValue && status != MPG123_DONE.rawValue && produced == 0 { rejected = true }
             break
         }
-        if rejected { return false }
+        if rejected && produced == 0 { return false }
         if produced < expected {
             // The frame decoded to nothing (its bit reservoir is missing after a reset): keep the
             // frame count exact with silence, as libavcodec does.
