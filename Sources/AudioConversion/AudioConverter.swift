@@ -46,8 +46,9 @@ public struct AudioConverterPrimeInfo: Hashable, Sendable {
 ///
 /// Two cases never load FFmpeg (it is loaded on first use, see CFFmpegLazy): MPEG audio
 /// (Layer I, II, III) decoded to Float32 at its own rate and channel count goes through
-/// libmpg123, and Float32 PCM to the same Float32 format is copied. Both trim like the
-/// libavcodec path; a channel map sends them back to libavcodec.
+/// libmpg123, and native-endian 16/32-bit integer or Float32 PCM to Float32 at the same rate and
+/// channel count is converted here. Both trim like the libavcodec path; a channel map sends them
+/// back to libavcodec.
 ///
 /// Use the pull model of `AudioConverterFillComplexBuffer`: ``fillComplexBuffer(_:maxFrames:_:)``
 /// asks its input closure for packets until it has enough PCM. Priming and remainder frames
@@ -85,6 +86,10 @@ public final class AudioConverter {
     private var backend: Backend
     private var mpg123: MPG123Decoder?
     private var backendChecked = false
+    /// For the copy backend: bytes per source sample and whether they are Float32.
+    private var copySampleBytes = 4
+    private var copyIsFloat = true
+    private var copyScratch: [Float] = []
     private let magicCookie: [UInt8]?
     private var codec: UnsafeMutablePointer<AVCodecContext>?
     private var frame: UnsafeMutablePointer<AVFrame>?
@@ -132,9 +137,13 @@ public final class AudioConverter {
            let decoder = try? MPG123Decoder(sampleRate: Int(source.sampleRate), channels: Int(source.channelsPerFrame)) {
             backend = .mpg123
             mpg123 = decoder
-        } else if sameShape && source.isPCM && source.isInterleaved && fmt == AV_SAMPLE_FMT_FLT
-                    && CodecMapping.sampleFormat(for: source) == AV_SAMPLE_FMT_FLT && source.bytesPerFrame == destination.bytesPerFrame {
+        } else if sameShape && source.isPCM && source.isInterleaved, let pcm = CodecMapping.sampleFormat(for: source),
+                  pcm == AV_SAMPLE_FMT_FLT || pcm == AV_SAMPLE_FMT_S16 || pcm == AV_SAMPLE_FMT_S32 {
+            // Native-endian 16/32-bit integer or Float32 PCM: scaled to Float32 here (by 2^-15 or
+            // 2^-31, as libswresample does) without loading FFmpeg.
             backend = .copy
+            copySampleBytes = pcm == AV_SAMPLE_FMT_S16 ? 2 : 4
+            copyIsFloat = pcm == AV_SAMPLE_FMT_FLT
         } else {
             backend = .ffmpeg
             try openFFmpegDecoder()
@@ -247,8 +256,20 @@ public final class AudioConverter {
             return
         case .copy:
             let channels = Int(sourceFormat.channelsPerFrame)
-            let usable = bytes.count / (channels * 4) * channels
-            appendInterleavedFloat(UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: Float.self), count: usable), channels: channels)
+            let usable = bytes.count / (channels * copySampleBytes) * channels
+            if copyIsFloat {
+                appendInterleavedFloat(UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: Float.self), count: usable), channels: channels)
+                return
+            }
+            if copyScratch.count < usable { copyScratch = Array(repeating: 0, count: usable) }
+            copyScratch.withUnsafeMutableBufferPointer { out in
+                if copySampleBytes == 2 {
+                    for i in 0..<usable { out[i] = Float(bytes.loadUnaligned(fromByteOffset: i * 2, as: Int16.self)) * (1 / 32768) }
+                } else {
+                    for i in 0..<usable { out[i] = Float(bytes.loadUnaligned(fromByteOffset: i * 4, as: Int32.self)) * (1 / 2_147_483_648) }
+                }
+            }
+            copyScratch.withUnsafeBufferPointer { appendInterleavedFloat(UnsafeBufferPointer(rebasing: $0[0..<usable]), channels: channels) }
             return
         }
         guard let packet, let codec else { return }

@@ -6,7 +6,7 @@ import Testing
 /// MPEG audio decoded to Float32 at the file's own rate and channel count goes through libmpg123;
 /// the same packets through libavcodec (an identity channel map sends the converter there) give
 /// the same frame count and, sample for sample, the same audio; a reset (seek) lands on the same
-/// frames in both.
+/// frames in both. Integer PCM converted without FFmpeg matches FFmpeg's conversion exactly.
 @Suite struct MPG123BackendTests {
     static let files = [
         "ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3", "ffmpeg-generated/mp3/l3_vbr_q2_44k_st_xing.mp3",
@@ -74,5 +74,17 @@ import Testing
         #expect(mpg123.count > 100_000)
         let value = snr(ffmpeg, mpg123)
         #expect(value > 110, "after a reset: \(value) dB")
+    }
+
+    /// Native-endian 16- and 32-bit PCM to Float32 is scaled in Swift: the same samples, bit for
+    /// bit, as libavcodec's PCM decoder and libswresample.
+    @Test(arguments: ["pluck-pcm16.wav", "pluck-pcm32.wav"])
+    func integerPCMMatchesLibswresample(_ name: String) throws {
+        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+        let path = root + "/python-stdlib-audiodata/" + name
+        let direct = try Self.decode(path, viaFFmpeg: false)
+        let ffmpeg = try Self.decode(path, viaFFmpeg: true)
+        #expect(direct.count == ffmpeg.count && !direct.isEmpty, "\(name): \(direct.count) vs \(ffmpeg.count) samples")
+        #expect(direct == ffmpeg, "\(name): SNR \(snr(ffmpeg, direct)) dB")
     }
 }
