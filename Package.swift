@@ -26,8 +26,12 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian's -dev packages, found through pkg-config.
-        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavcodec libavutil libswresample",
-                       providers: [.apt(["libavcodec-dev", "libavutil-dev", "libswresample-dev"])]),
+        // FFmpeg's headers only (default include path, no link lines): CFFmpegLazy loads the
+        // libraries with dlopen on first use and defines the functions the package calls.
+        .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavcodec-dev", "libavutil-dev", "libswresample-dev"])]),
+        .target(name: "CFFmpegLazy"),
+        // libmpg123 decodes MPEG audio (Layer I/II/III) without loading FFmpeg.
+        .systemLibrary(name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
         // libpulse.pc adds -pthread/-D_REENTRANT, which SwiftPM rejects with a warning; its headers and
         // library are on the default paths, so no pkg-config lookup is needed.
         .systemLibrary(name: "CPulseAudio", providers: [.apt(["libpulse-dev"])]),
@@ -39,7 +43,7 @@ let package = Package(
         .target(name: "COATCurl", dependencies: ["CCurl"]),
         .target(name: "AudioCore", swiftSettings: strict),
         .target(name: "AudioFiles", dependencies: ["AudioCore"], swiftSettings: strict),
-        .target(name: "AudioConversion", dependencies: ["AudioCore", "CFFmpeg"], swiftSettings: strict),
+        .target(name: "AudioConversion", dependencies: ["AudioCore", "CFFmpeg", "CFFmpegLazy", "CMPG123"], swiftSettings: strict),
         .target(name: "AudioDevices", dependencies: ["AudioCore", "CPulseAudio", "CALSA"], swiftSettings: strict),
         .target(name: "AudioProcessing", dependencies: ["AudioCore", "CRubberBand", "CSpeexDSP"], swiftSettings: strict),
         .target(name: "AudioQueueEngine", dependencies: ["AudioCore", "AudioConversion", "AudioDevices", "AudioProcessing"], swiftSettings: strict),
@@ -56,7 +60,7 @@ let package = Package(
         .testTarget(name: "OpenAudioToolboxTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioDevicesTests", dependencies: ["AudioDevices", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioQueueEngineTests", dependencies: ["AudioQueueEngine", "AudioFiles", "AudioTestSupport", "AudioProcessing"], swiftSettings: strict),
-        .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CPulseAudio", "CALSA"], swiftSettings: strict),
+        .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CFFmpegLazy", "CPulseAudio", "CALSA"], swiftSettings: strict),
         .testTarget(name: "AudioWritingTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "CompatTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),

@@ -3,7 +3,7 @@
 set -euo pipefail
 
 # Debian packages the build, the tests and the tools use.
-packages=(pkg-config ffmpeg libavcodec-dev libavutil-dev libswresample-dev libpulse-dev libasound2-dev pulseaudio pulseaudio-utils libasound2-plugins alsa-utils libcurl4-openssl-dev openssl librubberband-dev libspeexdsp-dev icecast2)
+packages=(pkg-config ffmpeg libavcodec-dev libavutil-dev libswresample-dev libpulse-dev libasound2-dev pulseaudio pulseaudio-utils libasound2-plugins alsa-utils libcurl4-openssl-dev openssl librubberband-dev libspeexdsp-dev icecast2 libmpg123-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,5 +1,6 @@
 import AudioCore
 import CFFmpeg
+import CFFmpegLazy
 
 /// Sample-rate converter quality (Apple's `kAudioConverterQuality_*` values).
 public enum SampleRateConverterQuality: UInt32, Sendable, CaseIterable {
@@ -43,6 +44,12 @@ public struct AudioConverterPrimeInfo: Hashable, Sendable {
 /// AAC, ALAC, FLAC, Opus, Vorbis, PCM, mu-law, A-law, ADPCM) through libavcodec, and converts
 /// sample format, rate and channel count through libswresample: Apple's `AudioConverter`.
 ///
+/// Two cases never load FFmpeg (it is loaded on first use, see CFFmpegLazy): MPEG audio
+/// (Layer I, II, III) decoded to Float32 at its own rate and channel count goes through
+/// libmpg123, and native-endian 16/32-bit integer or Float32 PCM to Float32 at the same rate and
+/// channel count is converted here. Both trim like the libavcodec path; a channel map sends them
+/// back to libavcodec.
+///
 /// Use the pull model of `AudioConverterFillComplexBuffer`: ``fillComplexBuffer(_:maxFrames:_:)``
 /// asks its input closure for packets until it has enough PCM. Priming and remainder frames
 /// (``primeInfo``, ``validFrameCount``) are trimmed so gapless material plays gapless.
@@ -74,6 +81,16 @@ public final class AudioConverter {
     /// Number of packets the decoder rejected and skipped.
     public private(set) var skippedPacketCount = 0
 
+    /// Who decodes: libavcodec (and libswresample), libmpg123, or a plain copy.
+    private enum Backend { case ffmpeg, mpg123, copy }
+    private var backend: Backend
+    private var mpg123: MPG123Decoder?
+    private var backendChecked = false
+    /// For the copy backend: bytes per source sample and whether they are Float32.
+    private var copySampleBytes = 4
+    private var copyIsFloat = true
+    private var copyScratch: [Float] = []
+    private let magicCookie: [UInt8]?
     private var codec: UnsafeMutablePointer<AVCodecContext>?
     private var frame: UnsafeMutablePointer<AVFrame>?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -111,6 +128,34 @@ public final class AudioConverter {
         outPlanes = destination.isInterleaved ? 1 : Int(destination.channelsPerFrame)
         outBytesPerFrame = Int(destination.bytesPerFrame)
         fifo = Array(repeating: [], count: outPlanes)
+        self.magicCookie = magicCookie
+        // Float32 out at the source's own rate and channel count: no resampling or remixing.
+        let sameShape = (fmt == AV_SAMPLE_FMT_FLT || fmt == AV_SAMPLE_FMT_FLTP) && destination.sampleRate == source.sampleRate
+            && destination.channelsPerFrame == source.channelsPerFrame
+        let mpeg: Set<AudioFormatID> = [.mpegLayer1, .mpegLayer2, .mpegLayer3]
+        if sameShape && mpeg.contains(source.formatID) && (source.channelsPerFrame == 1 || source.channelsPerFrame == 2),
+           let decoder = try? MPG123Decoder(sampleRate: Int(source.sampleRate), channels: Int(source.channelsPerFrame)) {
+            backend = .mpg123
+            mpg123 = decoder
+        } else if sameShape && source.isPCM && source.isInterleaved, let pcm = CodecMapping.sampleFormat(for: source),
+                  pcm == AV_SAMPLE_FMT_FLT || pcm == AV_SAMPLE_FMT_S16 || pcm == AV_SAMPLE_FMT_S32 {
+            // Native-endian 16/32-bit integer or Float32 PCM: scaled to Float32 here (by 2^-15 or
+            // 2^-31, as libswresample does) without loading FFmpeg.
+            backend = .copy
+            copySampleBytes = pcm == AV_SAMPLE_FMT_S16 ? 2 : 4
+            copyIsFloat = pcm == AV_SAMPLE_FMT_FLT
+        } else {
+            backend = .ffmpeg
+            try openFFmpegDecoder()
+        }
+    }
+
+    /// Opens the libavcodec decoder for ``sourceFormat`` (loading FFmpeg if needed).
+    private func openFFmpegDecoder() throws(AudioError) {
+        let source = sourceFormat
+        if let failure = oat_ffmpeg_load() {
+            throw AudioError(.unsupportedFormat, component: component, "cannot decode '\(source.formatID)': \(String(cString: failure))", osStatus: 0x666D_743F)
+        }
         guard let choice = CodecMapping.decoder(for: source) else {
             throw AudioError(.unsupportedFormat, component: component, "no decoder for format '\(source.formatID)' (\(source))", osStatus: 0x666D_743F)
         }
@@ -130,7 +175,7 @@ public final class AudioConverter {
         av_channel_layout_default(&codec.pointee.ch_layout, Int32(source.channelsPerFrame))
         codec.pointee.block_align = choice.blockAlign
         codec.pointee.bits_per_coded_sample = choice.bitsPerCodedSample
-        var cookie = magicCookie ?? []
+        var cookie = self.magicCookie ?? []
         if choice.id == AV_CODEC_ID_OPUS && cookie.count >= 12 && cookie.starts(with: Array("OpusHead".utf8)) {
             // Give libavcodec a pre-skip of 0: it would drop the pre-skip itself, again after
             // every flush, which breaks exact seeking. Priming is trimmed here instead.
@@ -172,6 +217,7 @@ public final class AudioConverter {
     /// a seek decode from an earlier packet and land on an exact frame.
     public func reset(discardingFrames: Int64 = 0) {
         if let codec { avcodec_flush_buffers(codec) }
+        try? mpg123?.reset()
         swr_free(&swr)
         swrInput = nil
         for i in 0..<fifo.count { fifo[i].removeAll(keepingCapacity: true) }
@@ -193,8 +239,40 @@ public final class AudioConverter {
     /// Decodes one packet's bytes into the converter's buffer.
     public func decode(packet bytes: UnsafeRawBufferPointer) throws(AudioError) {
         start()
-        guard let packet, let codec else { return }
+        try checkBackend()
         guard bytes.count > 0 else { return }
+        switch backend {
+        case .ffmpeg: break
+        case .mpg123:
+            guard let mpg123 else { return }
+            let channels = mpg123.channels
+            let ok = try mpg123.decode(frame: bytes) { (samples) throws(AudioError) in
+                appendInterleavedFloat(samples, channels: channels)
+            }
+            if !ok {
+                skippedPacketCount += 1
+                lastDecodeError = AudioError(.invalidData, component: component, "libmpg123 rejected a \(bytes.count)-byte packet")
+            }
+            return
+        case .copy:
+            let channels = Int(sourceFormat.channelsPerFrame)
+            let usable = bytes.count / (channels * copySampleBytes) * channels
+            if copyIsFloat {
+                appendInterleavedFloat(UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: Float.self), count: usable), channels: channels)
+                return
+            }
+            if copyScratch.count < usable { copyScratch = Array(repeating: 0, count: usable) }
+            copyScratch.withUnsafeMutableBufferPointer { out in
+                if copySampleBytes == 2 {
+                    for i in 0..<usable { out[i] = Float(bytes.loadUnaligned(fromByteOffset: i * 2, as: Int16.self)) * (1 / 32768) }
+                } else {
+                    for i in 0..<usable { out[i] = Float(bytes.loadUnaligned(fromByteOffset: i * 4, as: Int32.self)) * (1 / 2_147_483_648) }
+                }
+            }
+            copyScratch.withUnsafeBufferPointer { appendInterleavedFloat(UnsafeBufferPointer(rebasing: $0[0..<usable]), channels: channels) }
+            return
+        }
+        guard let packet, let codec else { return }
         guard av_new_packet(packet, Int32(bytes.count)) == 0 else {
             throw AudioError(.limitExceeded, component: component, "out of memory for a \(bytes.count)-byte packet")
         }
@@ -247,6 +325,7 @@ public final class AudioConverter {
     public func endOfInput() throws(AudioError) {
         guard !inputEnded else { return }
         start()
+        try checkBackend()
         inputEnded = true
         if let codec {
             _ = avcodec_send_packet(codec, nil)
@@ -317,6 +396,41 @@ public final class AudioConverter {
         leadingLeft = Int64(primeInfo.leadingFrames)
     }
 
+    /// A channel map is set after init: only the libavcodec path applies it.
+    private func checkBackend() throws(AudioError) {
+        guard !backendChecked else { return }
+        backendChecked = true
+        if backend != .ffmpeg && channelMap != nil {
+            backend = .ffmpeg
+            mpg123 = nil
+            try openFFmpegDecoder()
+        }
+    }
+
+    /// Appends decoded interleaved Float32 samples at the destination's rate and channel count,
+    /// trimming priming and remainder frames like ``convert(_:)``.
+    private func appendInterleavedFloat(_ samples: UnsafeBufferPointer<Float>, channels: Int) {
+        guard let base = samples.baseAddress, channels > 0 else { return }
+        var count = Int64(samples.count / channels)
+        guard count > 0 else { return }
+        var skip: Int64 = 0
+        if leadingLeft > 0 {
+            skip = Swift.min(leadingLeft, count)
+            leadingLeft -= skip
+            count -= skip
+        }
+        if let valid = validFrameCount { count = Swift.max(0, Swift.min(count, valid - decodedFrameCount)) }
+        guard count > 0 else { return }
+        decodedFrameCount += count
+        let start = base + Int(skip) * channels
+        let frames = Int(count)
+        if outPlanes == 1 {
+            fifo[0].append(contentsOf: UnsafeRawBufferPointer(start: start, count: frames * channels * 4))
+            return
+        }
+        appendDeinterleaved(start, frames: frames, channels: channels)
+    }
+
     private func receiveFrames() throws(AudioError) {
         guard let codec, let frame else { return }
         while true {
@@ -347,6 +461,15 @@ public final class AudioConverter {
         let channels = frame.pointee.ch_layout.nb_channels
         let format = frame.pointee.format
         let rate = frame.pointee.sample_rate
+        if channelMap == nil && Double(rate) == destinationFormat.sampleRate && Int32(destinationFormat.channelsPerFrame) == channels
+            && (format == AV_SAMPLE_FMT_FLTP.rawValue || format == AV_SAMPLE_FMT_FLT.rawValue)
+            && (outFormat == AV_SAMPLE_FMT_FLT || outFormat == AV_SAMPLE_FMT_FLTP) {
+            // Float32 at the output's rate and channel count: only (de)interleaving is left, done
+            // here without libswresample.
+            if swr != nil { flushResampler(); swr_free(&swr); swrInput = nil }
+            copyFloat(frame, skip: Int(skip), frames: Int(count), channels: Int(channels), planar: format == AV_SAMPLE_FMT_FLTP.rawValue)
+            return
+        }
         if swrInput == nil || swrInput! != (format, rate, channels) {
             flushResampler()
             try configureResampler(frame)
@@ -370,6 +493,45 @@ public final class AudioConverter {
             throw AudioError(.invalidState, component: component, "resampling failed", underlying: CodecMapping.errorText(produced))
         }
         appendScratch(Int(produced))
+    }
+
+    /// Copies `frames` Float32 frames from `skip` on into the FIFO, (de)interleaving as needed.
+    private func copyFloat(_ frame: UnsafeMutablePointer<AVFrame>, skip: Int, frames: Int, channels: Int, planar: Bool) {
+        guard let data = frame.pointee.extended_data else { return }
+        func plane(_ i: Int) -> UnsafePointer<Float>? { data[i].map { UnsafeRawPointer($0).assumingMemoryBound(to: Float.self) } }
+        if planar == (outPlanes > 1) {
+            // Same layout: one copy per plane.
+            let perPlane = planar ? 1 : channels
+            for p in 0..<outPlanes {
+                guard let src = plane(p) else { continue }
+                fifo[p].append(contentsOf: UnsafeRawBufferPointer(start: src + skip * perPlane, count: frames * perPlane * 4))
+            }
+        } else if planar {
+            // Planar decoder output, interleaved destination.
+            let old = fifo[0].count
+            fifo[0].append(contentsOf: repeatElement(0, count: frames * channels * 4))
+            fifo[0].withUnsafeMutableBytes { raw in
+                let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
+                for c in 0..<channels {
+                    guard let src = plane(c) else { continue }
+                    for f in 0..<frames { dst[f * channels + c] = src[skip + f] }
+                }
+            }
+        } else if let src = plane(0) {
+            appendDeinterleaved(src + skip * channels, frames: frames, channels: channels)
+        }
+    }
+
+    /// Appends interleaved Float32 frames to the planes of a non-interleaved destination.
+    private func appendDeinterleaved(_ start: UnsafePointer<Float>, frames: Int, channels: Int) {
+        for plane in 0..<Swift.min(outPlanes, channels) {
+            let old = fifo[plane].count
+            fifo[plane].append(contentsOf: repeatElement(0, count: frames * 4))
+            fifo[plane].withUnsafeMutableBytes { raw in
+                let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
+                for f in 0..<frames { dst[f] = start[f * channels + plane] }
+            }
+        }
     }
 
     private func configureResampler(_ frame: UnsafeMutablePointer<AVFrame>) throws(AudioError) {

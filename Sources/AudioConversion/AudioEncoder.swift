@@ -1,5 +1,6 @@
 import AudioCore
 import CFFmpeg
+import CFFmpegLazy
 
 /// How an encoder spends bits (Apple's `kAudioCodecBitRateControlMode_*`).
 public enum BitRateStrategy: String, Sendable, CaseIterable {
@@ -98,6 +99,9 @@ public final class AudioEncoder {
     public init(to destination: AudioStreamBasicDescription, sourceBitDepth: Int = 16,
                 settings: AudioEncoderSettings = AudioEncoderSettings()) throws(AudioError) {
         av_log_set_level(AV_LOG_QUIET)
+        if let failure = oat_ffmpeg_load() {
+            throw AudioError(.unsupportedFormat, component: "AudioEncoder", "cannot encode '\(destination.formatID)': \(String(cString: failure))")
+        }
         let rate = destination.sampleRate
         let channels = destination.channelsPerFrame
         guard rate >= 1000, rate <= 768_000, rate == rate.rounded(), channels > 0, channels <= 8 else {

@@ -68,6 +68,10 @@ public final class AudioFilePlayer: @unchecked Sendable {
         var stopped = false
     }
     private let transport = Mutex(Transport())
+    /// The first file, opened (and indexed) by init for its format; the feeder reads it instead
+    /// of opening and indexing it a second time. Set before the feeder thread starts, then only
+    /// touched (taken) on that thread.
+    private var firstFile: AudioFile?
 
     struct Shared {
         var handler: (@Sendable (Event) -> Void)?
@@ -93,6 +97,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         }
         self.paths = paths
         let file = try AudioFile(path: first)
+        firstFile = file
         deviceFormat = AudioDeviceFormat(sampleRate: file.dataFormat.sampleRate, channels: Int(min(8, max(1, file.dataFormat.channelsPerFrame))))
         let pcm = AudioStreamBasicDescription.linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)
         let pool = self.pool
@@ -141,9 +146,14 @@ public final class AudioFilePlayer: @unchecked Sendable {
             setState(.playing)
             return
         }
-        // Let the feeder fill some audio before the device starts pulling.
+        // Connect to the device now, while the feeder opens the file and decodes the first
+        // buffers on its thread (prime with 0 frames only opens the device and returns).
+        _ = try queue.prime(frames: 0)
+        // Let the feeder fill some audio before the device starts pulling: the device's first
+        // request is its whole target buffer (up to half a second for afplay's PulseAudio
+        // stream), which decodes in a few milliseconds.
         let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
-        while queue.bufferedFrames < Int64(deviceFormat.sampleRate / 4) && HostTime.now() < deadline
+        while queue.bufferedFrames < Int64(deviceFormat.sampleRate / 2) && HostTime.now() < deadline
                 && !(state.withLock { $0.state == .ended || $0.stopRequested || $0.feederDone }) {
             sleepMillis(2)
         }
@@ -265,7 +275,9 @@ public final class AudioFilePlayer: @unchecked Sendable {
         while true {
             if state.withLock({ $0.stopRequested || $0.seekRequest != nil }) { return nil }
             if let b = pool.buffers.withLock({ $0.popLast() }) { return b }
-            _ = bufferReturned.wait(timeout: .now() + .milliseconds(20))
+            // Returned buffers, seek and stop all signal: the timeout is only a safety net, long
+            // enough not to wake the thread dozens of times a second while the ring is full.
+            _ = bufferReturned.wait(timeout: .now() + .milliseconds(250))
         }
     }
 
@@ -292,7 +304,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 let (ended, seeking, paused) = state.withLock { ($0.state == .ended, $0.seekRequest != nil, $0.state == .paused) }
                 if ended { break }
                 guard seeking else {
-                    _ = bufferReturned.wait(timeout: .now() + .milliseconds(20))
+                    _ = bufferReturned.wait(timeout: .now() + .milliseconds(100))
                     continue
                 }
                 // Take back the end of stream (starting the running queue clears it) and
@@ -312,7 +324,14 @@ public final class AudioFilePlayer: @unchecked Sendable {
             if reader == nil {
                 guard index < paths.count else { issueEnd(); continue }
                 do {
-                    let r = try ExtendedAudioFile(path: paths[index], clientFormat: clientFormat)
+                    let opened = index == 0 ? firstFile : nil
+                    firstFile = nil
+                    let r: ExtendedAudioFile
+                    if let opened {
+                        r = try ExtendedAudioFile(file: opened, clientFormat: clientFormat)
+                    } else {
+                        r = try ExtendedAudioFile(path: paths[index], clientFormat: clientFormat)
+                    }
                     reader = r
                     let duration = Double(r.frameCount) / r.file.dataFormat.sampleRate
                     let queued = state.withLock { s -> Int64 in

@@ -19,8 +19,14 @@ public final class ExtendedAudioFile {
 
     /// Opens `path`; `clientFormat` defaults to non-interleaved Float32 at the file's rate and
     /// channel count.
-    public init(path: String, clientFormat: AudioStreamBasicDescription? = nil) throws(AudioError) {
-        file = try AudioFile(path: path)
+    public convenience init(path: String, clientFormat: AudioStreamBasicDescription? = nil) throws(AudioError) {
+        try self.init(file: AudioFile(path: path), clientFormat: clientFormat)
+    }
+
+    /// Reads an already opened `file` (not shared with other readers: reads move no state in
+    /// it, but use it from one thread); `clientFormat` as in ``init(path:clientFormat:)``.
+    public init(file: AudioFile, clientFormat: AudioStreamBasicDescription? = nil) throws(AudioError) {
+        self.file = file
         let format = clientFormat ?? .canonicalFloat(sampleRate: file.dataFormat.sampleRate, channels: file.dataFormat.channelsPerFrame)
         self.clientFormat = format
         converter = try AudioConverter(from: file.dataFormat, to: format, magicCookie: file.magicCookie)

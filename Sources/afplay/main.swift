@@ -126,7 +126,12 @@ let interrupted = Atomic<Bool>(false)
 
 let spec = options.output
 let factory: AudioOutputDeviceFactory = { format throws(AudioError) in
-    let opened = try AudioOutput.open(spec, format: format)
+    // A file player can buffer more than the 0.1 s default: 0.4 s lets PulseAudio ask for audio
+    // every 100 ms instead of every 25 ms (fewer wakeups). Pause is a cork and seeks flush, so
+    // only volume changes are heard that much later.
+    var outputOptions = AudioOutput.Options()
+    outputOptions.pulseLatency = 0.4
+    let opened = try AudioOutput.open(spec, format: format, options: outputOptions)
     if let notice = opened.notice { writeStderr("afplay: \(notice)") }
     if options.debug { writeStderr("afplay: output \(opened.device.name), \(opened.device.format), latency \(Int(opened.device.latency * 1000)) ms") }
     emitJSON([("event", jsonString("output")), ("device", jsonString(opened.device.name))])

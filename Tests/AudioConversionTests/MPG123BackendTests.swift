@@ -1,0 +1,90 @@
+import AudioConversion
+import AudioFiles
+import AudioTestSupport
+import Testing
+
+/// MPEG audio decoded to Float32 at the file's own rate and channel count goes through libmpg123;
+/// the same packets through libavcodec (an identity channel map sends the converter there) give
+/// the same frame count and, sample for sample, the same audio; a reset (seek) lands on the same
+/// frames in both. Integer PCM converted without FFmpeg matches FFmpeg's conversion exactly.
+@Suite struct MPG123BackendTests {
+    static let files = [
+        "ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3", "ffmpeg-generated/mp3/l3_vbr_q2_44k_st_xing.mp3",
+        "ffmpeg-generated/mp3/l3_mpeg2_22k_mono.mp3", "ffmpeg-generated/mp3/l3_mpeg25_11k_st_vbr.mp3",
+        "ffmpeg-generated/mp3/l2_44k_st_192k.mp2", "ffmpeg-generated/mp3/l2_48k_mono_96k.mp2",
+    ]
+
+    /// Decodes `path` from packet `from` on (after a reset dropping `discard` frames when `from` > 0).
+    static func decode(_ path: String, viaFFmpeg: Bool, from: Int64 = 0, discard: Int64 = 0) throws -> [Float] {
+        let file = try AudioFile(path: path)
+        let channels = file.dataFormat.channelsPerFrame
+        let out = AudioStreamBasicDescription.linearPCM(sampleRate: file.dataFormat.sampleRate, channels: channels, bitsPerChannel: 32, isFloat: true)
+        let converter = try AudioConverter(from: file.dataFormat, to: out, magicCookie: file.magicCookie)
+        if viaFFmpeg { converter.channelMap = Array(0..<Int(channels)) }
+        if let info = file.packetTableInfo {
+            converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(max(0, info.primingFrames)), trailingFrames: UInt32(max(0, info.remainderFrames)))
+            converter.validFrameCount = info.numberValidFrames
+        }
+        if from > 0 {
+            // Decode one packet first so the reset below happens on a decoder that ran.
+            try converter.decode(file.readPackets(0..<1))
+            converter.reset(discardingFrames: discard)
+            converter.limitRemainingFrames(nil)
+        }
+        let buffer = try AudioPCMBuffer(format: out, frameCapacity: 4096)
+        var samples: [Float] = []
+        var next = from
+        while true {
+            let n = try converter.fillComplexBuffer(buffer) { (wanted: Int) throws(AudioError) -> AudioPacketBatch? in
+                guard next < file.packetCount else { return nil }
+                let batch = try file.readPackets(next..<(next + Int64(max(wanted, 8))))
+                next += Int64(batch.packetCount)
+                return batch
+            }
+            if n == 0 { break }
+            samples.append(contentsOf: buffer.floatChannel(0)![0..<(n * Int(channels))])
+        }
+        #expect(converter.skippedPacketCount == 0, "\(path): \(String(describing: converter.lastDecodeError))")
+        return samples
+    }
+
+    @Test(arguments: files)
+    func matchesLibavcodec(_ file: String) throws {
+        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+        let path = root + "/" + file
+        let mpg123 = try Self.decode(path, viaFFmpeg: false)
+        let ffmpeg = try Self.decode(path, viaFFmpeg: true)
+        #expect(mpg123.count == ffmpeg.count, "\(file): \(mpg123.count) vs \(ffmpeg.count) samples")
+        #expect(!mpg123.isEmpty)
+        let value = snr(ffmpeg, mpg123)
+        print("\(file): libmpg123 vs libavcodec \(value) dB over \(mpg123.count) samples")
+        // Layer III: both decode in floating point (measured 117-124 dB). Layer II: libavcodec's
+        // `mp2` decoder outputs 16-bit integers, whose rounding bounds the comparison (81-85 dB).
+        #expect(value > (file.hasSuffix(".mp2") ? 75 : 110), "\(file): \(value) dB")
+    }
+
+    @Test func resetLandsOnTheSameFrames() throws {
+        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+        let path = root + "/" + "ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3"
+        // Restart 20 packets in, dropping the first 3 frames' worth (the bit reservoir and the
+        // filter bank refill there), and compare what follows.
+        let mpg123 = try Self.decode(path, viaFFmpeg: false, from: 20, discard: 3 * 1152)
+        let ffmpeg = try Self.decode(path, viaFFmpeg: true, from: 20, discard: 3 * 1152)
+        #expect(mpg123.count == ffmpeg.count, "\(mpg123.count) vs \(ffmpeg.count) samples")
+        #expect(mpg123.count > 100_000)
+        let value = snr(ffmpeg, mpg123)
+        #expect(value > 110, "after a reset: \(value) dB")
+    }
+
+    /// Native-endian 16- and 32-bit PCM to Float32 is scaled in Swift: the same samples, bit for
+    /// bit, as libavcodec's PCM decoder and libswresample.
+    @Test(arguments: ["pluck-pcm16.wav", "pluck-pcm32.wav"])
+    func integerPCMMatchesLibswresample(_ name: String) throws {
+        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+        let path = root + "/python-stdlib-audiodata/" + name
+        let direct = try Self.decode(path, viaFFmpeg: false)
+        let ffmpeg = try Self.decode(path, viaFFmpeg: true)
+        #expect(direct.count == ffmpeg.count && !direct.isEmpty, "\(name): \(direct.count) vs \(ffmpeg.count) samples")
+        #expect(direct == ffmpeg, "\(name): SNR \(snr(ffmpeg, direct)) dB")
+    }
+}
