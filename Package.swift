@@ -57,7 +57,7 @@ let package = Package(
         .target(name: "AudioTestSupport", dependencies: ["AudioCore", "AudioFiles", "AudioConversion"], swiftSettings: strict),
         .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore"], swiftSettings: strict),
         .testTarget(name: "AudioConversionTests", dependencies: ["AudioConversion", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "OpenAudioToolboxTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OpenAudioToolboxTests", dependencies: ["OpenAudioToolbox", "AudioStreaming", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioDevicesTests", dependencies: ["AudioDevices", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioQueueEngineTests", dependencies: ["AudioQueueEngine", "AudioFiles", "AudioTestSupport", "AudioProcessing"], swiftSettings: strict),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CFFmpegLazy", "CPulseAudio", "CALSA"], swiftSettings: strict),
