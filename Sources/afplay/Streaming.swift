@@ -30,9 +30,14 @@ final class StreamStatus: Sendable {
     let values = Mutex(Values())
 }
 
-/// The byte source afplay uses for each argument.
+/// `--record FILE`: the recorder every stream's bytes also go to (nil when not recording).
+let streamRecorder = Mutex<StreamRecorder?>(nil)
+
+/// The byte source afplay uses for each argument (recording what it delivers with `--record`).
 @Sendable func afplaySource(_ url: String) throws(AudioError) -> any ByteSource {
-    try StreamingPlayer.defaultSource(for: url)
+    let source = try StreamingPlayer.defaultSource(for: url)
+    if let recorder = streamRecorder.withLock({ $0 }) { return RecordingByteSource(source, recorder: recorder) }
+    return source
 }
 
 /// Runs the streaming player over `options.files` until it stops; returns the exit code.
@@ -50,6 +55,15 @@ func runStreaming(_ options: Options, output: @escaping AudioOutputDeviceFactory
 }
 
 private func streamingMain(_ options: Options, output: @escaping AudioOutputDeviceFactory, status: StreamStatus) async -> Int32 {
+    if let path = options.record {
+        do {
+            let recorder = try StreamRecorder(path: path)
+            streamRecorder.withLock { $0 = recorder }
+        } catch {
+            writeStderr("afplay: \(error)")
+            return 2
+        }
+    }
     var policy = BufferingPolicy()
     if let s = options.prebuffer { policy.startSeconds = s }
     let player = StreamingPlayer(policy: policy, output: output, sourceFactory: afplaySource)
@@ -128,10 +142,20 @@ private func streamingMain(_ options: Options, output: @escaping AudioOutputDevi
     await player.stop()
     status.values.withLock { $0.done = true }
     events.cancel()
+    var recordFailed = false
+    if let recorder = streamRecorder.withLock({ $0 }) {
+        do {
+            try recorder.finish()
+            writeStderr("afplay: recorded \(recorder.framesWritten) frames to \(recorder.path)\(recorder.isReencoding ? " (re-encoded)" : "")")
+        } catch {
+            writeStderr("afplay: recording \(recorder.path) failed: \(error)")
+            recordFailed = true
+        }
+    }
     if options.debug {
         writeStderr("afplay: first audio \(stats.timeToFirstAudio.map { "\(Int($0 * 1000)) ms" } ?? "never"), \(stats.bytesReceived) bytes, \(stats.underruns) underruns, \(stats.reconnects) reconnects")
     }
-    return status.values.withLock { $0.failed } ? 1 : 0
+    return status.values.withLock { $0.failed } || recordFailed ? 1 : 0
 }
 
 private func streamStatusLine(_ player: StreamingPlayer, status: StreamStatus, files: [String]) async -> String {

@@ -18,6 +18,8 @@ usage: afplay [options] FILE|URL|-...
   --output SPEC        auto (default), pulse[:SINK], alsa[:DEVICE], wav:PATH, null, null:fast
   --no-ui              no status line or keys, even on a terminal
   --json-events        print one JSON object per line on stdout for each event
+  --record FILE        streams: also write the received audio to FILE (packets copied when
+                       the container holds them, e.g. MP3 to .mp3, AAC to .aac/.m4a; else re-encoded)
   --prebuffer SECONDS  streams: decoded audio to buffer before starting (default 0.15)
 \(GraphOptions.usage)
   -h, --help           this help
@@ -47,6 +49,7 @@ struct Options: Sendable {
     var noUI = false
     var jsonEvents = false
     var prebuffer: Double?
+    var record: String?
     var files: [String] = []
 }
 
@@ -69,6 +72,7 @@ func parseArguments() -> Options {
             o.output = spec
         case "--no-ui": o.noUI = true
         case "--json-events": o.jsonEvents = true
+        case "--record": o.record = value(arg)
         case "--prebuffer": guard let v = Double(value(arg)), v >= 0, v <= 60 else { fail("--prebuffer takes seconds from 0 to 60") }; o.prebuffer = v
         case "-h", "--help": writeStdout(usage); exit(0)
         default:
@@ -148,7 +152,7 @@ if graphOptions.isActive {
     exit(runGraphPlayback(files: options.files, graphOptions: graphOptions, volume: options.volume, start: options.start,
                           limit: options.limit, output: options.output, debug: options.debug, interrupted: interrupted))
 }
-if options.files.contains(where: needsStreaming) {
+if options.record != nil || options.files.contains(where: needsStreaming) {
     exit(runStreaming(options, output: factory))
 }
 

@@ -1,0 +1,44 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AudioTestSupport
+import OpenAudioToolbox
+import Testing
+
+/// `afplay --record FILE URL` (issue 5 point 7): the stream plays and its packets land in FILE.
+@Suite struct AfplayRecordTests {
+    @Test func afplayRecordsAnICYStreamWhilePlaying() throws {
+        let afplay = try #require(builtProduct("afplay"), "afplay is not built (swift build)")
+        guard let root = Corpus.root, let bytes = Corpus.read(root + "/ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3") else { return }
+        let scratch = try ScratchDirectory("afplay-record")
+        defer { scratch.remove() }
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        var route = TestHTTPServer.Route(body: .bytes(bytes), contentType: "audio/mpeg")
+        route.icyMetaInterval = 4096
+        server.route("/radio", route)
+        server.setTitle("Station - Song", for: "/radio")
+        let out = scratch.path + "/radio.mp3"
+        let tool = try ToolProcess(afplay, ["--output", "null:fast", "--no-ui", "--record", out, server.url("/radio")], outputPath: scratch.path + "/afplay.out")
+        let status = tool.wait(timeout: 30)
+        tool.stop()
+        #expect(status == 0, "afplay: \(tool.output)")
+        #expect(tool.output.contains("recorded"), "afplay: \(tool.output)")
+        let original = try decodeWithToolbox(root + "/ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3")
+        let recorded = try decodeWithToolbox(out)
+        #expect(recorded.samples.count == original.samples.count)
+        #expect(recorded.samples == original.samples, "the recording holds the stream's packets unchanged")
+    }
+
+    @Test func afplayRecordRefusesAnUnknownFileType() throws {
+        let afplay = try #require(builtProduct("afplay"), "afplay is not built (swift build)")
+        let scratch = try ScratchDirectory("afplay-record")
+        defer { scratch.remove() }
+        let tool = try ToolProcess(afplay, ["--output", "null:fast", "--no-ui", "--record", scratch.path + "/x.unknown", "http://127.0.0.1:9/none"],
+                                   outputPath: scratch.path + "/afplay.out")
+        let status = tool.wait(timeout: 30)
+        tool.stop()
+        #expect(status == 2)
+        #expect(tool.output.contains("x.unknown"), "afplay: \(tool.output)")
+    }
+}
