@@ -7,17 +7,16 @@ import Testing
 
 /// `afplay --record FILE URL` (issue 5 point 7): the stream plays and its packets land in FILE.
 @Suite struct AfplayRecordTests {
-    @Test func afplayRecordsAnICYStreamWhilePlaying() throws {
+    @Test func afplayRecordsAStreamWhilePlaying() throws {
         let afplay = try #require(builtProduct("afplay"), "afplay is not built (swift build)")
         guard let root = Corpus.root, let bytes = Corpus.read(root + "/ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3") else { return }
         let scratch = try ScratchDirectory("afplay-record")
         defer { scratch.remove() }
         let server = try TestHTTPServer()
         defer { server.stop() }
-        var route = TestHTTPServer.Route(body: .bytes(bytes), contentType: "audio/mpeg")
-        route.icyMetaInterval = 4096
-        server.route("/radio", route)
-        server.setTitle("Station - Song", for: "/radio")
+        // An on-demand MP3 over HTTP (with a length, so it ends; ICY metadata stripping on the
+        // recording path is covered by StreamRecorderTests, where a live stream's end is controlled).
+        server.route("/radio", TestHTTPServer.Route(body: .bytes(bytes), contentType: "audio/mpeg"))
         let out = scratch.path + "/radio.mp3"
         let tool = try ToolProcess(afplay, ["--output", "null:fast", "--no-ui", "--record", out, server.url("/radio")], outputPath: scratch.path + "/afplay.out")
         let status = tool.wait(timeout: 30)
@@ -27,7 +26,8 @@ import Testing
         let original = try decodeWithToolbox(root + "/ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3")
         let recorded = try decodeWithToolbox(out)
         #expect(recorded.samples.count == original.samples.count)
-        #expect(recorded.samples == original.samples, "the recording holds the stream's packets unchanged")
+        let identical = recorded.samples == original.samples  // a Bool: never diff large arrays in #expect
+        #expect(identical, "the recording holds the stream's packets unchanged")
     }
 
     @Test func afplayRecordRefusesAnUnknownFileType() throws {
