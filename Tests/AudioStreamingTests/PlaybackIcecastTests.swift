@@ -156,7 +156,7 @@ struct PlaybackIcecastTests {
         if c.titles {
             try await Task.sleep(for: .seconds(1))
             let listener = Task.detached { () -> Int64? in
-                try? Self.titleSourceFrame(server: server, mount: mount, title: "Song Two", file: file, priming: priming, seconds: 6)
+                try? Self.titleSourceFrame(server: server, mount: mount, title: "Song Two", file: file, priming: priming, seconds: 10)
             }
             try await Task.sleep(for: .seconds(0.5))
             #expect(server.setTitle(mount: mount, "Song Two"))
