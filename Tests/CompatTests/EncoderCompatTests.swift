@@ -195,4 +195,19 @@ private func PacketInputProc(_ inAudioConverter: AudioConverterRef, _ ioNumberDa
             #expect(best.lag == 0 && snr > 22, "lag \(best.lag), SNR \(snr) dB (perceptual coders at their default bit rate on two-tone input)")
         }
     }
+
+    @Test("AudioConverterNewSpecific picks the software encoder")
+    func newSpecific() {
+        var input = Self.pcm
+        var output = AudioStreamBasicDescription()
+        output.mSampleRate = 44100
+        output.mFormatID = kAudioFormatMPEG4AAC
+        output.mChannelsPerFrame = 2
+        var description = AudioClassDescription(mType: kAudioEncoderComponentType, mSubType: kAudioFormatMPEG4AAC,
+                                                mManufacturer: kAppleSoftwareAudioCodecManufacturer)
+        var converter: AudioConverterRef?
+        #expect(AudioConverterNewSpecific(&input, &output, 1, &description, &converter) == noErr)
+        #expect(converter != nil)
+        if let converter { AudioConverterDispose(converter) }
+    }
 }

@@ -573,3 +573,51 @@ extension AudioStreamBasicDescription {
             && formatFlags.contains(.isBigEndian) == other.formatFlags.contains(.isBigEndian)
     }
 }
+
+/// A four-character code (Apple's `OSType`).
+public typealias OSType = UInt32
+
+/// Identifies a codec implementation (Apple's `AudioClassDescription`): its type (`aenc`/`adec`),
+/// subtype (the format ID) and manufacturer.
+public struct AudioClassDescription: Hashable, Sendable {
+    /// `kAudioEncoderComponentType` or `kAudioDecoderComponentType`.
+    public var mType: OSType
+    /// The format the codec handles (e.g. `kAudioFormatMPEG4AAC`).
+    public var mSubType: OSType
+    /// The codec's manufacturer (e.g. `kAppleSoftwareAudioCodecManufacturer`).
+    public var mManufacturer: OSType
+    /// Creates a zeroed description.
+    public init() {
+        mType = 0
+        mSubType = 0
+        mManufacturer = 0
+    }
+    /// Creates a description.
+    public init(mType: OSType, mSubType: OSType, mManufacturer: OSType) {
+        self.mType = mType
+        self.mSubType = mSubType
+        self.mManufacturer = mManufacturer
+    }
+}
+
+/// `'aenc'`: an encoder.
+public let kAudioEncoderComponentType = OSType(fourCC("aenc"))
+/// `'adec'`: a decoder.
+public let kAudioDecoderComponentType = OSType(fourCC("adec"))
+/// `'appl'`: Apple's software codecs (here: the libavcodec/libmpg123 codecs).
+public let kAppleSoftwareAudioCodecManufacturer = OSType(fourCC("appl"))
+/// `'aphw'`: hardware codecs (none here; a request for them falls back to software).
+public let kAppleHardwareAudioCodecManufacturer = OSType(fourCC("aphw"))
+
+/// Creates a converter with a codec chosen from `inClassDescriptions` (Apple's
+/// `AudioConverterNewSpecific`). Different: there is one implementation per format here, so the
+/// descriptions are checked for size only and the converter is the one ``AudioConverterNew(_:_:_:)``
+/// makes.
+@discardableResult
+public func AudioConverterNewSpecific(_ inSourceFormat: UnsafePointer<AudioStreamBasicDescription>,
+                                      _ inDestinationFormat: UnsafePointer<AudioStreamBasicDescription>,
+                                      _ inNumberClassDescriptions: UInt32,
+                                      _ inClassDescriptions: UnsafePointer<AudioClassDescription>,
+                                      _ outAudioConverter: UnsafeMutablePointer<AudioConverterRef?>) -> OSStatus {
+    AudioConverterNew(inSourceFormat, inDestinationFormat, outAudioConverter)
+}
