@@ -210,4 +210,29 @@ private func PacketInputProc(_ inAudioConverter: AudioConverterRef, _ ioNumberDa
         #expect(converter != nil)
         if let converter { AudioConverterDispose(converter) }
     }
+
+    @Test("AudioConverterConvertComplexBuffer: Int16 to Float32 through buffer lists")
+    func convertComplexBuffer() {
+        var int16 = Self.pcm
+        var float32 = AudioStreamBasicDescription(mSampleRate: 44100, mFormatID: kAudioFormatLinearPCM, mFormatFlags: kAudioFormatFlagsNativeFloatPacked,
+                                                  mBytesPerPacket: 8, mFramesPerPacket: 1, mBytesPerFrame: 8, mChannelsPerFrame: 2, mBitsPerChannel: 32, mReserved: 0)
+        var converter: AudioConverterRef?
+        #expect(AudioConverterNew(&int16, &float32, &converter) == noErr)
+        guard let converter else { return }
+        defer { AudioConverterDispose(converter) }
+        var samples: [Int16] = (0..<2000).map { Int16(truncatingIfNeeded: $0 * 29 - 29000) }
+        var output = [Float](repeating: 0, count: samples.count)
+        let status = samples.withUnsafeMutableBytes { i in
+            output.withUnsafeMutableBytes { o -> OSStatus in
+                var inList = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: 2, mDataByteSize: UInt32(i.count), mData: i.baseAddress))
+                var outList = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: 2, mDataByteSize: UInt32(o.count), mData: o.baseAddress))
+                let s = AudioConverterConvertComplexBuffer(converter, 1000, &inList, &outList)
+                #expect(outList.mBuffers.mDataByteSize == 8000)
+                return s
+            }
+        }
+        #expect(status == noErr)
+        let exact = zip(samples, output).allSatisfy { abs(Float($0) / 32768 - $1) < 1e-6 }
+        #expect(exact)
+    }
 }

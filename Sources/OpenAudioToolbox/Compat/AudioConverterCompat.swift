@@ -621,3 +621,24 @@ public func AudioConverterNewSpecific(_ inSourceFormat: UnsafePointer<AudioStrea
                                       _ outAudioConverter: UnsafeMutablePointer<AudioConverterRef?>) -> OSStatus {
     AudioConverterNew(inSourceFormat, inDestinationFormat, outAudioConverter)
 }
+
+/// Converts `inNumberPCMFrames` frames of PCM between buffer lists at the same sample rate
+/// (Apple's `AudioConverterConvertComplexBuffer`). Different: both formats must be interleaved
+/// (one buffer each); non-interleaved lists return `kAudioConverterErr_OperationNotSupported`.
+@discardableResult
+public func AudioConverterConvertComplexBuffer(_ inAudioConverter: AudioConverterRef, _ inNumberPCMFrames: UInt32,
+                                               _ inInputData: UnsafePointer<AudioBufferList>,
+                                               _ outOutputData: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
+    guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    let src = box.source, dst = box.destination
+    guard src.isInterleaved, dst.isInterleaved, inInputData.pointee.mNumberBuffers >= 1, outOutputData.pointee.mNumberBuffers >= 1 else {
+        return kAudioConverterErr_OperationNotSupported
+    }
+    guard let input = inInputData.pointee.mBuffers.mData, let output = outOutputData.pointee.mBuffers.mData else { return kAudio_ParamError }
+    let inBytes = inNumberPCMFrames * src.bytesPerFrame
+    guard inInputData.pointee.mBuffers.mDataByteSize >= inBytes else { return kAudioConverterErr_InvalidInputSize }
+    var outSize = outOutputData.pointee.mBuffers.mDataByteSize
+    let status = AudioConverterConvertBuffer(inAudioConverter, inBytes, input, &outSize, output)
+    if status == noErr { outOutputData.pointee.mBuffers.mDataByteSize = outSize }
+    return status
+}
