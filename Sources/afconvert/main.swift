@@ -34,22 +34,13 @@ var positional: [String] = []
 var decodeOnly = false
 var showProgress = isatty(2) != 0
 var verbose = false
-var args = CommandLine.arguments.dropFirst()
-@MainActor func value(_ flag: String) -> String {
-    guard let v = args.popFirst() else { fail("\(flag) needs a value") }
-    return v
-}
-@MainActor func integer(_ flag: String, _ range: ClosedRange<Int>) -> Int {
-    let v = value(flag)
-    guard let n = Int(v), range.contains(n) else { fail("\(flag) \(v): expected an integer in \(range.lowerBound)...\(range.upperBound)") }
-    return n
-}
-while let arg = args.popFirst() {
+var args = ToolArguments(CommandLine.arguments.dropFirst(), fail: { fail($0) })
+@MainActor func value(_ flag: String) -> String { args.value(flag) }
+@MainActor func integer(_ flag: String, _ range: ClosedRange<Int>) -> Int { args.integer(flag, range) }
+while let arg = args.next() {
     switch arg {
     case "-f", "--file":
-        let v = value(arg)
-        guard let t = AudioFileConversion.fileType(named: v) else { fail("unknown file format '\(v)' (WAVE, AIFF, AIFC, caff, m4af, flac, Ogg, adts, MPG3)") }
-        settings.fileType = t
+        settings.fileType = args.fileType(arg)
     case "-d", "--data":
         let v = value(arg)
         guard let f = AudioFileConversion.dataFormat(named: v) else { fail("unknown data format '\(v)'") }

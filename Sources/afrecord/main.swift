@@ -42,24 +42,14 @@ var listOnly = false
 var showMeter = true
 var verbose = false
 var positional: [String] = []
-var args = CommandLine.arguments.dropFirst()
+var args = ToolArguments(CommandLine.arguments.dropFirst(), fail: { fail($0) })
+@MainActor func value(_ flag: String) -> String { args.value(flag) }
+@MainActor func integer(_ flag: String, _ range: ClosedRange<Int>) -> Int { args.integer(flag, range) }
 
-@MainActor func value(_ flag: String) -> String {
-    guard let v = args.popFirst() else { fail("\(flag) needs a value") }
-    return v
-}
-@MainActor func integer(_ flag: String, _ range: ClosedRange<Int>) -> Int {
-    let v = value(flag)
-    guard let n = Int(v), range.contains(n) else { fail("\(flag) \(v): expected an integer in \(range.lowerBound)...\(range.upperBound)") }
-    return n
-}
-
-while let arg = args.popFirst() {
+while let arg = args.next() {
     switch arg {
     case "-f", "--file":
-        let v = value(arg)
-        guard let t = AudioFileConversion.fileType(named: v) else { fail("unknown file format '\(v)' (WAVE, AIFF, AIFC, caff, m4af, flac, Ogg, adts, MPG3)") }
-        fileType = t
+        fileType = args.fileType(arg)
     case "-d", "--data":
         let v = value(arg)
         guard let f = AudioFileConversion.dataFormat(named: v) else { fail("unknown data format '\(v)'") }
