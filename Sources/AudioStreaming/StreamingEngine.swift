@@ -145,6 +145,12 @@ final class ItemDecoder {
     /// The rest of the chunk being fed (after the part being parsed), if any.
     var unfed: (bytes: [UInt8], offset: Int64)?
     var notOptimizedHandled = false
+    /// True when the source is an ``HLSByteSource`` (seeks reopen it at a time, not a byte).
+    var isHLS = false
+    /// An HLS seek's target while its new source opens; then the audio to drop (seconds) from
+    /// the start of the segment it opened at, applied when the new decoder is made.
+    var hlsSeekTarget: Double?
+    var hlsDiscardSeconds: Double?
 
     init(index: Int, url: String, reader: SourceReader) {
         self.index = index
@@ -276,16 +282,28 @@ final class DecoderThread {
     /// URLs already expanded from playlists (their entries replaced them in the queue) or known
     /// to be HLS presentations.
     var hlsURLs: Set<String> = []
+    /// URLs found to be PLS/M3U playlists by their Content-Type or content (no playlist
+    /// extension), and how many such expansions this player has made (bounded: playlists that
+    /// list each other would otherwise expand for ever).
+    var contentPlaylists: Set<String> = []
+    var contentExpansions = 0
 
     /// A PLS/M3U playlist at queue entry `index` (by extension): fetches and parses it (nested
     /// playlists too) and replaces the entry with what it lists; an HLS playlist stays and plays
     /// through ``HLSByteSource``. True when the queue changed (or the entry failed and was
     /// skipped), so the caller looks at the queue again.
     func expandPlaylist(at index: Int, url: String) -> Bool {
-        guard !hlsURLs.contains(url), Playlist.formatHint(url: url, contentType: nil) != nil else { return false }
+        guard !hlsURLs.contains(url), Playlist.formatHint(url: url, contentType: nil) != nil || contentPlaylists.contains(url) else { return false }
         let makeSource = engine.makeSource
-        do {
-            let entries = try Playlist.expand(url: url) { (u: String) throws(AudioError) -> Playlist.Fetched in
+        do throws(AudioError) {
+            if Playlist.formatHint(url: url, contentType: nil) == nil {
+                contentExpansions += 1
+                guard contentExpansions <= 16 else {
+                    throw AudioError(.limitExceeded, component: "StreamingPlayer",
+                                     "\(url) is a playlist, and more than 16 playlists without a playlist extension were followed (do they list each other?)")
+                }
+            }
+            let expanded = try Playlist.expand(url: url) { (u: String) throws(AudioError) -> Playlist.Fetched in
                 let source = try makeSource(u)
                 defer { source.close() }
                 let info = try source.open(at: 0)
@@ -302,8 +320,14 @@ final class DecoderThread {
                 }
                 return Playlist.Fetched(bytes: bytes, contentType: info.contentType, url: info.url)
             }
-            for e in entries where e.looksLikePlaylist { hlsURLs.insert(e.url) }
-            if entries.count == 1, entries[0].url == url, hlsURLs.contains(url) { return false }
+            for e in expanded where e.looksLikePlaylist { hlsURLs.insert(e.url) }
+            if expanded.count == 1, expanded[0].url == url {
+                // An HLS presentation (recognised by its tags): it plays as one item.
+                hlsURLs.insert(url)
+                return false
+            }
+            // A playlist naming itself would expand for ever.
+            let entries = expanded.filter { $0.url != url }
             debug("playlist \(url): \(entries.count) entries")
             engine.control.withLock { c in
                 guard c.items.indices.contains(index) else { return }
@@ -322,10 +346,12 @@ final class DecoderThread {
 
     /// The byte source for `url`: an ``HLSByteSource`` for an HLS playlist (fetching through the
     /// player's source factory), else the factory's source.
-    func makeSource(for url: String) throws(AudioError) -> any ByteSource {
+    func makeSource(for url: String, startTime: Double? = nil) throws(AudioError) -> any ByteSource {
         let path = PlaylistURL(url).path.lowercased()
         if hlsURLs.contains(url) || path.hasSuffix(".m3u8") {
-            return HLSByteSource(url: url, makeSource: engine.makeSource)
+            let source = HLSByteSource(url: url, makeSource: engine.makeSource)
+            source.startTime = startTime
+            return source
         }
         return try engine.makeSource(url)
     }
@@ -336,7 +362,9 @@ final class DecoderThread {
         do {
             let source = try makeSource(for: url)
             let reader = SourceReader(url: url, source: source, at: offset, maximumBytes: policy.maximumBufferedBytes, timeshiftBytes: policy.timeshiftBytes, data: engine.wake)
-            return ItemDecoder(index: index, url: url, reader: reader)
+            let item = ItemDecoder(index: index, url: url, reader: reader)
+            item.isHLS = source is HLSByteSource
+            return item
         } catch {
             fail(nil, error, index: index)
             return nil
@@ -509,6 +537,10 @@ final class DecoderThread {
         case .opened(let info):
             debug("opened \(info.url) type \(info.contentType ?? "-") live \(info.isLive)")
             item.info = info
+            if let target = item.hlsSeekTarget {
+                item.hlsSeekTarget = nil
+                item.hlsDiscardSeconds = max(0, target - (info.mediaStartTime ?? target))
+            }
             engine.control.withLock { c in
                 if c.playingIndex == item.index || !queueStarted { c.currentInfo = info }
             }
@@ -519,8 +551,14 @@ final class DecoderThread {
                 let detection = StreamFormatDetector.detect(contentType: item.info?.contentType, url: item.info?.url ?? item.url, prefix: bytes)
                 if let note = detection.note { debug("format: \(note)") }
                 if let kind = detection.playlist {
-                    throw AudioError(.unsupportedFormat, component: "StreamingPlayer",
-                                     "\(item.url) is a \(kind.rawValue) playlist without a playlist extension (not followed)")
+                    // A playlist without a playlist extension, known by its Content-Type or its
+                    // content: reopen the entry as a playlist (fetched again, within the limits).
+                    debug("\(item.url) is a \(kind.rawValue) playlist by \(detection.evidence?.rawValue ?? "content"): following it")
+                    retire(item)
+                    if kind == .hls { hlsURLs.insert(item.url) } else { contentPlaylists.insert(item.url) }
+                    current = nil
+                    next = item.index
+                    return
                 }
                 item.parser = AudioFileStream(fileTypeHint: detection.fileTypeHint ?? fileTypeHint(contentType: item.info?.contentType, url: item.url))
             }
@@ -694,6 +732,12 @@ final class DecoderThread {
                                                           trailingFrames: UInt32(clamping: max(0, Int64(info.remainderFrames))))
             converter.validFrameCount = info.numberValidFrames
         }
+        if let seconds = item.hlsDiscardSeconds {
+            // After an HLS seek: decode from the segment's start, drop what precedes the target.
+            item.hlsDiscardSeconds = nil
+            converter.reset(discardingFrames: Int64((seconds * format.sampleRate).rounded()))
+            converter.limitRemainingFrames(nil)
+        }
         item.converter = converter
         item.sourceFormat = format
         if !item.startedMarked {
@@ -800,6 +844,10 @@ final class DecoderThread {
         if item.isLive {
             throw AudioError(.invalidState, component: "StreamingPlayer", "\(item.url) is a live stream: it cannot seek (pause keeps a timeshift buffer instead)")
         }
+        if item.isHLS {
+            try seekHLS(item, to: seconds, reportEvent: reportEvent)
+            return
+        }
         if item.converter == nil { try prepareDecoder(item, parser) }
         guard let converter = item.converter else { return }
         let rate = format.sampleRate
@@ -873,6 +921,41 @@ final class DecoderThread {
             item.retainedStart = result.byteOffset
             item.reader.pushBack(.bytes(replay, offset: result.byteOffset))
         }
+    }
+
+    /// Seeks in an on-demand HLS presentation: a new ``HLSByteSource`` opens at the segment
+    /// holding `seconds` (its playlist fetched again: one playlist and one segment request), a
+    /// new parser and decoder start there, and the audio before `seconds` is decoded and dropped,
+    /// so the position is exact to the frame within the segment timeline the playlist gives.
+    func seekHLS(_ item: ItemDecoder, to seconds: Double, reportEvent: Bool) throws {
+        var target = max(0, seconds)
+        if let duration = engine.control.withLock({ $0.duration }) { target = min(target, duration) }
+        retire(item)
+        let source = try makeSource(for: item.url, startTime: target)
+        item.reader = SourceReader(url: item.url, source: source, at: 0, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
+        item.parser = nil
+        item.converter = nil
+        item.hlsSeekTarget = target
+        item.hlsDiscardSeconds = nil
+        item.fedOffset = 0
+        item.retained.removeAll()
+        item.retainedStart = 0
+        item.inputEnded = false
+        item.drained = false
+        item.finishMarked = false
+        item.discontinuityNext = false
+        item.pendingMetadata.removeAll()
+        resetQueue()
+        item.outputFrames = 0
+        item.baseSeconds = target
+        segment = (0, item.index, target)
+        marks.append((0, .segment(item.index, target)))
+        phase = .starting
+        engine.control.withLock { $0.position = target }
+        if reportEvent {
+            engine.emit(.seeked(index: item.index, seconds: target, isEstimated: false, newRequest: true))
+        }
+        item.seekGeneration += 1
     }
 
     // MARK: Waiting, the timeline and transport

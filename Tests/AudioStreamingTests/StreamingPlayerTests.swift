@@ -292,3 +292,118 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         }
     }
 }
+
+/// Playlists found by their Content-Type or content (no playlist extension), and seeking inside
+/// an on-demand HLS presentation.
+@Suite struct StreamingPlayerPlaylistSniffAndHLSSeekTests {
+    /// A PLS with a playlist Content-Type, an M3U sent as `text/plain`, and an HLS playlist sent
+    /// as `application/octet-stream`, none with a playlist extension: each is followed and its
+    /// audio plays to the end (every frame of the MP3 entry once).
+    @Test func playlistsWithoutExtensionAreFollowed() async throws {
+        let dir = try ScratchDirectory("splayer-sniff")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 1, codec: ["-c:a", "libmp3lame", "-b:a", "128k"]))
+        let wav = dir.path + "/source.wav"
+        try #require(makeFixture(wav, rate: 44100, channels: 2, seconds: 3, codec: ["-c:a", "pcm_f32le"]))
+        try #require(runFFmpeg(["-i", wav, "-c:a", "aac", "-b:a", "160k", "-f", "hls", "-hls_time", "1",
+                                "-hls_playlist_type", "vod", "-hls_segment_filename", dir.path + "/seg%d.ts", dir.path + "/index.m3u8"]))
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.route("/a.mp3", TestHTTPServer.Route(body: .file(file), contentType: "audio/mpeg"))
+        server.serve("/station", bytes: Array("[playlist]\nNumberOfEntries=1\nFile1=/a.mp3\n".utf8), contentType: "audio/x-scpls")
+        server.serve("/listen", bytes: Array("#EXTM3U\n#EXTINF:-1,Radio\n/a.mp3\n".utf8), contentType: "text/plain")
+        server.route("/hls/index", TestHTTPServer.Route(body: .file(dir.path + "/index.m3u8"), contentType: "application/octet-stream"))
+        for i in 0..<8 where !fileBytes(dir.path + "/seg\(i).ts").isEmpty {
+            server.route("/hls/seg\(i).ts", TestHTTPServer.Route(body: .file(dir.path + "/seg\(i).ts"), contentType: "video/mp2t"))
+        }
+        let reference = try decodeWithToolbox(file).samples
+        for (path, expectedFrames) in [("/station", reference.count / 2), ("/listen", reference.count / 2), ("/hls/index", 3 * 44100)] {
+            let out = dir.path + "/out\(String(path.map { $0 == "/" ? "-" : $0 })).wav"
+            let log = StreamingEventLog()
+            let player = StreamingPlayer(output: wavOutput(out), onEvent: log.handler)
+            let task = log.attach(player)
+            await player.play(server.url(path))
+            #expect(await log.waitFor(30, isStopped), "\(path) did not stop")
+            await player.stop()
+            task.cancel()
+            #expect(log.stopReason == .ended, "\(path): \(log.events.suffix(4))")
+            let frames = try readFloatWAV(out).samples.count / 2
+            if path == "/hls/index" {
+                #expect(abs(frames - expectedFrames) < 4096, "\(path): \(frames) frames of about \(expectedFrames)")
+            } else {
+                #expect(frames == expectedFrames, "\(path): \(frames) frames, expected \(expectedFrames)")
+            }
+        }
+    }
+
+    /// Two playlists without extensions that list each other stop with a clear limit error
+    /// instead of expanding for ever.
+    @Test func playlistsListingEachOtherStop() async throws {
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.serve("/one", bytes: Array("#EXTM3U\n/two\n".utf8), contentType: "text/plain")
+        server.serve("/two", bytes: Array("#EXTM3U\n/one\n".utf8), contentType: "text/plain")
+        let log = StreamingEventLog()
+        let player = StreamingPlayer(output: { format throws(AudioError) in try AudioOutput.open(.null(realTime: false), format: format).device }, onEvent: log.handler)
+        let task = log.attach(player)
+        await player.play(server.url("/one"))
+        #expect(await log.waitFor(30, isStopped))
+        await player.stop()
+        task.cancel()
+        let errors = log.events.compactMap { if case .error(_, let e) = $0 { e } else { nil } }
+        #expect(errors.contains { $0.code == .limitExceeded && "\($0)".contains("list each other") }, "\(errors)")
+    }
+
+    /// Seeking in an on-demand HLS presentation (AAC in MPEG-TS, 1 s segments) plays from the
+    /// target: after the seek the output continues with the source's audio at that time, and
+    /// the rest of the presentation follows (no repeat, no hole).
+    @Test func seekInsideHLSPresentation() async throws {
+        let dir = try ScratchDirectory("splayer-hls-seek")
+        defer { dir.remove() }
+        let source = dir.path + "/source.wav"
+        try #require(makeFixture(source, rate: 44100, channels: 2, seconds: 6, codec: ["-c:a", "pcm_f32le"]))
+        try #require(runFFmpeg(["-i", source, "-c:a", "aac", "-b:a", "192k", "-f", "hls", "-hls_time", "1",
+                                "-hls_playlist_type", "vod", "-hls_segment_filename", dir.path + "/seg%d.ts", dir.path + "/index.m3u8"]))
+        let out = dir.path + "/out.wav"
+        let log = StreamingEventLog()
+        let player = StreamingPlayer(output: wavOutput(out, realTime: true), onEvent: log.handler)
+        let task = log.attach(player)
+        await player.play(dir.path + "/index.m3u8")
+        #expect(await log.waitFor(20, isPlaying))
+        try await Task.sleep(for: .milliseconds(300))
+        let target = 3.7
+        try await player.seek(to: target)
+        #expect(await log.waitFor(30, isStopped))
+        await player.stop()
+        task.cancel()
+        #expect(log.stopReason == .ended, "\(log.events.suffix(4))")
+        let seeks = log.events.compactMap { if case .seeked(_, let s, let estimated, let newRequest) = $0 { (s, estimated, newRequest) } else { nil } }
+        try #require(seeks.count == 1, "\(log.events)")
+        #expect(abs(seeks[0].0 - target) < 0.001 && !seeks[0].1 && seeks[0].2)
+        let played = try readFloatWAV(out).samples
+        let reference = try decodeWithToolbox(source).samples
+        let frames = played.count / 2
+        // If the seek is right, the last (6 - target) s of the output are the source from the
+        // target on: look for the source's audio just after the target around that point.
+        let expectedAfter = Int((6 - target) * 44100)
+        let probe = Int(target * 44100) + 4410
+        let guess = frames - expectedAfter + 4410
+        var best = (lag: 0, snr: -Double.infinity)
+        for lag in stride(from: -3000, through: 3000, by: 1) where guess + lag >= 0 && guess + lag + 1024 <= frames {
+            let s = segmentSNR(played, guess + lag, reference, probe, frames: 1024, channels: 2)
+            if s > best.snr { best = (lag, s) }
+        }
+        print("HLS seek figure: the audio at \(target) s is \(best.lag) frames from where an exact seek puts it (SNR \(dB(best.snr)))")
+        #expect(best.snr > 20, "the audio after the seek was not found (best \(best.snr) dB)")
+        #expect(abs(best.lag) < 2048, "the output after the seek is \(best.lag) frames off")
+        // Later audio follows at the same offset (no repeat, no hole).
+        let late = Int(5.2 * 44100)
+        let lateOut = guess + best.lag + (late - probe)
+        var lateBest = -Double.infinity
+        for d in -64...64 where lateOut + d >= 0 && lateOut + d + 1024 <= frames {
+            lateBest = max(lateBest, segmentSNR(played, lateOut + d, reference, late, frames: 1024, channels: 2))
+        }
+        #expect(lateBest > 20, "audio at 5.2 s does not follow the seek point (\(lateBest) dB)")
+    }
+}
