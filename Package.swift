@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "AudioWritingTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "CompatTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "AudioStreamingTests", dependencies: ["AudioStreaming", "AudioTestSupport"], swiftSettings: strict),
+        .testTarget(name: "AudioStreamingTests", dependencies: ["AudioStreaming", "AudioUnits", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioUnitsTests", dependencies: ["AudioUnits", "AudioDevices", "OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),

@@ -147,12 +147,34 @@ let factory: AudioOutputDeviceFactory = { format throws(AudioError) in
 signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
 signal(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
 
+let streaming = options.record != nil || options.files.contains(where: needsStreaming)
+// Streams with --eq/--reverb/--compress: the streaming player's output device is wrapped in an
+// effect chain (AUProcessingOutputDevice), processed on the device's render thread.
+if streaming && graphOptions.isActive {
+    if graphOptions.mix { fail("--mix plays local files at the same time; it does not apply to streams or --record") }
+    let effects = graphOptions
+    let inner = factory
+    exit(runStreaming(options, output: { format throws(AudioError) in
+        let device = try inner(format)
+        // The chain's nodes are made for 2 channels; other layouts play without effects.
+        guard format.channels == 2 else {
+            writeStderr("afplay: effects apply to stereo streams; this one has \(format.channels) channels, played without them")
+            return device
+        }
+        do throws(AudioError) {
+            return try AUProcessingOutputDevice(wrapping: device, effects: effects.makeEffects())
+        } catch {
+            device.close()
+            throw error
+        }
+    }))
+}
 // --eq/--reverb/--compress/--mix: play through the AudioUnits graph (GraphPlayback.swift).
 if graphOptions.isActive {
     exit(runGraphPlayback(files: options.files, graphOptions: graphOptions, volume: options.volume, start: options.start,
                           limit: options.limit, output: options.output, debug: options.debug, interrupted: interrupted))
 }
-if options.record != nil || options.files.contains(where: needsStreaming) {
+if streaming {
     exit(runStreaming(options, output: factory))
 }
 
