@@ -97,6 +97,24 @@ public final class AudioFileStream {
         deliver(handler)
     }
 
+    /// The absolute byte offset the parser is skipping to, while it is dropping bytes it does not
+    /// need (an MP4 `mdat` before its `moov`, a large unneeded box or chunk); nil otherwise.
+    /// A caller that can fetch from an offset (an HTTP Range request) may jump there instead of
+    /// reading the skipped bytes: see ``skipToTarget()``.
+    public var skipTarget: Int64? {
+        pendingSkip > 0 && buffer.count - readIndex == 0 ? position + pendingSkip : nil
+    }
+
+    /// Tells the parser that the next bytes given to it start at ``skipTarget`` (the skipped
+    /// bytes will not come). False, and nothing changes, when no skip is in progress.
+    @discardableResult
+    public func skipToTarget() -> Bool {
+        guard pendingSkip > 0, buffer.count - readIndex == 0 else { return false }
+        position += pendingSkip
+        pendingSkip = 0
+        return true
+    }
+
     /// Tells the parser the input has ended and returns the last events.
     public func finish() throws(AudioError) -> [AudioFileStreamEvent] {
         var events: [AudioFileStreamEvent] = []

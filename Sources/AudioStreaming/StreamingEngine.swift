@@ -689,12 +689,43 @@ final class DecoderThread {
         item.discontinuityNext = false
         let events = try parser.parse(bytes, flags: flags)
         try handle(item, events)
+        try jumpOverSkippedBytes(item, parser, parsedEnd: item.fedOffset + Int64(bytes.count))
         if parser.isNotOptimized && parser.isReadyToProducePackets && !item.notOptimizedHandled {
             // MP4 with the index after the data: the data was skipped; go back to it.
             item.notOptimizedHandled = true
             try seek(item, to: item.pendingSeek ?? 0, reportEvent: false)
             item.pendingSeek = nil
         }
+    }
+
+    /// A skip shorter than this is read through; a longer one (an MP4 `mdat` before the `moov`)
+    /// is jumped over with a new request at the target when the source can seek.
+    static let skipRequestThreshold: Int64 = 256 << 10
+
+    /// When the parser is skipping bytes it does not need and they have not arrived yet, drops
+    /// them from the network thread's buffer or, when they lie beyond it, reopens the source at
+    /// the skip's end (one HTTP Range request) instead of downloading them.
+    func jumpOverSkippedBytes(_ item: ItemDecoder, _ parser: AudioFileStream, parsedEnd: Int64) throws {
+        guard let target = parser.skipTarget, !item.isLive, !item.isHLS else { return }
+        // Bytes in hand: the rest of the chunk being fed.
+        let inHand = item.unfed.map { $0.offset + Int64($0.bytes.count) } ?? parsedEnd
+        if target <= inHand { return }
+        if let range = item.reader.pendingByteRange, target >= range.start, target <= range.end {
+            guard parser.skipToTarget() else { return }
+            item.reader.drop(before: target)
+        } else {
+            guard target - inHand >= Self.skipRequestThreshold, item.info?.isSeekable ?? false else { return }
+            guard parser.skipToTarget() else { return }
+            debug("skipping \(target - inHand) bytes of \(item.url) with a request at \(target)")
+            retire(item)
+            let source = try makeSource(for: item.url)
+            item.reader = SourceReader(url: item.url, source: source, at: target, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
+        }
+        // The rest of the chunk being fed lies inside the skipped bytes: drop it.
+        item.fedOffset = target
+        item.retained.removeAll()
+        item.retainedStart = target
+        item.seekGeneration += 1
     }
 
     func handle(_ item: ItemDecoder, _ events: [AudioFileStreamEvent]) throws {

@@ -295,7 +295,7 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
 
 /// Playlists found by their Content-Type or content (no playlist extension), and seeking inside
 /// an on-demand HLS presentation.
-@Suite struct StreamingPlayerPlaylistSniffAndHLSSeekTests {
+@Suite struct StreamingPlayerPlaylistSniffTests {
     /// A PLS with a playlist Content-Type, an M3U sent as `text/plain`, and an HLS playlist sent
     /// as `application/octet-stream`, none with a playlist extension: each is followed and its
     /// audio plays to the end (every frame of the MP3 entry once).
@@ -354,7 +354,11 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         let errors = log.events.compactMap { if case .error(_, let e) = $0 { e } else { nil } }
         #expect(errors.contains { $0.code == .limitExceeded && "\($0)".contains("list each other") }, "\(errors)")
     }
+}
 
+/// Seeking inside an on-demand HLS presentation, played in real time (timing-sensitive: runs in
+/// the serial real-time group).
+@Suite struct PlaybackHLSSeekTests {
     /// Seeking in an on-demand HLS presentation (AAC in MPEG-TS, 1 s segments) plays from the
     /// target: after the seek the output continues with the source's audio at that time, and
     /// the rest of the presentation follows (no repeat, no hole).
@@ -371,7 +375,6 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         let task = log.attach(player)
         await player.play(dir.path + "/index.m3u8")
         #expect(await log.waitFor(20, isPlaying))
-        try await Task.sleep(for: .milliseconds(300))
         let target = 3.7
         try await player.seek(to: target)
         #expect(await log.waitFor(30, isStopped))
@@ -405,5 +408,64 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
             lateBest = max(lateBest, segmentSNR(played, lateOut + d, reference, late, frames: 1024, channels: 2))
         }
         #expect(lateBest > 20, "audio at 5.2 s does not follow the seek point (\(lateBest) dB)")
+    }
+}
+
+/// An MP4 whose `moov` follows its `mdat`, over HTTP: the player jumps over the `mdat` with a
+/// Range request for the `moov`, then comes back for the data, instead of downloading the
+/// whole file before the first sample.
+@Suite struct StreamingPlayerMoovAtEndTests {
+    /// Top-level MP4 boxes: (type, offset, size).
+    func boxes(_ bytes: [UInt8]) -> [(String, Int, Int)] {
+        var out: [(String, Int, Int)] = []
+        var at = 0
+        while at + 8 <= bytes.count {
+            var size = Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            let type = String(decoding: bytes[(at + 4)..<(at + 8)], as: UTF8.self)
+            if size == 1, at + 16 <= bytes.count {
+                size = bytes[(at + 8)..<(at + 16)].reduce(0) { $0 << 8 | Int($1) }
+            }
+            if size < 8 { break }
+            out.append((type, at, size))
+            at += size
+        }
+        return out
+    }
+
+    @Test func moovAfterMdatIsFetchedWithARangeRequest() async throws {
+        let dir = try ScratchDirectory("splayer-moov")
+        defer { dir.remove() }
+        let file = dir.path + "/late.m4a"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 40, codec: ["-c:a", "aac", "-b:a", "256k"]))
+        let bytes = try #require(Corpus.read(file))
+        let top = boxes(bytes)
+        let moov = try #require(top.first { $0.0 == "moov" }, "\(top.map(\.0))")
+        let mdat = try #require(top.first { $0.0 == "mdat" })
+        try #require(moov.1 > mdat.1, "ffmpeg wrote the moov first: \(top.map(\.0))")
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        var route = TestHTTPServer.Route(body: .file(file), contentType: "audio/mp4")
+        route.throttleBytesPerSecond = 1 << 20
+        server.route("/late.m4a", route)
+        let out = dir.path + "/out.wav"
+        let log = StreamingEventLog()
+        let player = StreamingPlayer(output: wavOutput(out), onEvent: log.handler)
+        let task = log.attach(player)
+        await player.play(server.url("/late.m4a"))
+        #expect(await log.waitFor(60, isStopped))
+        await player.stop()
+        task.cancel()
+        #expect(log.stopReason == .ended, "\(log.events.suffix(4))")
+        let ranges = server.requests(to: "/late.m4a").map { $0.range ?? "-" }
+        print("moov-at-end figure: \(bytes.count) bytes, mdat at \(mdat.1), moov at \(moov.1); requests: \(ranges)")
+        #expect(ranges.contains("bytes=\(moov.1)-"), "no Range request for the moov at \(moov.1): \(ranges)")
+        // First audio well before the whole mdat could have arrived at 1 MiB/s.
+        let playing = log.timed.first { isPlaying($0.event) }?.seconds ?? 99
+        let download = Double(bytes.count) / Double(1 << 20)
+        print("moov-at-end figure: playing after \(playing) s; downloading the file takes \(download) s")
+        #expect(playing < download / 2, "playing after \(playing) s")
+        let reference = try decodeWithToolbox(file).samples
+        let played = try readFloatWAV(out).samples
+        #expect(played.count == reference.count, "\(played.count / 2) frames played, \(reference.count / 2) in the file")
     }
 }
