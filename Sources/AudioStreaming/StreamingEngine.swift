@@ -204,6 +204,14 @@ final class DecoderThread {
     var lastHealth: UInt64 = 0
     var lastError: AudioError?
 
+    /// Crossfade: the newest decoded frames of the item being decoded, held back (interleaved)
+    /// so that they can overlap the next item; and the previous item's held tail, being mixed
+    /// into the start of the current one (`fadeMixed` of its frames done).
+    var fadeHold: [Float] = []
+    var fadeTail: [Float] = []
+    var fadeMixed = 0
+    var crossfadeFrames: Int { Int(min(30, max(0, policy.crossfadeSeconds)) * deviceRate) }
+
     var current: ItemDecoder?
     var prefetched: ItemDecoder?
 
@@ -249,6 +257,7 @@ final class DecoderThread {
                     }
                     let hasNext = engine.control.withLock { item.index + 1 < $0.items.count }
                     if hasNext {
+                        if !item.isLive { handOverFadeTail() }
                         retire(item)
                         current = nil
                         next = item.index + 1
@@ -390,7 +399,7 @@ final class DecoderThread {
     /// After the last item: lets the queue play out and reports the end. True when the loop
     /// should end.
     func finishPlayback() -> Bool {
-        guard let queue, enqueuedFrames > 0 else {
+        guard let queue, enqueuedFrames > 0 || !fadeHold.isEmpty || !fadeTail.isEmpty else {
             engine.setState(.stopped(reason: lastError.map { .error($0) } ?? .ended))
             return true
         }
@@ -400,6 +409,10 @@ final class DecoderThread {
                 do { try waitTick(milliseconds: 20) } catch {
                     if let target = handleInterrupt() { next = target }
                 }
+                return false
+            }
+            do { try flushFade() } catch {
+                if let target = handleInterrupt() { next = target }
                 return false
             }
             if !queueStarted || queuePaused {
@@ -504,6 +517,7 @@ final class DecoderThread {
         queue.reset()
         enqueuedFrames = 0
         marks.removeAll()
+        clearFade()
         engine.queueEnded.store(false, ordering: .releasing)
     }
 
@@ -820,6 +834,10 @@ final class DecoderThread {
     /// Moves decoded PCM from the converter into queue buffers (blocking while the queue is full).
     func drainConverter(_ item: ItemDecoder, _ converter: AudioConverter) throws {
         guard let pcm, let queue else { return }
+        if crossfadeFrames > 0 && !item.isLive {
+            try drainWithCrossfade(item, converter, pcm)
+            return
+        }
         while true {
             let n = converter.read(into: pcm)
             if n == 0 { break }
@@ -835,6 +853,101 @@ final class DecoderThread {
             item.outputFrames += Int64(n)
             checkStart()
         }
+    }
+
+    /// Crossfade path of ``drainConverter(_:_:)``: mixes the previous item's tail into the first
+    /// frames, holds back the newest ``crossfadeFrames`` and enqueues what is older.
+    func drainWithCrossfade(_ item: ItemDecoder, _ converter: AudioConverter, _ pcm: AudioPCMBuffer) throws {
+        while true {
+            let n = converter.read(into: pcm)
+            if n == 0 { break }
+            let fresh = UnsafeRawBufferPointer(pcm.mutableBytes(0)).bindMemory(to: Float.self)
+            let start = fadeHold.count
+            fadeHold.append(contentsOf: fresh[0..<(n * channels)])
+            mixFadeTail(into: start / channels, frames: n)
+            let excess = fadeHold.count / channels - crossfadeFrames
+            if excess > 0 { try enqueueHeld(item, frames: excess) }
+        }
+    }
+
+    /// Mixes the held tail of the previous item into `frames` held frames from `at` (equal power).
+    func mixFadeTail(into at: Int, frames: Int) {
+        guard !fadeTail.isEmpty else { return }
+        let tailFrames = fadeTail.count / channels
+        let m = min(frames, tailFrames - fadeMixed)
+        for i in 0..<m {
+            let x = (Double(fadeMixed + i) + 0.5) / Double(tailFrames) * Double.pi / 2
+            let gIn = Float(sin(x)), gOut = Float(cos(x))
+            for c in 0..<channels {
+                let h = (at + i) * channels + c
+                fadeHold[h] = fadeHold[h] * gIn + fadeTail[(fadeMixed + i) * channels + c] * gOut
+            }
+        }
+        fadeMixed += m
+        if fadeMixed >= tailFrames {
+            fadeTail.removeAll()
+            fadeMixed = 0
+        }
+    }
+
+    /// Enqueues the oldest `frames` held frames (a queue buffer at a time, so an interruption
+    /// leaves the rest held).
+    func enqueueHeld(_ item: ItemDecoder?, frames: Int) throws {
+        guard let queue else { return }
+        var left = frames
+        while left > 0 {
+            let n = min(left, framesPerBuffer)
+            let buffer = try takeBuffer()
+            _ = fadeHold.withUnsafeBytes { buffer.fill(UnsafeRawBufferPointer(rebasing: $0[0..<(n * channels * 4)])) }
+            do {
+                try queue.enqueue(buffer)
+            } catch {
+                pool.buffers.withLock { $0.append(buffer) }
+                throw error
+            }
+            fadeHold.removeFirst(n * channels)
+            enqueuedFrames += Int64(n)
+            item?.outputFrames += Int64(n)
+            left -= n
+            checkStart()
+        }
+    }
+
+    /// An item has ended and another follows: its held frames become the tail the next item
+    /// fades in over. A tail still being mixed (the item was shorter than the fade) is mixed
+    /// into the held frames first, its rest appended faded out.
+    func handOverFadeTail() {
+        guard crossfadeFrames > 0 else { return }
+        if !fadeTail.isEmpty {
+            let tailFrames = fadeTail.count / channels
+            for k in fadeMixed..<tailFrames {
+                let gOut = Float(cos((Double(k) + 0.5) / Double(tailFrames) * Double.pi / 2))
+                for c in 0..<channels { fadeHold.append(fadeTail[k * channels + c] * gOut) }
+            }
+            fadeTail.removeAll()
+            fadeMixed = 0
+        }
+        fadeTail = fadeHold
+        fadeHold.removeAll()
+    }
+
+    /// Plays out whatever crossfade state is held (the end of the queue, or a next item that
+    /// could not be opened).
+    func flushFade() throws {
+        if !fadeTail.isEmpty {
+            handOverFadeTail()
+            fadeHold = fadeTail
+            fadeTail.removeAll()
+        }
+        guard !fadeHold.isEmpty else { return }
+        try enqueueHeld(current, frames: fadeHold.count / channels)
+    }
+
+    /// Forgets the crossfade state (seek, skip, jump to live).
+    func clearFade() {
+        fadeHold.removeAll()
+        fadeTail.removeAll()
+        fadeMixed = 0
     }
 
     /// The end of an item's input: flushes the parser and the decoder.
@@ -859,7 +972,7 @@ final class DecoderThread {
 
     /// The metadata applies from the audio decoded next: a mark at the current output position.
     func markMetadata(_ item: ItemDecoder, _ m: StreamMetadata) {
-        let pending = Int64(item.converter?.bufferedFrameCount ?? 0)
+        let pending = Int64(item.converter?.bufferedFrameCount ?? 0) + Int64(fadeHold.count / max(1, channels))
         let frame = enqueuedFrames + pending
         let seconds = item.baseSeconds + Double(item.outputFrames + pending) / deviceRate
         marks.append((frame, .metadata(m, item.index, seconds)))

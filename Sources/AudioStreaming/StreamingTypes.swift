@@ -31,6 +31,11 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// oldest bytes are dropped beyond it. 0 disables timeshift (pausing a live stream then
     /// drops the connection's backlog). Default 64 MiB.
     public var timeshiftBytes: Int64 = 64 << 20
+    /// Seconds over which one on-demand item fades into the next (equal-power: the outgoing
+    /// item's gain follows cos, the incoming one's sin, so the summed power stays constant).
+    /// 0 (the default) joins items gaplessly instead. Live items are never faded (they have no
+    /// end to overlap); an item shorter than the fade is faded over its whole length. At most 30 s.
+    public var crossfadeSeconds: Double = 0
 
     /// The defaults, as documented on each field.
     public init() {}

@@ -469,3 +469,56 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
         #expect(played.count == reference.count, "\(played.count / 2) frames played, \(reference.count / 2) in the file")
     }
 }
+
+/// The optional crossfade between queue items (equal power).
+@Suite struct StreamingPlayerCrossfadeTests {
+    /// The amplitude of `frequency` in channel 0 over `frames` frames from `start`.
+    func amplitude(_ samples: [Float], frequency: Double, start: Int, frames: Int) -> Double {
+        var re = 0.0, im = 0.0
+        for i in 0..<frames {
+            let x = Double(samples[(start + i) * 2])
+            let w = 2 * Double.pi * frequency * Double(i + start) / 44100
+            re += x * cos(w)
+            im += x * sin(w)
+        }
+        return 2 * (re * re + im * im).squareRoot() / Double(frames)
+    }
+
+    /// Two 2 s items (440 Hz, then 880 Hz, both at 0.5) with a 1 s crossfade: 3 s in all, only
+    /// the first tone before the overlap and only the second after it, and in the middle of the
+    /// overlap each at cos/sin(45°) = -3 dB (the summed power constant).
+    @Test func twoItemsOverlapByTheFadeWithEqualPower() async throws {
+        let dir = try ScratchDirectory("splayer-xfade")
+        defer { dir.remove() }
+        let a = dir.path + "/a.wav", b = dir.path + "/b.wav"
+        try #require(runFFmpeg(["-f", "lavfi", "-i", "aevalsrc=0.5*sin(2*PI*440*t)|0.5*sin(2*PI*440*t):s=44100:d=2", "-c:a", "pcm_f32le", a]))
+        try #require(runFFmpeg(["-f", "lavfi", "-i", "aevalsrc=0.5*sin(2*PI*880*t)|0.5*sin(2*PI*880*t):s=44100:d=2", "-c:a", "pcm_f32le", b]))
+        var policy = BufferingPolicy()
+        policy.crossfadeSeconds = 1
+        let out = dir.path + "/out.wav"
+        let log = StreamingEventLog()
+        let player = StreamingPlayer(policy: policy, output: wavOutput(out), onEvent: log.handler)
+        let task = log.attach(player)
+        await player.play([a, b])
+        #expect(await log.waitFor(30, isStopped))
+        await player.stop()
+        task.cancel()
+        #expect(log.stopReason == .ended, "\(log.events.suffix(4))")
+        let played = try readFloatWAV(out).samples
+        #expect(played.count / 2 == 3 * 44100, "\(played.count / 2) frames, expected \(3 * 44100)")
+        let w = 2205
+        let before = (amplitude(played, frequency: 440, start: 22050, frames: w), amplitude(played, frequency: 880, start: 22050, frames: w))
+        let middle = (amplitude(played, frequency: 440, start: 66150 - w / 2, frames: w), amplitude(played, frequency: 880, start: 66150 - w / 2, frames: w))
+        let after = (amplitude(played, frequency: 440, start: 110250, frames: w), amplitude(played, frequency: 880, start: 110250, frames: w))
+        print("crossfade figure: 440/880 Hz amplitude before \(before), middle \(middle), after \(after)")
+        #expect(abs(before.0 - 0.5) < 0.01 && before.1 < 0.01)
+        #expect(abs(after.1 - 0.5) < 0.01 && after.0 < 0.01)
+        let half = 0.5 * 0.5.squareRoot()
+        #expect(abs(middle.0 - half) < 0.02 && abs(middle.1 - half) < 0.02, "middle of the fade: \(middle), expected \(half) each")
+        // No click: the largest sample-to-sample step stays that of the tones.
+        var step: Float = 0
+        for i in 1..<(played.count / 2) { step = max(step, abs(played[2 * i] - played[2 * i - 2])) }
+        // Bound: both tones at full amplitude together step by at most 2π(440 + 880)·0.5/44100 = 0.094.
+        #expect(step < 0.094, "largest step \(step)")
+    }
+}
