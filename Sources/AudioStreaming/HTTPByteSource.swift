@@ -9,6 +9,9 @@ import Glibc
 /// libcurl's process-wide initialisation, done once before the first handle.
 private let curlGlobal: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
 
+/// Why libcurl cannot be used (it is loaded on first use), or nil once it is loaded.
+let curlLoadError: String? = oat_curl_load().map { String(cString: $0) }
+
 /// Monotonic seconds.
 func monotonicSeconds() -> Double {
     var ts = timespec()
@@ -38,6 +41,8 @@ public final class HTTPByteSource: ByteSource {
     public let options: HTTPOptions
 
     private struct MultiHandle: @unchecked Sendable { let pointer: UnsafeMutableRawPointer }
+    /// Set when libcurl could not be loaded: every open fails with it.
+    private let unavailable: String?
     private let multiBox: MultiHandle
     private var multi: UnsafeMutableRawPointer { multiBox.pointer }
     private let cancelled = Atomic<Bool>(false)
@@ -47,22 +52,28 @@ public final class HTTPByteSource: ByteSource {
 
     /// Creates a source for `url` (http, https, or icy as http). Nothing is fetched until `open`.
     public init(url: String, options: HTTPOptions = HTTPOptions()) {
-        _ = curlGlobal
+        unavailable = curlLoadError
+        if unavailable == nil { _ = curlGlobal }
         var u = url
         if u.lowercased().hasPrefix("icy://") { u = "http://" + u.dropFirst(6) }
         self.url = u
         self.options = options
-        self.multiBox = MultiHandle(pointer: curl_multi_init())
+        // Without libcurl there is no multi handle; a placeholder that is never passed to curl.
+        self.multiBox = MultiHandle(pointer: unavailable == nil ? curl_multi_init() : UnsafeMutableRawPointer(bitPattern: 1)!)
         self.core = Core(url: u, options: options)
     }
 
     deinit {
+        guard unavailable == nil else { return }
         core.finishTransfer(multi: multi)
         curl_multi_cleanup(multi)
     }
 
     public func open(at offset: Int64) throws(AudioError) -> ByteSourceInfo {
-        try io.withLock { _ throws(AudioError) -> ByteSourceInfo in
+        if let unavailable {
+            throw AudioError(.network, component: "HTTPByteSource", "cannot open \(url): \(unavailable)")
+        }
+        return try io.withLock { _ throws(AudioError) -> ByteSourceInfo in
             try core.openFirst(at: offset, source: self)
         }
     }
@@ -75,10 +86,11 @@ public final class HTTPByteSource: ByteSource {
 
     public func cancel() {
         cancelled.store(true, ordering: .sequentiallyConsistent)
-        curl_multi_wakeup(multi)
+        if unavailable == nil { curl_multi_wakeup(multi) }
     }
 
     public func close() {
+        guard unavailable == nil else { return }
         io.withLock { _ in core.finishTransfer(multi: multi) }
     }
 
