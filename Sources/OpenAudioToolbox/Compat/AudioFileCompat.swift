@@ -538,6 +538,10 @@ private func fileProperty(_ f: AudioFile, _ id: AudioFilePropertyID, input: Unsa
             }
         }
         return .success(.framePacket(AudioFramePacketTranslation(mFrame: t.mFrame, mPacket: packet, mFrameOffsetInPacket: UInt32(clamping: t.mFrame - first))))
+    case kAudioFilePropertyPacketToRollDistance, kAudioFilePropertyPreviousIndependentPacket,
+         kAudioFilePropertyNextIndependentPacket, kAudioFilePropertyPacketToDependencyInfo:
+        return packetDependencyProperty(id, format: f.dataFormat, packetCount: f.packetCount, input: input,
+                                        invalidPacket: kAudioFileInvalidPacketOffsetError) ?? unsupported
     default:
         return unsupported
     }
