@@ -241,8 +241,8 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
         // How many ring frames this slice consumes: more to drop, fewer to insert.
         let step = max(1, frames / 16)
         var delta = 0
-        if pendingAdjust > 0 { delta = min(pendingAdjust, step, max(0, available - frames)) }
-        if pendingAdjust < 0 { delta = -min(-pendingAdjust, step, frames - 2) }
+        if frames >= 16 && pendingAdjust > 0 { delta = min(pendingAdjust, step, max(0, available - frames)) }
+        if frames >= 16 && pendingAdjust < 0 { delta = -min(-pendingAdjust, step, frames - 2) }
         let consume = frames + delta
         if available < consume {
             // Underrun: play what is there, then silence, and re-prime.
