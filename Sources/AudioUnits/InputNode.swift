@@ -49,10 +49,11 @@ public struct AUInputStatistics: Sendable, Hashable, CustomStringConvertible {
 /// backlog beyond that; afterwards, when the window minimum exceeds
 /// ``safetyFrames`` by more than the hysteresis (``safetyFrames`` or 32 frames, whichever is
 /// larger), it drops the excess, and when the minimum falls below half of ``safetyFrames`` it
-/// inserts frames. A backlog of more than a slice beyond that (after a stall) is skipped at
-/// once; smaller drops and inserts are spread over successive slices at most 1/16 of a slice
-/// each, by linear-interpolation resampling of that slice (a brief pitch change of at most
-/// 6 %, no click). With equal clocks this only happens at start; with a 100 ppm mismatch it
+/// inserts frames. A larger excess than drift can bring in one window (more than 64 frames
+/// beyond the hysteresis: start-up, a stalled renderer, bursty capture) is skipped at once;
+/// drift corrections are spread over successive slices, at most 1/64 of a slice each, by
+/// linear-interpolation resampling of that slice (a pitch change of at most 1.6 % for a few
+/// tens of milliseconds, no click). With equal clocks this only happens at start; with a 100 ppm mismatch it
 /// moves about 5 frames a second at 48 kHz.
 ///
 /// Thread safety: ``start(device:)``, ``start(_:options:)`` and ``stop()`` from the control
@@ -130,7 +131,7 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
         try super.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
         scratch.deallocate()
-        scratchFrames = maxFrames + maxFrames / 16 + 2
+        scratchFrames = maxFrames + maxFrames / 64 + 2
         scratch = .allocate(capacity: scratchFrames * channels)
         scratch.initialize(repeating: 0, count: scratchFrames * channels)
         windowLength = max(maxFrames, Int(sampleRate / 4))
@@ -239,7 +240,7 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
             pendingAdjust = 0
         }
         // How many ring frames this slice consumes: more to drop, fewer to insert.
-        let step = max(1, frames / 16)
+        let step = max(1, frames / 64)
         var delta = 0
         if frames >= 16 && pendingAdjust > 0 { delta = min(pendingAdjust, step, max(0, available - frames)) }
         if frames >= 16 && pendingAdjust < 0 { delta = -min(-pendingAdjust, step, frames - 2) }
@@ -287,8 +288,9 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
         if windowFrames >= windowLength {
             let hysteresis = max(32, reserve)
             if pendingAdjust == 0 {
-                if windowMin > reserve + hysteresis + maxFrames {
-                    // A backlog (the renderer stalled): skip it at once.
+                if windowMin > reserve + hysteresis + 64 {
+                    // More than drift brings in a window (start-up, a stalled renderer, bursty
+                    // capture): skip the backlog at once.
                     ring.skip((windowMin - reserve) * ch)
                     skipped.add(windowMin - reserve)
                 } else if windowMin > reserve + hysteresis {
