@@ -146,6 +146,21 @@ private func rmsOf(_ x: ArraySlice<Float>) -> Double {
     return (x.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(x.count)).squareRoot()
 }
 
+/// Plays 700 Hz bursts into the daemon's sink with `pacat` (another client): the near-end talker.
+private func playNearEnd(daemon: PulseTestDaemon, seconds: Double) throws -> ChildProcess {
+    let rate = 48000
+    var samples = [Float](repeating: 0, count: Int(seconds * Double(rate)))
+    for i in samples.indices where i % (rate / 2) < rate / 5 {
+        samples[i] = Float(0.2 * sin(2 * Double.pi * 700 * Double(i) / Double(rate)))
+    }
+    let path = "\(daemon.directory)/near-end.raw"
+    _ = FileManager.default.createFile(atPath: path, contents: samples.withUnsafeBytes { Data($0) })
+    let pacat = try #require(ChildProcess.which("pacat"), "pacat is not installed (pulseaudio-utils)")
+    return try ChildProcess.spawn(pacat, ["--playback", "-d", daemon.sinkName, "--raw", "--format=float32le", "--rate=\(rate)",
+                                          "--channels=1", "--latency-msec=20", path],
+                                  environment: daemon.environment, outputPath: "\(daemon.directory)/pacat.log")
+}
+
 /// The unit's output and input are the private daemon's null sink and its monitor.
 @Suite("PlaybackIOUnitInputTests", .serialized, .enabled(if: PulseTestDaemon.unavailableReason == nil, "\(PulseTestDaemon.unavailableReason ?? "")"))
 struct PlaybackIOUnitInputTests {
@@ -189,7 +204,7 @@ struct PlaybackIOUnitInputTests {
     }
 
     @Test func voiceProcessingIOCancelsWhatItPlaysAndBypassLetsItThrough() throws {
-        try withLoopback { _ in
+        try withLoopback { daemon in
             let rate = 48000.0
             // Broadband far-end signal (the "remote talker"): deterministic noise at about -23 dBFS RMS.
             let recorder = IOUnitRecorder(sampleRate: rate, seconds: 12) { n in
@@ -204,7 +219,15 @@ struct PlaybackIOUnitInputTests {
             var bypass: UInt32 = 0
             #expect(AudioUnitSetProperty(unit, kAUVoiceIOProperty_BypassVoiceProcessing, kAudioUnitScope_Global, 1, &bypass, 4) == noErr)
             #expect(AudioOutputUnitStart(unit) == noErr)
-            usleep(5_000_000)                        // converge
+            usleep(4_000_000)                        // converge on the far end alone
+            // The near-end talker: 700 Hz bursts (0.2 s on, 0.3 s off, 0.2 peak) played into the
+            // sink by another client, so they reach the microphone but are not in the reference.
+            let burstStart = recorder.capturedCount.load(ordering: .acquiring)
+            let talker = try playNearEnd(daemon: daemon, seconds: 2)
+            usleep(2_300_000)
+            talker.terminate()
+            let burstEnd = recorder.capturedCount.load(ordering: .acquiring)
+            usleep(1_200_000)                        // far end alone again
             let processedEnd = recorder.capturedCount.load(ordering: .acquiring)
             bypass = 1
             #expect(AudioUnitSetProperty(unit, kAUVoiceIOProperty_BypassVoiceProcessing, kAudioUnitScope_Global, 1, &bypass, 4) == noErr)
@@ -215,11 +238,16 @@ struct PlaybackIOUnitInputTests {
             #expect(AudioOutputUnitStop(unit) == noErr)
             #expect(recorder.renderFailure.load(ordering: .relaxed) == noErr)
             let mic = recorder.recording()
-            let processed = rmsOf(mic[max(0, processedEnd - Int(rate * 1.5))..<processedEnd])
+            let processed = rmsOf(mic[max(0, processedEnd - Int(rate * 0.8))..<processedEnd])
             let bypassed = rmsOf(mic[min(mic.count, processedEnd + Int(rate * 0.5))..<mic.count])
             let erle = 20 * log10(bypassed / max(processed, 1e-9))
-            print("VoiceProcessingIO: echo \(String(format: "%.1f", 20 * log10(bypassed))) dBFS bypassed, \(String(format: "%.1f", 20 * log10(max(processed, 1e-9)))) dBFS processed: \(String(format: "%.1f", erle)) dB reduction")
+            // The near end survives: the strongest 0.1 s of 700 Hz while the bursts played.
+            let nearEnd = stride(from: burstStart, to: max(burstStart, burstEnd - 4800), by: 2400).map {
+                goertzel(mic, freq: 700, rate: rate, from: $0, count: 4800)
+            }.max() ?? 0
+            print("VoiceProcessingIO: echo \(String(format: "%.1f", 20 * log10(bypassed))) dBFS bypassed, \(String(format: "%.1f", 20 * log10(max(processed, 1e-9)))) dBFS processed: \(String(format: "%.1f", erle)) dB reduction; near-end 700 Hz at \(String(format: "%.1f", 20 * log10(max(nearEnd, 1e-9) / 0.2))) dB re played")
             #expect(bypassed > 0.03, "bypassed, the echo should come through (RMS \(bypassed))")
+            #expect(20 * log10(max(nearEnd, 1e-9) / 0.2) > -10, "the near-end talker was suppressed too (700 Hz at \(nearEnd))")
             #expect(erle >= 20, "echo reduced by \(erle) dB")
         }
     }
