@@ -252,3 +252,59 @@ struct PlaybackIOUnitInputTests {
         }
     }
 }
+
+/// The input properties' rules, without devices.
+@Suite struct IOUnitInputPropertyTests {
+    func newUnit(_ subType: UInt32) throws -> AudioUnit {
+        var desc = AudioComponentDescription(componentType: kAudioUnitType_Output, componentSubType: subType,
+                                             componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
+        let component = try #require(AudioComponentFindNext(nil, &desc))
+        var unit: AudioUnit?
+        #expect(AudioComponentInstanceNew(component, &unit) == noErr)
+        return try #require(unit)
+    }
+
+    @Test func enableIOAndVoiceProperties() throws {
+        var one: UInt32 = 1
+        let generic = try newUnit(kAudioUnitSubType_GenericOutput)
+        defer { AudioComponentInstanceDispose(generic) }
+        #expect(AudioUnitSetProperty(generic, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &one, 4) == kAudioUnitErr_InvalidProperty)
+
+        let remote = try newUnit(kAudioUnitSubType_RemoteIO)
+        defer { AudioComponentInstanceDispose(remote) }
+        var value: UInt32 = 9
+        var size = UInt32(4)
+        #expect(AudioUnitGetProperty(remote, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &value, &size) == noErr && value == 0)
+        #expect(AudioUnitGetProperty(remote, kAudioOutputUnitProperty_HasIO, kAudioUnitScope_Input, 1, &value, &size) == noErr && value == 1)
+        #expect(AudioUnitSetProperty(remote, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &one, 4) == noErr)
+        #expect(AudioUnitSetProperty(remote, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 2, &one, 4) == kAudioUnitErr_InvalidElement)
+        #expect(AudioUnitSetProperty(remote, kAUVoiceIOProperty_BypassVoiceProcessing, kAudioUnitScope_Global, 1, &one, 4) == kAudioUnitErr_InvalidProperty)
+        // Element 1 before initialising: nothing to render yet.
+        var list = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: 1, mDataByteSize: 0, mData: nil))
+        var flags = AudioUnitRenderActionFlags()
+        var time = AudioTimeStamp()
+        #expect(AudioUnitRender(remote, &flags, &time, 1, 256, &list) == kAudioUnitErr_Uninitialized)
+        // A client format at another rate than the output is refused at initialisation.
+        var mic = AudioStreamBasicDescription(mSampleRate: 16000, mFormatID: kAudioFormatLinearPCM,
+                                              mFormatFlags: kAudioFormatFlagIsSignedInteger | kAudioFormatFlagIsPacked,
+                                              mBytesPerPacket: 2, mFramesPerPacket: 1, mBytesPerFrame: 2, mChannelsPerFrame: 1,
+                                              mBitsPerChannel: 16, mReserved: 0)
+        #expect(AudioUnitSetProperty(remote, kAudioUnitProperty_StreamFormat, kAudioUnitScope_Output, 1, &mic, UInt32(MemoryLayout<AudioStreamBasicDescription>.size)) == noErr)
+        #expect(AudioUnitInitialize(remote) == kAudioUnitErr_FormatNotSupported)
+
+        let voice = try newUnit(kAudioUnitSubType_VoiceProcessingIO)
+        defer { AudioComponentInstanceDispose(voice) }
+        #expect(AudioUnitSetProperty(voice, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &one, 4) == noErr)
+        #expect(AudioUnitSetProperty(voice, kAUVoiceIOProperty_VoiceProcessingEnableAGC, kAudioUnitScope_Global, 1, &one, 4) == noErr)
+        #expect(AudioUnitSetProperty(voice, kAUVoiceIOProperty_MuteOutput, kAudioUnitScope_Global, 0, &one, 4) == noErr)
+        #expect(AudioUnitGetProperty(voice, kAUVoiceIOProperty_MuteOutput, kAudioUnitScope_Global, 0, &value, &size) == noErr && value == 1)
+        #expect(AudioUnitInitialize(voice) == noErr)
+        var callback = AURenderCallbackStruct()
+        #expect(AudioUnitSetProperty(voice, kAudioOutputUnitProperty_SetInputCallback, kAudioUnitScope_Global, 1, &callback,
+                                     UInt32(MemoryLayout<AURenderCallbackStruct>.size)) == kAudioUnitErr_Initialized)
+        #expect(AudioUnitSetProperty(voice, kAUVoiceIOProperty_VoiceProcessingEnableAGC, kAudioUnitScope_Global, 1, &one, 4) == kAudioUnitErr_Initialized)
+        // Initialised but not started: element 1 renders (silence: nothing captured yet).
+        #expect(AudioUnitRender(voice, &flags, &time, 1, 256, &list) == noErr)
+        #expect(list.mBuffers.mData != nil && list.mBuffers.mDataByteSize == 256 * 4)
+    }
+}

@@ -37,6 +37,24 @@ struct PlaybackMonitorTests {
         #expect(abs(first.ms - second.ms) < 5, "two runs: \(first.ms) ms and \(second.ms) ms")
     }
 
+    @Test func everyEffectRunsInRealTime() throws {
+        let afrecord = try #require(builtProduct("afrecord"), "afrecord is not built (swift build)")
+        let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
+        defer { daemon.stop() }
+        // The sink's own monitor as input: a real feedback loop, which the echo canceller breaks.
+        let p = try ToolProcess(afrecord, ["--monitor", "-t", "2", "--voice", "--eq", "vocal", "--compress", "--reverb", "small",
+                                           "--input", "pulse:\(daemon.monitorSource)", "--output", "pulse:\(daemon.sinkName)"],
+                                environment: daemon.environment, outputPath: "\(daemon.directory)/effects.log")
+        #expect(p.wait(timeout: 20) == 0, "\(p.output)")
+        let out = p.output
+        print("monitor with every effect: \(out.split(separator: "\n").last ?? "")")
+        #expect(out.contains("voice processing") && out.contains("reverb") && out.contains("compressor"), "\(out)")
+        let captured = out.split(separator: "\n").last { $0.contains("monitor stopped") }
+            .flatMap { $0.split(separator: " ").drop { $0 != "captured" }.dropFirst().first }
+            .flatMap { Int($0.filter(\.isNumber)) }
+        #expect((captured ?? 0) > 48000, "captured \(captured ?? 0) frames in 2 s")
+    }
+
     @Test func monitoredOutputCarriesTheToneWithGainAndEQ() throws {
         let afrecord = try #require(builtProduct("afrecord"), "afrecord is not built (swift build)")
         let pactl = try #require(ChildProcess.which("pactl"), "pactl is not installed (pulseaudio-utils)")

@@ -205,11 +205,8 @@ extension CompatUnit {
     /// output. Returns the node the bus-0 render callback should feed.
     func setUpInput(graph g: AudioGraph) throws(AudioError) -> AudioUnits.AUNode? {
         guard enableIO[1] == 1 else { return nil }
-        let client = formats[Key(scope: kAudioUnitScope_Output, element: 1)] ?? {
-            var f = format(kAudioUnitScope_Input, 0)
-            if f.mFormatID != kAudioFormatLinearPCM { f = .canonicalFloat(sampleRate: g.sampleRate, channels: 1) }
-            return f
-        }()
+        // Unset: mono Float32 at the output's rate.
+        let client = formats[Key(scope: kAudioUnitScope_Output, element: 1)] ?? .canonicalFloat(sampleRate: g.sampleRate, channels: 1)
         let status = CompatInputIO.check(client, rate: g.sampleRate)
         guard status == noErr else {
             throw AudioError(.unsupportedFormat, component: "AudioUnit", "the input format (output scope, element 1) must be linear PCM Float32/Int16/Int32 at the output's rate \(g.sampleRate) Hz", osStatus: status)
