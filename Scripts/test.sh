@@ -22,7 +22,7 @@ realtime() {
   echo "test: RETRY: real-time tests failed once ($*); running them again" >&2
   swift test --skip-build "$@"
 }
-for group in '^PlaybackTests\.' '^AudioDevicesTests\.' '^AudioStreamingTests\.Playback' '^AudioUnitsTests\.Playback'; do
+for group in '^PlaybackTests\.' '^AudioDevicesTests\.' '^AudioStreamingTests\.Playback' '^AudioUnitsTests\.Playback' '^CompatTests\.Playback'; do
   realtime --filter "$group" --skip 'PlaybackRecordingTests' || status=1
 done
 # Real-time suites of the other test targets (a suite whose name has Playback in it).

@@ -24,6 +24,9 @@ package struct ToolArguments {
     /// The next argument, if any.
     package mutating func next() -> String? { rest.popFirst() }
 
+    /// The next argument, left in place.
+    package func peek() -> String? { rest.first }
+
     /// The value that follows `flag`.
     package mutating func value(_ flag: String) -> String {
         guard let v = rest.popFirst() else { fail("\(flag) needs a value") }
