@@ -78,13 +78,27 @@ struct PlaybackRecordingTests {
             } else {
                 let match = lossyMatch(decoded.samples, reference, channels: 2)
                 let snr = match?.snr ?? -.infinity
-                print("afrecord \(p.name): aligned SNR \(dB(snr)) at frame \(match?.offset ?? -1)")
+                let codec = Self.lossyCodecs[p.name]!
+                let yardstick = ffmpegLossyMatch(reference, rate: 48000, channels: 2, codec: codec.ffmpeg, bitRate: codec.bitRate,
+                                                 extension: codec.ext, directory: scratch.path)
+                print("afrecord \(p.name): \(match.map(\.description) ?? "not found"); ffmpeg \(codec.ffmpeg) at \(codec.bitRate / 1000) kb/s: \(yardstick.map(\.description) ?? "failed")")
                 // Perceptual codecs do not keep the waveform: 60 dB is out of reach at their
-                // default bit rates (see docs/recording.md); they must still clearly hold the signal.
-                #expect(snr >= (p.name == "mp3" ? 20 : 30), "\(p.name): aligned SNR \(dB(snr))")
+                // default bit rates (see docs/recording.md). Ours must keep as much of it as
+                // FFmpeg's own encoding of the same signal with the same codec and bit rate, and
+                // clear a fixed floor; no segment may be lost.
+                #expect(snr >= codec.floor, "\(p.name): \(match.map(\.description) ?? "reference not found")")
+                if let yardstick { #expect(snr >= yardstick.snr - 1, "\(p.name): ours \(dB(snr)) dB, ffmpeg's \(dB(yardstick.snr)) dB") }
+                #expect((match?.worst?.snr ?? -.infinity) >= codec.floor - 10, "\(p.name): \(match.map(\.description) ?? "")")
             }
         }
     }
+
+    /// The lossy recordings, the FFmpeg encoder and bit rate that are their yardstick (our
+    /// defaults for 48 kHz stereo), and the SNR floor each must clear.
+    static let lossyCodecs: [String: (ffmpeg: String, bitRate: Int, ext: String, floor: Double)] = [
+        "m4a": ("aac", 128_000, "m4a", 33), "aac": ("aac", 128_000, "m4a", 33),
+        "opus": ("libopus", 96_000, "opus", 35), "mp3": ("libmp3lame", 128_000, "mp3", 22),
+    ]
 
     /// kill -9 a few seconds into a recording leaves files afinfo (AudioFile) and ffprobe read,
     /// holding all but at most the last second, for the containers that need care: fragmented
