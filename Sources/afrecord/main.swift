@@ -8,7 +8,7 @@ import Glibc
 
 let usage = """
 usage: afrecord [options] OUTPUT
-  -f, --file TYPE       file format: WAVE, AIFF, AIFC, caff, m4af, flac, Ogg (opus), adts, MPG3
+  -f, --file TYPE       file format: WAVE, RF64, AIFF, AIFC, caff, m4af, flac, Ogg (opus), adts, MPG3
                         (default: from OUTPUT's extension)
   -d, --data FORMAT[@RATE]
                         data format: LEI16 BEI16 LEI24 BEI24 LEI32 BEI32 LEF32 BEF32 UI8 I8

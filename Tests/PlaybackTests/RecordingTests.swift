@@ -100,29 +100,35 @@ struct PlaybackRecordingTests {
         "opus": ("libopus", 96_000, "opus", 35), "mp3": ("libmp3lame", 128_000, "mp3", 22),
     ]
 
-    /// kill -9 a few seconds into a recording leaves files afinfo (AudioFile) and ffprobe read,
-    /// holding all but at most the last second, for the containers that need care: fragmented
-    /// M4A, CAF with a reserved packet table, WAV, Ogg Opus, FLAC.
+    /// kill -9 a few seconds into a recording leaves, for every writable format, a file that
+    /// afinfo (and our AudioFile under it) and ffprobe read, holding all but at most the last
+    /// second of what was recorded (the elapsed time from afrecord's first meter line to the kill).
     @Test func killedAfrecordLeavesReadableFiles() throws {
         let afrecord = try #require(builtProduct("afrecord"), "afrecord is not built (swift build)")
+        let afinfo = try #require(builtProduct("afinfo"), "afinfo is not built (swift build)")
         let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
         defer { daemon.stop() }
         let scratch = try ScratchDirectory("afrecord-kill")
         defer { scratch.remove() }
-        let formats: [(name: String, data: String)] = [("m4a", "aac"), ("caf", "aac"), ("wav", "LEI16"), ("opus", "opus"), ("flac", "flac")]
+        let formats: [(name: String, args: [String])] = [
+            ("wav", ["-d", "LEI16@48000"]), ("rf64.wav", ["-f", "RF64", "-d", "LEI24@48000"]), ("aiff", ["-d", "BEI16@48000"]),
+            ("aifc", ["-d", "BEF32@48000"]), ("caf", ["-d", "LEI16@48000"]), ("alac.caf", ["-d", "alac@48000"]),
+            ("aac.caf", ["-d", "aac@48000"]), ("m4a", ["-d", "aac@48000"]), ("alac.m4a", ["-d", "alac@48000"]),
+            ("flac", ["-d", "flac@48000"]), ("opus", ["-d", "opus@48000"]), ("aac", ["-d", "aac@48000"]), ("mp3", ["-d", ".mp3@48000"]),
+        ]
         var processes: [(name: String, path: String, process: ToolProcess)] = []
         defer { for p in processes { p.process.stop(grace: 0.5) } }
         for f in formats {
             let path = "\(scratch.path)/killed.\(f.name)"
-            processes.append((f.name, path, try startRecorder(afrecord, ["-d", "\(f.data)@48000"], path, daemon: daemon)))
+            processes.append((f.name, path, try startRecorder(afrecord, f.args, path, daemon: daemon)))
         }
         var readyAt: [String: UInt64] = [:]
-        let deadline = HostTime.now() + HostTime.ticks(seconds: 15)
+        let deadline = HostTime.now() + HostTime.ticks(seconds: 20)
         while readyAt.count < processes.count && HostTime.now() < deadline {
             for p in processes where readyAt[p.name] == nil && isRecording(p.process) { readyAt[p.name] = HostTime.now() }
             usleep(5_000)
         }
-        try #require(readyAt.count == processes.count, "not every afrecord started")
+        try #require(readyAt.count == processes.count, "not every afrecord started: \(processes.filter { readyAt[$0.name] == nil }.map { "\($0.name): \($0.process.output)" })")
         sleepSeconds(3)
         var recorded: [String: Double] = [:]
         for p in processes {
@@ -135,12 +141,18 @@ struct PlaybackRecordingTests {
             let file = try AudioFile(path: p.path)
             let ours = Double(file.validFrames) / file.dataFormat.sampleRate
             let probed = ffprobeDuration(p.path)
+            let info = try ToolProcess(afinfo, [p.path], outputPath: p.path + ".afinfo")
+            let infoCode = info.wait(timeout: 10)
             print("killed afrecord \(p.name): recorded ~\(expected) s, AudioFile reads \(ours) s, ffprobe \(probed.map { String($0) } ?? "nothing")")
-            #expect(ours >= expected - 1, "\(p.name): AudioFile reads \(ours) s of ~\(expected) s")
+            #expect(infoCode == 0 && info.output.contains("Data format"), "afinfo cannot read the killed \(p.name): \(info.output)")
+            #expect(ours >= expected - 1 && ours <= expected + 0.5, "\(p.name): AudioFile reads \(ours) s of ~\(expected) s")
             #expect(probed != nil, "ffprobe cannot read the killed \(p.name)")
             if let probed { #expect(probed >= expected - 1, "\(p.name): ffprobe reads \(probed) s of ~\(expected) s") }
             let decoded = try decodeWithToolbox(p.path)
             #expect(Double(decoded.samples.count / 2) / 48000 >= expected - 1.1, "\(p.name): decodes \(decoded.samples.count / 2) frames")
+            if p.name.hasPrefix("rf64") {
+                #expect(Corpus.read(p.path).map { Array($0.prefix(4)) == Array("RF64".utf8) } == true, "-f RF64 did not write RF64")
+            }
         }
     }
 
