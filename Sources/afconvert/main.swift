@@ -117,10 +117,7 @@ let progress: ((Double) -> Void)? = showProgress ? { bar.draw($0) } : nil
 do {
     let result = try AudioFileConversion.convert(input: input, output: output, settings: settings,
                                                  progress: progress)
-    if showProgress {
-        bar.draw(1) // the last callback may come just before the end: finish at 100%
-        writeError("")
-    }
+    if showProgress { writeError("") }
     if verbose {
         print("\(output): \(result.fileType.displayName), \(result.dataFormat), \(result.validFrames) valid frames, \(result.packetCount) packets, priming \(result.packetTableInfo.primingFrames), remainder \(result.packetTableInfo.remainderFrames)")
     }

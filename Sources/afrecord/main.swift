@@ -146,7 +146,7 @@ do {
     }
     try AudioFileWriter.check(queue.streamDescription, in: type)
 } catch {
-    fail("\(error)", code: 1)
+    fail("\(AudioFileConversion.naming(output, error)) (nothing was recorded or created)", code: 1)
 }
 queue.eventHandler = { event in
     switch event {

@@ -53,3 +53,40 @@ struct AFConvertTerminalTests {
         #expect(try AudioFile(path: s.path("pipe.m4a")).validFrames == 441_000)
     }
 }
+
+/// afconvert on bad input: the exit code (2 for usage errors, 1 for the rest), a first line
+/// `afconvert: ...` naming what is wrong and which file, and no output left behind.
+@Suite(.enabled(if: afconvertPath != nil, "needs the afconvert build")) struct AFConvertErrorTests {
+    @Test func badInputFailsClearly() throws {
+        let afconvert = try #require(afconvertPath)
+        let s = Scratch("afconvert-errors")
+        defer { s.cleanup() }
+        let input = s.path("in.wav")
+        try writeTestSignal(input, frames: 4410, rate: 44100)
+        let text = s.path("notes.txt")
+        #expect(writeFile(text, Array(String(repeating: "not audio at all\n", count: 50).utf8)))
+        let cases: [(args: [String], code: Int32, mentions: [String], output: String)] = [
+            (["--bogus", input, s.path("a.wav")], 2, ["unknown option --bogus"], "a.wav"),
+            (["-b", "5", input, s.path("b.m4a")], 2, ["-b 5"], "b.m4a"),
+            (["-d", "XYZ", input, s.path("c.wav")], 2, ["'XYZ'"], "c.wav"),
+            (["-f", "NOPE", input, s.path("d.wav")], 2, ["'NOPE'"], "d.wav"),
+            ([input, s.path("e.wav"), s.path("extra.wav")], 2, ["too many"], "e.wav"),
+            (["-d", "opus", input, s.path("f.aiff")], 1, ["f.aiff", "AIFF cannot hold 'opus'", "nothing was written"], "f.aiff"),
+            (["-d", "aac", input, s.path("g.wav")], 1, ["g.wav", "WAVE cannot hold 'aac '"], "g.wav"),
+            (["--decode", input, s.path("h.m4a")], 1, ["PCM"], "h.m4a"),
+            ([input, "/nonexistent-dir/i.wav"], 1, ["cannot create /nonexistent-dir/i.wav"], "i.wav"),
+            ([s.path("missing.wav"), s.path("j.wav")], 1, ["missing.wav"], "j.wav"),
+            ([text, s.path("k.wav")], 1, ["notes.txt"], "k.wav"),
+            ([input, s.path("l.unknownext")], 1, ["l.unknownext", "give -f"], "l.unknownext"),
+        ]
+        for c in cases {
+            let command = ([afconvert, "--no-progress"] + c.args).map { "'\($0)'" }.joined(separator: " ")
+            let r = shell(command + " 2>&1")
+            let first = r.output.split(separator: "\n").first.map(String.init) ?? ""
+            #expect(r.status == c.code, "afconvert \(c.args): exit \(r.status), expected \(c.code): \(r.output)")
+            #expect(first.hasPrefix("afconvert: ") && c.mentions.allSatisfy { first.contains($0) },
+                    "afconvert \(c.args): first line \"\(first)\" does not name \(c.mentions)")
+            #expect(access(s.path(c.output), F_OK) != 0, "afconvert \(c.args) left \(c.output) behind")
+        }
+    }
+}

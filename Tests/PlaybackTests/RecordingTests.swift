@@ -187,21 +187,36 @@ struct PlaybackRecordingTests {
         }
         // The server is gone now: an explicit pulse input fails, and the output is removed.
         let noServer = try run(["--input", "pulse", "\(scratch.path)/none.wav"], "none")
-        #expect(noServer.code == 1 && noServer.output.contains("PulseAudio"), "\(noServer)")
+        #expect(noServer.code == 1 && noServer.output.contains("PulseAudio") && noServer.output.contains("none.wav was removed"), "\(noServer)")
         #expect(access("\(scratch.path)/none.wav", F_OK) != 0, "a failed afrecord left its file")
         try daemon.start()
-        let noSource = try run(["--input", "pulse:oat_no_such_source", "\(scratch.path)/nosrc.wav"], "nosrc")
-        #expect(noSource.code == 1 && noSource.output.contains("oat_no_such_source"), "\(noSource)")
-        #expect(access("\(scratch.path)/nosrc.wav", F_OK) != 0)
-        let wrongFormat = try run(["-d", "aac", "\(scratch.path)/aac.wav"], "fmt")
-        #expect(wrongFormat.code == 1 && wrongFormat.output.contains("cannot hold"), "\(wrongFormat)")
-        #expect(access("\(scratch.path)/aac.wav", F_OK) != 0)
-        let badFlag = try run(["--bogus", "\(scratch.path)/x.wav"], "flag")
-        #expect(badFlag.code == 2 && badFlag.output.contains("unknown option"), "\(badFlag)")
-        let badInput = try run(["--input", "jack", "\(scratch.path)/x.wav"], "input")
-        #expect(badInput.code == 2, "\(badInput)")
-        let unwritable = try run(["-t", "1", "/nonexistent-dir/x.wav"], "path")
-        #expect(unwritable.code == 1 && unwritable.output.contains("cannot create"), "\(unwritable)")
+        // Each bad input: exit code, a first line "afrecord: ..." naming what is wrong and
+        // where, and no file left behind.
+        let d = scratch.path
+        let cases: [(args: [String], code: Int32, mentions: [String], file: String)] = [
+            (["--input", "pulse:oat_no_such_source", "\(d)/nosrc.wav"], 1, ["oat_no_such_source", "nosrc.wav was removed"], "nosrc.wav"),
+            (["--input", "alsa:oat_no_such_pcm", "\(d)/nopcm.wav"], 1, ["oat_no_such_pcm", "nopcm.wav was removed"], "nopcm.wav"),
+            (["-d", "aac", "\(d)/aac.wav"], 1, ["aac.wav", "WAVE cannot hold 'aac '"], "aac.wav"),
+            (["-d", "opus", "\(d)/opus.aiff"], 1, ["opus.aiff", "AIFF cannot hold 'opus'"], "opus.aiff"),
+            (["-f", "MPG3", "-d", "flac", "\(d)/flac.mp3"], 1, ["flac.mp3", "cannot hold 'flac'"], "flac.mp3"),
+            (["--bogus", "\(d)/x.wav"], 2, ["unknown option --bogus"], "x.wav"),
+            (["--input", "jack", "\(d)/x.wav"], 2, ["--input jack"], "x.wav"),
+            (["-c", "99", "\(d)/x.wav"], 2, ["-c 99", "1...8"], "x.wav"),
+            (["-t", "abc", "\(d)/x.wav"], 2, ["-t abc"], "x.wav"),
+            (["-d", "LEI16@abc", "\(d)/x.wav"], 2, ["LEI16@abc"], "x.wav"),
+            (["-f", "XYZ", "\(d)/x.wav"], 2, ["'XYZ'"], "x.wav"),
+            (["\(d)/x.unknownext"], 2, ["x.unknownext", "give -f"], "x.unknownext"),
+            (["-d"], 2, ["-d needs a value"], "x.wav"),
+            (["-t", "1", "/nonexistent-dir/x.wav"], 1, ["cannot create /nonexistent-dir/x.wav"], "x.wav"),
+        ]
+        for (i, c) in cases.enumerated() {
+            let r = try run(c.args, "case\(i)")
+            let first = r.output.split(separator: "\n").first.map(String.init) ?? ""
+            #expect(r.code == c.code, "afrecord \(c.args): exit \(String(describing: r.code)), expected \(c.code): \(r.output)")
+            #expect(first.hasPrefix("afrecord: ") && c.mentions.allSatisfy { first.contains($0) },
+                    "afrecord \(c.args): first line \"\(first)\" does not name \(c.mentions)")
+            #expect(access("\(d)/\(c.file)", F_OK) != 0, "afrecord \(c.args) left \(c.file) behind")
+        }
         let list = try run(["--list"], "list")
         #expect(list.code == 0 && list.output.contains("pulse:\(daemon.monitorSource)"), "\(list)")
     }
