@@ -84,6 +84,7 @@ public func lossyAlign(recording: [Float], reference: [Float], channels: Int,
         }
         start += n
     }
+    segments = splitAtDiscontinuities(segments, recording, reference, channels: channels)
     guard let first = segments.first else { return nil }
     var signal = 0.0, noise = 0.0
     recording.withUnsafeBufferPointer { r in
@@ -100,6 +101,58 @@ public func lossyAlign(recording: [Float], reference: [Float], channels: Int,
     }
     let total = noise == 0 ? Double.infinity : 10 * log10(signal / noise)
     return LossyMatch(offset: first.recordingFrame - first.referenceFrame, snr: total, segments: segments)
+}
+
+/// A segment far worse than the others (10 dB below the median) whose neighbours sit at
+/// different offsets holds a discontinuity (a gap or a drop): it is split where the error under
+/// the previous segment's offset before, and the next one's after, is smallest, so only the
+/// frames really missing count as error.
+private func splitAtDiscontinuities(_ segments: [LossyMatch.Segment], _ recording: [Float], _ reference: [Float],
+                                    channels: Int) -> [LossyMatch.Segment] {
+    guard segments.count >= 3 else { return segments }
+    let sorted = segments.map(\.snr).sorted()
+    let median = sorted[sorted.count / 2]
+    let recFrames = recording.count / channels
+    var out: [LossyMatch.Segment] = []
+    for (i, s) in segments.enumerated() {
+        guard s.snr < median - 10, i > 0, i + 1 < segments.count else { out.append(s); continue }
+        let a = segments[i - 1].recordingFrame - segments[i - 1].referenceFrame
+        let b = segments[i + 1].recordingFrame - segments[i + 1].referenceFrame
+        guard a != b, s.referenceFrame + a >= 0, s.referenceFrame + s.frames + max(a, b) <= recFrames else { out.append(s); continue }
+        // err[k] = error of frame k under offset a minus under offset b; the best split p
+        // minimises sum(errA[0..<p]) + sum(errB[p..<n]).
+        var errA = [Double](repeating: 0, count: s.frames), errB = [Double](repeating: 0, count: s.frames)
+        recording.withUnsafeBufferPointer { r in
+            reference.withUnsafeBufferPointer { x in
+                for k in 0..<s.frames {
+                    let f = s.referenceFrame + k
+                    for c in 0..<channels {
+                        let v = Double(x[f * channels + c])
+                        let da = Double(r[(f + a) * channels + c]) - v
+                        let db = Double(r[(f + b) * channels + c]) - v
+                        errA[k] += da * da
+                        errB[k] += db * db
+                    }
+                }
+            }
+        }
+        var total = errB.reduce(0, +)
+        var best = (split: 0, error: total)
+        for k in 0..<s.frames {
+            total += errA[k] - errB[k]
+            if total < best.error { best = (k + 1, total) }
+        }
+        let before = s.referenceFrame + best.split
+        if best.split > 0 {
+            out.append(.init(referenceFrame: s.referenceFrame, recordingFrame: s.referenceFrame + a, frames: best.split,
+                             snr: segmentSNR(recording, s.referenceFrame + a, reference, s.referenceFrame, frames: best.split, channels: channels)))
+        }
+        if best.split < s.frames {
+            out.append(.init(referenceFrame: before, recordingFrame: before + b, frames: s.frames - best.split,
+                             snr: segmentSNR(recording, before + b, reference, before, frames: s.frames - best.split, channels: channels)))
+        }
+    }
+    return out
 }
 
 /// The recorded frame where reference frame `referenceRange.lowerBound` best matches (normalised

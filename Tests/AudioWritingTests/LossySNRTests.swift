@@ -65,3 +65,40 @@ import Glibc
         #expect(a.snr >= 20, "\(a)")
     }
 }
+
+/// The lossy alignment itself, on a synthetic "recording" whose answer is known: the reference
+/// after 1234 frames of silence, a 300-frame gap in the middle (a playback underrun), and noise
+/// 40 dB below the signal.
+@Suite struct LossyAlignmentTests {
+    @Test func findsOffsetGapAndNoiseLevel() throws {
+        let reference = LossySNRTests.reference(rate: 48000, seconds: 2)
+        var rng = SplitMix(seed: 7)
+        var power = 0.0
+        for x in reference { power += Double(x) * Double(x) }
+        let noiseRMS = (power / Double(reference.count) / 1e4).squareRoot() // -40 dB
+        let cut = 50_000 * 2
+        var recording = [Float](repeating: 0, count: 1234 * 2) + reference[..<cut] + [Float](repeating: 0, count: 300 * 2)
+            + reference[cut...] + [Float](repeating: 0, count: 4800 * 2)
+        for i in recording.indices {
+            // Uniform noise in ±a has RMS a / sqrt(3).
+            let u = Double(rng.next() >> 11) / Double(1 << 53) * 2 - 1
+            recording[i] += Float(u * noiseRMS * 3.0.squareRoot())
+        }
+        let m = try #require(lossyAlign(recording: recording, reference: reference, channels: 2))
+        print("synthetic: \(m)")
+        #expect(m.offset == 1234)
+        #expect(m.offsetSpread == 300, "the gap moves the later segments by 300 frames: \(m)")
+        #expect(m.segments.last.map { $0.recordingFrame - $0.referenceFrame } == 1534)
+        // The segment holding the gap is split where the gap is; every piece, and the whole,
+        // sits at the noise level.
+        #expect(m.segments.count == 21 && m.segments.contains { $0.referenceFrame == 50_000 && $0.recordingFrame == 51_534 }, "\(m)")
+        #expect(m.segments.allSatisfy { abs($0.snr - 40) < 1.5 }, "\(m.segments.map { dB($0.snr) })")
+        #expect(abs(m.snr - 40) < 0.5, "\(m)")
+        // Without the split the gap would cost the whole figure: a drop of frames does count.
+        var dropped = recording
+        dropped.removeSubrange((1234 + 70_000) * 2..<(1234 + 70_300) * 2)
+        let d = try #require(lossyAlign(recording: dropped, reference: reference, channels: 2))
+        print("synthetic with 300 frames dropped: \(d)")
+        #expect(d.snr < 30 && d.snr > 15, "300 frames missing must show: \(d)")
+    }
+}
