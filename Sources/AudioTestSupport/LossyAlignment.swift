@@ -103,53 +103,78 @@ public func lossyAlign(recording: [Float], reference: [Float], channels: Int,
     return LossyMatch(offset: first.recordingFrame - first.referenceFrame, snr: total, segments: segments)
 }
 
-/// A segment far worse than the others (10 dB below the median) whose neighbours sit at
-/// different offsets holds a discontinuity (a gap or a drop): it is split where the error under
-/// the previous segment's offset before, and the next one's after, is smallest, so only the
-/// frames really missing count as error.
+/// A segment far worse than the others (10 dB below the median) holds discontinuities (gaps or
+/// drops, possibly several). Its frames are given offsets by dynamic programming over the
+/// candidate offsets (its own, its neighbours', and where each 600-frame block of it is found
+/// within ±1 s, matching as well as a normal segment): each frame costs its squared error under the offset, and changing offset
+/// costs 20 frames' worth of signal energy, so the segment is cut exactly where the offset
+/// changes and only frames really missing from the recording count as error.
 private func splitAtDiscontinuities(_ segments: [LossyMatch.Segment], _ recording: [Float], _ reference: [Float],
                                     channels: Int) -> [LossyMatch.Segment] {
     guard segments.count >= 3 else { return segments }
     let sorted = segments.map(\.snr).sorted()
     let median = sorted[sorted.count / 2]
     let recFrames = recording.count / channels
+    var energy = 0.0
+    for x in reference { energy += Double(x) * Double(x) }
+    let penalty = 20 * energy / Double(max(1, reference.count / channels))
+    func lag(_ s: LossyMatch.Segment) -> Int { s.recordingFrame - s.referenceFrame }
     var out: [LossyMatch.Segment] = []
     for (i, s) in segments.enumerated() {
-        guard s.snr < median - 10, i > 0, i + 1 < segments.count else { out.append(s); continue }
-        let a = segments[i - 1].recordingFrame - segments[i - 1].referenceFrame
-        let b = segments[i + 1].recordingFrame - segments[i + 1].referenceFrame
-        guard a != b, s.referenceFrame + a >= 0, s.referenceFrame + s.frames + max(a, b) <= recFrames else { out.append(s); continue }
-        // err[k] = error of frame k under offset a minus under offset b; the best split p
-        // minimises sum(errA[0..<p]) + sum(errB[p..<n]).
-        var errA = [Double](repeating: 0, count: s.frames), errB = [Double](repeating: 0, count: s.frames)
+        guard s.snr < median - 10 else { out.append(s); continue }
+        var lags: Set<Int> = [lag(s)]
+        if i > 0 { lags.insert(lag(segments[i - 1])) }
+        if i + 1 < segments.count { lags.insert(lag(segments[i + 1])) }
+        let end = s.referenceFrame + s.frames
+        let window = max(0, s.referenceFrame + lags.min()! - 48000)..<min(recFrames, end + lags.max()! + 48000)
+        var b = s.referenceFrame
+        while b < end {
+            let m = min(600, end - b)
+            // A block's own offset counts only where it matches as well as a normal segment,
+            // so frames missing from the recording are not "explained" by a look-alike elsewhere.
+            if m >= 256, let at = coarseOffset(recording, window, reference, b..<(b + m), channels: channels),
+               segmentSNR(recording, at, reference, b, frames: m, channels: channels) >= median - 10 {
+                lags.insert(at - b)
+            }
+            b += m
+        }
+        let candidates = lags.filter { s.referenceFrame + $0 >= 0 && end + $0 <= recFrames }.sorted()
+        guard candidates.count >= 2 else { out.append(s); continue }
+        let k = candidates.count
+        var cost = [Double](repeating: 0, count: k)
+        var from = [Int](repeating: 0, count: s.frames * k)
         recording.withUnsafeBufferPointer { r in
             reference.withUnsafeBufferPointer { x in
-                for k in 0..<s.frames {
-                    let f = s.referenceFrame + k
-                    for c in 0..<channels {
-                        let v = Double(x[f * channels + c])
-                        let da = Double(r[(f + a) * channels + c]) - v
-                        let db = Double(r[(f + b) * channels + c]) - v
-                        errA[k] += da * da
-                        errB[k] += db * db
+                var next = [Double](repeating: 0, count: k)
+                for f in 0..<s.frames {
+                    let rf = s.referenceFrame + f
+                    let cheapest = cost.indices.min { cost[$0] < cost[$1] }!
+                    for j in 0..<k {
+                        var e = 0.0
+                        for c in 0..<channels {
+                            let d = Double(r[(rf + candidates[j]) * channels + c]) - Double(x[rf * channels + c])
+                            e += d * d
+                        }
+                        let stay = cost[j], jump = cost[cheapest] + penalty
+                        if f == 0 || stay <= jump { next[j] = stay + e; from[f * k + j] = j } else { next[j] = jump + e; from[f * k + j] = cheapest }
                     }
+                    swap(&cost, &next)
                 }
             }
         }
-        var total = errB.reduce(0, +)
-        var best = (split: 0, error: total)
-        for k in 0..<s.frames {
-            total += errA[k] - errB[k]
-            if total < best.error { best = (k + 1, total) }
+        // Back-track the offset of every frame, then cut the segment into runs.
+        var state = cost.indices.min { cost[$0] < cost[$1] }!
+        var chosen = [Int](repeating: 0, count: s.frames)
+        for f in stride(from: s.frames - 1, through: 0, by: -1) {
+            chosen[f] = state
+            state = from[f * k + state]
         }
-        let before = s.referenceFrame + best.split
-        if best.split > 0 {
-            out.append(.init(referenceFrame: s.referenceFrame, recordingFrame: s.referenceFrame + a, frames: best.split,
-                             snr: segmentSNR(recording, s.referenceFrame + a, reference, s.referenceFrame, frames: best.split, channels: channels)))
-        }
-        if best.split < s.frames {
-            out.append(.init(referenceFrame: before, recordingFrame: before + b, frames: s.frames - best.split,
-                             snr: segmentSNR(recording, before + b, reference, before, frames: s.frames - best.split, channels: channels)))
+        var runStart = 0
+        for f in 1...s.frames where f == s.frames || chosen[f] != chosen[runStart] {
+            let ref = s.referenceFrame + runStart, n = f - runStart, l = candidates[chosen[runStart]]
+            out.append(.init(referenceFrame: ref, recordingFrame: ref + l, frames: n,
+                             snr: segmentSNR(recording, ref + l, reference, ref, frames: n, channels: channels)))
+            runStart = f
         }
     }
     return out

@@ -102,3 +102,32 @@ import Glibc
         #expect(d.snr < 30 && d.snr > 15, "300 frames missing must show: \(d)")
     }
 }
+
+extension LossyAlignmentTests {
+    /// Gaps longer than a segment, anywhere: each costs nothing.
+    @Test(arguments: [[(6037, 28_000)], [(6037, 28_800)], [(6037, 30_000)], [(6037, 33_500)], [(12_000, 40_000)], [(300, 4_799)],
+                      [(3000, 30_000), (3037, 34_000)], [(3000, 30_000), (3037, 31_000)], [(1000, 29_000), (2000, 30_500), (3037, 36_000)]])
+    func longGapsAnywhere(_ gaps: [(Int, Int)]) throws {
+        let reference = LossySNRTests.reference(rate: 48000, seconds: 2)
+        var rng = SplitMix(seed: 11)
+        var recording = [Float](repeating: 0, count: 10_000 * 2)
+        var from = 0
+        for (gap, at) in gaps {
+            recording += reference[(from * 2)..<(at * 2)]
+            recording += [Float](repeating: 0, count: gap * 2)
+            from = at
+        }
+        recording += reference[(from * 2)...]
+        recording += [Float](repeating: 0, count: 4800 * 2)
+        let gap = gaps.map(\.0).reduce(0, +)
+        let at = gaps.map(\.1)
+        for i in recording.indices {
+            let u = Double(rng.next() >> 11) / Double(1 << 53) * 2 - 1
+            recording[i] += Float(u * 0.003)
+        }
+        let m = try #require(lossyAlign(recording: recording, reference: reference, channels: 2))
+        print("gap \(gap) at \(at): \(m)")
+        #expect(m.offset == 10_000 && m.offsetSpread == gap, "\(m)")
+        #expect(m.segments.allSatisfy { $0.snr > 35 }, "\(m.segments.map { "\($0.referenceFrame)@\($0.recordingFrame - $0.referenceFrame): \(dB($0.snr))" })")
+    }
+}
