@@ -121,6 +121,9 @@ final class ItemDecoder {
     var parser: AudioFileStream?
     var converter: AudioConverter?
     var sourceFormat: AudioStreamBasicDescription?
+    var sourceCookie: [UInt8]?
+    /// The format or cookie was reported again: compared before the next packets.
+    var formatCheckPending = false
     /// Audio byte offset of the next byte to parse.
     var fedOffset: Int64 = 0
     /// Bytes already parsed, from `retainedStart`, kept for seeks inside them.
@@ -498,7 +501,7 @@ final class DecoderThread {
             if item.reader.isDrained {
                 throw AudioError(.invalidState, component: "StreamingPlayer", "the source of \(item.url) stopped without an end")
             }
-            if !queueStarted || phase == .rebuffering, item.reader.secondsSinceData > policy.stallTimeout {
+            if !queueStarted || phase == .rebuffering, item.reader.secondsSinceActivity > policy.stallTimeout {
                 throw AudioError(.timedOut, component: "StreamingPlayer",
                                  "no data from \(item.url) for \(Int(policy.stallTimeout)) s while buffering")
             }
@@ -670,9 +673,15 @@ final class DecoderThread {
                     try seek(item, to: seconds)
                     return
                 }
+            case .propertyChanged(.dataFormat), .propertyChanged(.magicCookieData):
+                item.formatCheckPending = item.converter != nil
             case .propertyChanged:
                 break
             case .packets(let batch):
+                if item.formatCheckPending {
+                    item.formatCheckPending = false
+                    try formatChanged(item, parser)
+                }
                 if item.converter == nil { try prepareDecoder(item, parser) }
                 guard let converter = item.converter else { continue }
                 if item.pendingSeek != nil { continue }
@@ -682,12 +691,35 @@ final class DecoderThread {
         }
     }
 
+    /// The stream's format changed mid-item (a chained Ogg link with another rate, channel count
+    /// or codec setup): the audio of the old format plays out of its decoder, and a new decoder
+    /// takes the packets that follow (resampled to the queue's format, like a gapless next item).
+    func formatChanged(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
+        guard let old = item.converter, let format = parser.currentEventDataFormat, parser.isReadyToProducePackets else { return }
+        // Only a real change: another codec, rate or channel count, or a new codec setup (cookie)
+        // replacing one; refinements of the same stream (a cookie arriving late) keep the decoder.
+        let cookie = parser.currentEventMagicCookie
+        let changedShape = item.sourceFormat.map {
+            $0.formatID != format.formatID || $0.sampleRate != format.sampleRate || $0.channelsPerFrame != format.channelsPerFrame
+        } ?? false
+        let newSetup = !(item.sourceCookie ?? []).isEmpty && !(cookie ?? []).isEmpty && cookie != item.sourceCookie
+        guard changedShape || newSetup else { return }
+        debug("format change to \(format)")
+        try old.endOfInput()
+        try drainConverter(item, old)
+        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.currentEventMagicCookie)
+        item.converter = converter
+        item.sourceFormat = format
+        item.sourceCookie = cookie
+    }
+
     /// Creates the converter (and the output queue for the first item).
     func prepareDecoder(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
-        guard item.converter == nil, let format = parser.dataFormat else { return }
+        guard item.converter == nil, let format = parser.currentEventDataFormat else { return }
         debug("decoder for \(format)")
         try ensureQueue(for: format)
-        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.magicCookie)
+        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.currentEventMagicCookie)
+        item.sourceCookie = parser.currentEventMagicCookie
         // A live stream's header (a looping file's LAME tag) says nothing about where it ends.
         if let info = parser.packetTableInfo, !item.isLive {
             converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: max(0, Int64(info.primingFrames))),
