@@ -33,6 +33,8 @@ final class StreamingEngine: @unchecked Sendable {
     let wake = DispatchSemaphore(value: 0)
     /// Set by the queue's thread when the queue played out after the end was marked.
     let queueEnded = Atomic<Bool>(false)
+    /// Set by the queue's thread while the output device is lost: when, and why.
+    let deviceLost = Mutex<(since: UInt64, reason: String)?>(nil)
     private let done = DispatchSemaphore(value: 0)
     private let startTime = HostTime.now()
 
@@ -110,6 +112,11 @@ final class StreamingEngine: @unchecked Sendable {
     }
 
     var elapsed: Double { HostTime.seconds(ticks: HostTime.now() - startTime) }
+}
+
+/// The output device stayed lost longer than ``BufferingPolicy/deviceLostTimeout``.
+struct DeviceGone: Error {
+    var error: AudioError
 }
 
 /// Per-item decoding state (decoder thread only).
@@ -262,6 +269,11 @@ final class DecoderThread {
                 try step(item)
             } catch is Interrupted {
                 if let target = handleInterrupt() { next = target }
+            } catch let gone as DeviceGone {
+                // No device to play to: the whole session ends with the error.
+                fail(item, gone.error)
+                engine.setState(.stopped(reason: .error(gone.error)))
+                break
             } catch let error as AudioError {
                 fail(item, error)
                 retire(item)
@@ -364,6 +376,13 @@ final class DecoderThread {
 
     /// After the last item: lets the queue play out and reports the end. True when the loop
     /// should end.
+    /// The device stayed lost: the session stops with the error. True (end the loop).
+    func deviceGone(_ gone: DeviceGone) -> Bool {
+        fail(nil, gone.error, index: engine.control.withLock { $0.playingIndex })
+        engine.setState(.stopped(reason: .error(gone.error)))
+        return true
+    }
+
     func finishPlayback() -> Bool {
         guard let queue, enqueuedFrames > 0 else {
             engine.setState(.stopped(reason: lastError.map { .error($0) } ?? .ended))
@@ -372,7 +391,9 @@ final class DecoderThread {
         if phase != .ending {
             if engine.control.withLock({ $0.paused }) {
                 // Paused before the end was reached: wait for resume.
-                do { try waitTick(milliseconds: 20) } catch {
+                do { try waitTick(milliseconds: 20) } catch let gone as DeviceGone {
+                    return deviceGone(gone)
+                } catch {
                     if let target = handleInterrupt() { next = target }
                 }
                 return false
@@ -386,6 +407,8 @@ final class DecoderThread {
         }
         do {
             try waitTick(milliseconds: 10)
+        } catch let gone as DeviceGone {
+            return deviceGone(gone)
         } catch {
             // A seek or skip came while the end played out.
             if let target = handleInterrupt() { next = target }
@@ -764,9 +787,16 @@ final class DecoderThread {
         }
         let engine = self.engine
         q.eventHandler = { event in
-            if event == .ended {
+            switch event {
+            case .ended:
                 engine.queueEnded.store(true, ordering: .releasing)
                 wake.signal()
+            case .device(.lost(let reason)):
+                engine.deviceLost.withLock { if $0 == nil { $0 = (HostTime.now(), reason) } }
+            case .device(.restored):
+                engine.deviceLost.withLock { $0 = nil }
+            default:
+                break
             }
         }
         pcm = try AudioPCMBuffer(format: queueFormat, frameCapacity: framesPerBuffer)
@@ -939,6 +969,11 @@ final class DecoderThread {
             return (c.stopRequested, command, c.paused, v)
         }
         if stop { throw Interrupted() }
+        if let lost = engine.deviceLost.withLock({ $0 }), HostTime.now() > lost.since,
+           HostTime.seconds(ticks: HostTime.now() - lost.since) > policy.deviceLostTimeout {
+            throw DeviceGone(error: AudioError(.deviceUnavailable, component: "StreamingPlayer",
+                "the output device \(queue?.currentDevice ?? "") has been gone for \(Int(policy.deviceLostTimeout)) s: \(lost.reason)"))
+        }
         if volumeChanged { applyVolume() }
         if let command {
             pendingCommand = command

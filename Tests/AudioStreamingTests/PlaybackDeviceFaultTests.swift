@@ -99,4 +99,47 @@ import Testing
         print("player stop with the server gone: \(stopSeconds) s; replay after restart: \(alignment)")
         #expect(alignment.unmatchedFrames == 0 && alignment.segments.count >= 1, "\(alignment)")
     }
+
+    /// The PulseAudio server killed and not restarted while a StreamingPlayer plays: the device
+    /// keeps retrying, and after ``BufferingPolicy/deviceLostTimeout`` (2 s here, 30 s by
+    /// default) the player stops with a `deviceUnavailable` error naming the device: no hang.
+    @Test func aServerThatStaysGoneStopsThePlayerWithAClearError() async throws {
+        if let reason = PulseTestDaemon.unavailableReason {
+            print("skipped: \(reason)")
+            return
+        }
+        let dir = try ScratchDirectory("pulse-gone")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 8, codec: ["-c:a", "libmp3lame", "-b:a", "128k"]))
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let sink = daemon.sinkName, pulseServer = daemon.server
+        let output: AudioOutputDeviceFactory = { format throws(AudioError) in
+            try AudioOutput.open(.pulse(sink: sink), format: format, options: AudioOutput.Options(pulseServer: pulseServer)).device
+        }
+        var policy = BufferingPolicy()
+        policy.deviceLostTimeout = 2
+        let log = StreamingEventLog()
+        let player = StreamingPlayer(policy: policy, output: output, onEvent: log.handler)
+        let task = log.attach(player)
+        await player.play(file)
+        #expect(await log.waitFor(10, isPlaying))
+        try await Task.sleep(for: .seconds(0.5))
+        let killed = log.timed.last?.seconds ?? 0
+        daemon.kill()
+        #expect(await log.waitFor(15, isStopped))
+        await player.stop()
+        task.cancel()
+        let timed = log.timed
+        let stoppedAt = timed.last { isStopped($0.event) }?.seconds ?? 99
+        guard case .error(let e) = log.stopReason else {
+            Issue.record("expected an error stop, got \(String(describing: log.stopReason))")
+            return
+        }
+        print("pulse gone: stopped \(stoppedAt - killed) s after the kill: \(e)")
+        #expect(e.code == .deviceUnavailable, "\(e)")
+        #expect(e.message.contains("pulse") && e.message.contains("gone"), "\(e)")
+        #expect(stoppedAt - killed < 8, "stopped \(stoppedAt - killed) s after the kill")
+    }
 }
