@@ -257,6 +257,8 @@ struct TransferFault: Error {
     var error: AudioError
     var retryable: Bool
     var retryAfter: Double?
+    /// A trickle (bytes arriving, but too few): the connection never counts as healthy.
+    var slow = false
 }
 
 extension HTTPByteSource {
@@ -274,6 +276,10 @@ extension HTTPByteSource {
         var faultRunStart: Double?
         var lastReconnect = 0.0
         var attempts = 0
+        /// Since when the reader has been waiting on the network (nil: the network is ahead), and
+        /// the bytes delivered since: the throughput window of the trickle check.
+        var starvedSince: Double?
+        var starvedBytes: Int64 = 0
 
         init(url: String, options: HTTPOptions) {
             self.url = url
@@ -310,6 +316,8 @@ extension HTTPByteSource {
                 case .success(let i):
                     info = i
                     position = offset
+                    lastReconnect = monotonicSeconds()
+                    starvedSince = nil
                     return i
                 case .failure(let fault):
                     attempt += 1
@@ -575,6 +583,7 @@ extension HTTPByteSource {
                 throw AudioError(.invalidArgument, component: component, "empty read buffer")
             }
             let waitStart = monotonicSeconds()
+            var waited = false
             while true {
                 if source.isCancelled { throw cancelledError() }
                 if let e = pendingEvent { pendingEvent = nil; return e }
@@ -589,6 +598,7 @@ extension HTTPByteSource {
                 let limit = t.metadata.first.map { Int(min(Int64(Int.max), $0.audioByteOffset - position)) } ?? Int.max
                 let n = t.take(into: buffer, limit: limit)
                 if n > 0 {
+                    if waited { starvedBytes += Int64(n) } else { starvedSince = nil }
                     position += Int64(n)
                     source.count { $0.bytesDelivered += Int64(n) }
                     if t.paused && t.available < t.bufferLimit / 2 {
@@ -621,20 +631,31 @@ extension HTTPByteSource {
                         fault = self.fault(of: t)
                     }
                 } else {
+                    if !waited {
+                        waited = true
+                        if starvedSince == nil { starvedSince = waitStart; starvedBytes = 0 }
+                    }
                     drive(source: source, t)
                     source.count { $0.bytesReceived += t.rawBytes }
                     t.rawBytes = 0
-                    let quiet = monotonicSeconds() - max(t.lastProgress, waitStart)
+                    let now = monotonicSeconds()
+                    let quiet = now - max(t.lastProgress, waitStart)
                     if t.available == 0 && t.metadata.isEmpty && !t.done && quiet > options.reconnect.stallTimeout {
                         fault = TransferFault(error: AudioError(.timedOut, component: component,
                             "no data from \(displayURL) for \(String(format1: quiet)) s at byte \(position)"), retryable: true)
+                    } else if t.available == 0 && t.metadata.isEmpty && !t.done {
+                        fault = trickleFault(now: now)
                     }
                 }
                 guard let fault else { continue }
                 // A fault: reconnect per policy.
                 guard fault.retryable, options.reconnect.reconnects else { finishTransfer(multi: source.multiHandle); throw fault.error }
                 let now = monotonicSeconds()
-                if faultRunStart == nil || now - lastReconnect > options.reconnect.healthyAfter {
+                // Healthy: the connection delivered bytes for `healthyAfter` (not a trickle; a
+                // connection that sent a little and then stalled keeps counting toward give-up).
+                let healthy = !fault.slow && t.lastProgress - lastReconnect > options.reconnect.healthyAfter
+                starvedSince = nil
+                if faultRunStart == nil || healthy {
                     faultRunStart = now
                     attempts = 0
                 }
@@ -645,6 +666,24 @@ extension HTTPByteSource {
                 try reconnect(source: source, faultStart: runStart, attempt: &attempts)
                 lastReconnect = monotonicSeconds()
             }
+        }
+
+        /// The trickle check: a reader that has waited `stallTimeout` seconds and got fewer than
+        /// `minimumBytesPerSecond` per second meanwhile is a fault (never an endless "buffering").
+        /// A window that passes starts the next one.
+        func trickleFault(now: Double) -> TransferFault? {
+            let p = options.reconnect
+            guard p.minimumBytesPerSecond > 0, let since = starvedSince else { return nil }
+            let span = now - since
+            guard span >= p.stallTimeout else { return nil }
+            if Double(starvedBytes) < p.minimumBytesPerSecond * span {
+                return TransferFault(error: AudioError(.timedOut, component: component,
+                    "only \(starvedBytes) bytes from \(displayURL) in \(String(format1: span)) s at byte \(position) (under \(Int(p.minimumBytesPerSecond)) bytes/s)"),
+                    retryable: true, slow: true)
+            }
+            starvedSince = now
+            starvedBytes = 0
+            return nil
         }
 
         /// Reopens after a fault: at `position` with a Range for a seekable resource, from the live

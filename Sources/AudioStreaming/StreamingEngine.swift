@@ -33,6 +33,8 @@ final class StreamingEngine: @unchecked Sendable {
     let wake = DispatchSemaphore(value: 0)
     /// Set by the queue's thread when the queue played out after the end was marked.
     let queueEnded = Atomic<Bool>(false)
+    /// Set by the queue's thread while the output device is lost: when, and why.
+    let deviceLost = Mutex<(since: UInt64, reason: String)?>(nil)
     private let done = DispatchSemaphore(value: 0)
     private let startTime = HostTime.now()
 
@@ -112,6 +114,11 @@ final class StreamingEngine: @unchecked Sendable {
     var elapsed: Double { HostTime.seconds(ticks: HostTime.now() - startTime) }
 }
 
+/// The output device stayed lost longer than ``BufferingPolicy/deviceLostTimeout``.
+struct DeviceGone: Error {
+    var error: AudioError
+}
+
 /// Per-item decoding state (decoder thread only).
 final class ItemDecoder {
     let index: Int
@@ -121,6 +128,9 @@ final class ItemDecoder {
     var parser: AudioFileStream?
     var converter: AudioConverter?
     var sourceFormat: AudioStreamBasicDescription?
+    var sourceCookie: [UInt8]?
+    /// The format or cookie was reported again: compared before the next packets.
+    var formatCheckPending = false
     /// Audio byte offset of the next byte to parse.
     var fedOffset: Int64 = 0
     /// Bytes already parsed, from `retainedStart`, kept for seeks inside them.
@@ -274,6 +284,11 @@ final class DecoderThread {
                 try step(item)
             } catch is Interrupted {
                 if let target = handleInterrupt() { next = target }
+            } catch let gone as DeviceGone {
+                // No device to play to: the whole session ends with the error.
+                fail(item, gone.error)
+                engine.setState(.stopped(reason: .error(gone.error)))
+                break
             } catch let error as AudioError {
                 fail(item, error)
                 retire(item)
@@ -398,6 +413,13 @@ final class DecoderThread {
 
     /// After the last item: lets the queue play out and reports the end. True when the loop
     /// should end.
+    /// The device stayed lost: the session stops with the error. True (end the loop).
+    func deviceGone(_ gone: DeviceGone) -> Bool {
+        fail(nil, gone.error, index: engine.control.withLock { $0.playingIndex })
+        engine.setState(.stopped(reason: .error(gone.error)))
+        return true
+    }
+
     func finishPlayback() -> Bool {
         guard let queue, enqueuedFrames > 0 || !fadeHold.isEmpty || !fadeTail.isEmpty else {
             engine.setState(.stopped(reason: lastError.map { .error($0) } ?? .ended))
@@ -406,7 +428,9 @@ final class DecoderThread {
         if phase != .ending {
             if engine.control.withLock({ $0.paused }) {
                 // Paused before the end was reached: wait for resume.
-                do { try waitTick(milliseconds: 20) } catch {
+                do { try waitTick(milliseconds: 20) } catch let gone as DeviceGone {
+                    return deviceGone(gone)
+                } catch {
                     if let target = handleInterrupt() { next = target }
                 }
                 return false
@@ -424,6 +448,8 @@ final class DecoderThread {
         }
         do {
             try waitTick(milliseconds: 10)
+        } catch let gone as DeviceGone {
+            return deviceGone(gone)
         } catch {
             // A seek or skip came while the end played out.
             if let target = handleInterrupt() { next = target }
@@ -540,7 +566,7 @@ final class DecoderThread {
             if item.reader.isDrained {
                 throw AudioError(.invalidState, component: "StreamingPlayer", "the source of \(item.url) stopped without an end")
             }
-            if !queueStarted || phase == .rebuffering, item.reader.secondsSinceData > policy.stallTimeout {
+            if !queueStarted || phase == .rebuffering, item.reader.secondsSinceActivity > policy.stallTimeout {
                 throw AudioError(.timedOut, component: "StreamingPlayer",
                                  "no data from \(item.url) for \(Int(policy.stallTimeout)) s while buffering")
             }
@@ -753,9 +779,15 @@ final class DecoderThread {
                     try seek(item, to: seconds)
                     return
                 }
+            case .propertyChanged(.dataFormat), .propertyChanged(.magicCookieData):
+                item.formatCheckPending = item.converter != nil
             case .propertyChanged:
                 break
             case .packets(let batch):
+                if item.formatCheckPending {
+                    item.formatCheckPending = false
+                    try formatChanged(item, parser)
+                }
                 if item.converter == nil { try prepareDecoder(item, parser) }
                 guard let converter = item.converter else { continue }
                 if item.pendingSeek != nil { continue }
@@ -765,12 +797,35 @@ final class DecoderThread {
         }
     }
 
+    /// The stream's format changed mid-item (a chained Ogg link with another rate, channel count
+    /// or codec setup): the audio of the old format plays out of its decoder, and a new decoder
+    /// takes the packets that follow (resampled to the queue's format, like a gapless next item).
+    func formatChanged(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
+        guard let old = item.converter, let format = parser.currentEventDataFormat, parser.isReadyToProducePackets else { return }
+        // Only a real change: another codec, rate or channel count, or a new codec setup (cookie)
+        // replacing one; refinements of the same stream (a cookie arriving late) keep the decoder.
+        let cookie = parser.currentEventMagicCookie
+        let changedShape = item.sourceFormat.map {
+            $0.formatID != format.formatID || $0.sampleRate != format.sampleRate || $0.channelsPerFrame != format.channelsPerFrame
+        } ?? false
+        let newSetup = !(item.sourceCookie ?? []).isEmpty && !(cookie ?? []).isEmpty && cookie != item.sourceCookie
+        guard changedShape || newSetup else { return }
+        debug("format change to \(format)")
+        try old.endOfInput()
+        try drainConverter(item, old)
+        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.currentEventMagicCookie)
+        item.converter = converter
+        item.sourceFormat = format
+        item.sourceCookie = cookie
+    }
+
     /// Creates the converter (and the output queue for the first item).
     func prepareDecoder(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
-        guard item.converter == nil, let format = parser.dataFormat else { return }
+        guard item.converter == nil, let format = parser.currentEventDataFormat else { return }
         debug("decoder for \(format)")
         try ensureQueue(for: format)
-        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.magicCookie)
+        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.currentEventMagicCookie)
+        item.sourceCookie = parser.currentEventMagicCookie
         // A live stream's header (a looping file's LAME tag) says nothing about where it ends.
         if let info = parser.packetTableInfo, !item.isLive {
             converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: max(0, Int64(info.primingFrames))),
@@ -821,9 +876,16 @@ final class DecoderThread {
         }
         let engine = self.engine
         q.eventHandler = { event in
-            if event == .ended {
+            switch event {
+            case .ended:
                 engine.queueEnded.store(true, ordering: .releasing)
                 wake.signal()
+            case .device(.lost(let reason)):
+                engine.deviceLost.withLock { if $0 == nil { $0 = (HostTime.now(), reason) } }
+            case .device(.restored):
+                engine.deviceLost.withLock { $0 = nil }
+            default:
+                break
             }
         }
         pcm = try AudioPCMBuffer(format: queueFormat, frameCapacity: framesPerBuffer)
@@ -1134,6 +1196,11 @@ final class DecoderThread {
             return (c.stopRequested, command, c.paused, v)
         }
         if stop { throw Interrupted() }
+        if let lost = engine.deviceLost.withLock({ $0 }), HostTime.now() > lost.since,
+           HostTime.seconds(ticks: HostTime.now() - lost.since) > policy.deviceLostTimeout {
+            throw DeviceGone(error: AudioError(.deviceUnavailable, component: "StreamingPlayer",
+                "the output device \(queue?.currentDevice ?? "") has been gone for \(Int(policy.deviceLostTimeout)) s: \(lost.reason)"))
+        }
         if volumeChanged { applyVolume() }
         if let command {
             pendingCommand = command

@@ -24,6 +24,10 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// Seconds without a single byte while buffering before the player gives up with a
     /// `timedOut` error (the source's own reconnects happen inside this time). Default 15 s.
     public var stallTimeout: Double = 15
+    /// Seconds the output device may stay lost (a PulseAudio server gone, reconnecting) before
+    /// the player stops with a `deviceUnavailable` error naming the device and the reason,
+    /// instead of waiting forever. Default 30 s.
+    public var deviceLostTimeout: Double = 30
     /// Joins a live stream again when its server closes the connection (at most 5 times in a
     /// row without audio in between). Default true: radio does not end.
     public var rejoinsLiveStreamAtEnd = true
