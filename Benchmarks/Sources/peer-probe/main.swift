@@ -1,6 +1,8 @@
 // peer-probe: runs one player command and measures, from a PulseAudio sink's monitor, the time from
 // launch to the first non-silent sample at the sink, dropouts (silences inside the played audio),
-// and from wait4 the player's CPU time and peak RSS. Prints one JSON object. Used by
+// and from wait4 the player's CPU time; its peak RSS from /proc/PID/status VmHWM, sampled every
+// 10 ms while it runs (wait4's ru_maxrss is not used: for a spawned child it starts at the
+// spawning process's own RSS, about 19 MB for this Swift program, whatever the player uses). Prints one JSON object. Used by
 // Scripts/bench-peers.sh; see docs/PERFORMANCE.md.
 //
 // usage: peer-probe --source NAME [--rate R] [--channels C] [--threshold T] [--duration S]
@@ -162,14 +164,41 @@ let argv: [UnsafeMutablePointer<CChar>?] = options.command.map { strdup($0) } + 
 let launch = monotonicSeconds()
 let spawned = posix_spawnp(&pid, options.command[0], &fileActions, nil, argv, environ)
 if spawned != 0 { fail("cannot start \(options.command[0]): \(String(cString: strerror(spawned)))") }
+/// The player's peak resident set (kB) so far, from its mm's high-water mark.
+func highWaterKB(_ pid: pid_t) -> Int? {
+    let fd = open("/proc/\(pid)/status", O_RDONLY)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let n = read(fd, &buffer, buffer.count)
+    guard n > 0 else { return nil }
+    let text = String(decoding: buffer[0..<n], as: UTF8.self)
+    guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+    return Int(line.dropFirst(6).filter { $0.isNumber })
+}
+let peakRSS = Atomic<Int>(0)
+let sampling = Atomic<Bool>(true)
+do {
+    let target = pid
+    DispatchQueue.global().async {
+        while sampling.load(ordering: .relaxed) {
+            if let kb = highWaterKB(target), kb > peakRSS.load(ordering: .relaxed) { peakRSS.store(kb, ordering: .relaxed) }
+            usleep(10_000)
+        }
+    }
+}
 if let d = options.duration {
     let target = pid
-    DispatchQueue.global().asyncAfter(deadline: .now() + d) { kill(target, SIGTERM) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + d) {
+        if let kb = highWaterKB(target), kb > peakRSS.load(ordering: .relaxed) { peakRSS.store(kb, ordering: .relaxed) }
+        kill(target, SIGTERM)
+    }
     DispatchQueue.global().asyncAfter(deadline: .now() + d + 5) { kill(target, SIGKILL) }
 }
 var status: Int32 = 0
 var usage = rusage()
 while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+sampling.store(false, ordering: .relaxed)
 let exited = monotonicSeconds()
 usleep(300_000)
 monitor.stop.store(true, ordering: .relaxed)
@@ -185,6 +214,6 @@ let rms = a.audioFrames > 0 ? (a.sumSquares / Double(a.audioFrames * Int64(optio
 func num(_ v: Double?) -> String { v.map { String(format: "%.3f", $0) } ?? "null" }
 print("""
 {"label":"\(options.label)","ttfa_ms":\(num(ttfa)),"cpu_s":\(num(cpu)),"wall_s":\(num(exited - launch)),\
-"played_s":\(num(played)),"maxrss_kb":\(usage.ru_maxrss),"dropouts":\(a.dropouts),\
+"played_s":\(num(played)),"maxrss_kb":\(peakRSS.load(ordering: .relaxed)),"dropouts":\(a.dropouts),\
 "dropped_ms":\(num(Double(a.droppedFrames) / Double(options.rate) * 1000)),"rms":\(num(rms)),"exit":\(exitCode)}
 """)
