@@ -264,6 +264,23 @@ private func newUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = k
         let peak = out.map { abs($0) }.max() ?? 0
         #expect(abs(peak - 0.25) < 0.01, "peak \(peak)")
         #expect(MusicDeviceMIDIEvent(unit, 0x90, 60, 100, 0) == kAudioUnitErr_InvalidProperty)
+        var music = AudioComponentDescription(componentType: kAudioUnitType_MusicDevice, componentSubType: 0, componentManufacturer: 0,
+                                              componentFlags: 0, componentFlagsMask: 0)
+        #expect(AudioComponentFindNext(nil, &music) == nil)
+    }
+
+    /// Apple's dynamics and reverb parameter IDs our DSP lacks are refused as parameters.
+    @Test func parametersWithoutControls() throws {
+        let dynamics = try newUnit(kAudioUnitType_Effect, kAudioUnitSubType_DynamicsProcessor)
+        defer { AudioComponentInstanceDispose(dynamics) }
+        #expect(AudioUnitSetParameter(dynamics, kDynamicsProcessorParam_Threshold, kAudioUnitScope_Global, 0, -30, 0) == noErr)
+        #expect(AudioUnitSetParameter(dynamics, kDynamicsProcessorParam_HeadRoom, kAudioUnitScope_Global, 0, 5, 0) == kAudioUnitErr_InvalidParameter)
+        #expect(kDynamicsProcessorParam_ExpansionRatio == 2 && kDynamicsProcessorParam_CompressionAmount == 1000)
+        let reverb = try newUnit(kAudioUnitType_Effect, kAudioUnitSubType_Reverb2)
+        defer { AudioComponentInstanceDispose(reverb) }
+        var value: AudioUnitParameterValue = 0
+        #expect(AudioUnitGetParameter(reverb, kReverb2Param_MaxDelayTime, kAudioUnitScope_Global, 0, &value) == kAudioUnitErr_InvalidParameter)
+        #expect(kReverb2Param_MinDelayTime == 2 && kReverb2Param_RandomizeReflections == 6)
     }
 }
 

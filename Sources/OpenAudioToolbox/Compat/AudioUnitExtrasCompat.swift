@@ -72,6 +72,26 @@ public let kAudioUnitErr_Unauthorized: OSStatus = -10847
 /// The component is not available (`kAudioComponentErr_...`): used for the music devices.
 public let kAudioUnitErr_ExtensionNotFound: OSStatus = -10848
 
+/// Reverb2 minimum delay time (2): not a parameter of the reverb here (`kAudioUnitErr_InvalidParameter`).
+public let kReverb2Param_MinDelayTime: AudioUnitParameterID = 2
+/// Reverb2 maximum delay time (3): not a parameter here.
+public let kReverb2Param_MaxDelayTime: AudioUnitParameterID = 3
+/// Reverb2 reflection randomisation (6): not a parameter here.
+public let kReverb2Param_RandomizeReflections: AudioUnitParameterID = 6
+/// Dynamics processor head room (1): not a parameter here (the compressor has an explicit
+/// ratio, ID 100, and knee, ID 101).
+public let kDynamicsProcessorParam_HeadRoom: AudioUnitParameterID = 1
+/// Dynamics processor expansion ratio (2): not a parameter here (no expander).
+public let kDynamicsProcessorParam_ExpansionRatio: AudioUnitParameterID = 2
+/// Dynamics processor expansion threshold (3): not a parameter here (no expander).
+public let kDynamicsProcessorParam_ExpansionThreshold: AudioUnitParameterID = 3
+/// Dynamics processor gain reduction, read-only (1000): not a parameter here.
+public let kDynamicsProcessorParam_CompressionAmount: AudioUnitParameterID = 1000
+/// Dynamics processor input level, read-only (2000): not a parameter here.
+public let kDynamicsProcessorParam_InputAmplitude: AudioUnitParameterID = 2000
+/// Dynamics processor output level, read-only (3000): not a parameter here.
+public let kDynamicsProcessorParam_OutputAmplitude: AudioUnitParameterID = 3000
+
 // MARK: - Types
 
 /// Called when a file region has been read (Apple's `ScheduledAudioFileRegionCompletionProc`; a
