@@ -141,6 +141,15 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
         let (alacBytes, alacLength) = try extRead(alac, client: int16Stereo(44100))
         #expect(alacLength == 132300)
         #expect(alacBytes.count == 132300 * 4 && alacBytes == wavBytes)
+        // The ALAC decoded to big-endian Int16 (byte-swapped client) is the AIFF.
+        let (alacBigEndian, _) = try extRead(alac, client: int16Stereo(44100, bigEndian: true))
+        #expect(alacBigEndian == direct)
+        // Packed 24-bit read in its own format: the file's bytes.
+        if let s24 = corpusFile("ffmpeg-generated/wav/pcm_s24le_st.wav") {
+            let (bytes24, _) = try extRead(s24, client: nil, chunk: 777)
+            let direct24 = try audioFileBytes(s24)
+            #expect(!bytes24.isEmpty && bytes24 == direct24)
+        }
         // The AIFF swapped to little-endian is the WAV.
         var swapped = direct
         for i in stride(from: 0, to: swapped.count - 1, by: 2) { swapped.swapAt(i, i + 1) }

@@ -444,6 +444,29 @@ public func ExtAudioFileRead(_ inExtAudioFile: ExtAudioFileRef, _ ioNumberFrames
     var wanted = Int(ioNumberFrames.pointee)
     for i in 0..<planes { wanted = min(wanted, Int(list[i].mDataByteSize) / frameBytes) }
     var done = 0
+    if let file = ext.file, file.dataFormat.isPCM, client == file.dataFormat, client.isInterleaved, file.packetTableInfo == nil {
+        // The client reads the file's own PCM: copy the bytes (exact for every sample layout,
+        // including those the converter does not produce, such as packed 24-bit).
+        let start = ext.seekBase + ext.readSinceSeek
+        let n = Int(max(0, min(Int64(wanted), file.packetCount - start)))
+        if n > 0, let dst = list[0].mData {
+            do throws(AudioError) {
+                let batch = try file.readPackets(start..<(start + Int64(n)))
+                let bytes = min(batch.data.count, n * frameBytes)
+                batch.data.withUnsafeBytes { dst.copyMemory(from: $0.baseAddress!, byteCount: bytes) }
+                done = bytes / frameBytes
+            } catch {
+                ioNumberFrames.pointee = 0
+                return extStatus(error, kAudioFileInvalidFileError)
+            }
+        }
+        ext.readSinceSeek += Int64(done)
+        var b = list[0]
+        b.mDataByteSize = UInt32(done * frameBytes)
+        list[0] = b
+        ioNumberFrames.pointee = UInt32(done)
+        return noErr
+    }
     do throws(AudioError) {
         let reader = try ext.makeReader()
         let swap = nativePCM(client).swap
