@@ -288,3 +288,72 @@ private func newUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = k
 final class DoneFlag: Sendable {
     let done = Mutex(false)
 }
+
+extension AudioUnitExtrasCompatTests {
+    /// An AUGraph: AudioFilePlayer -> NewTimePitch (pitch 0, rate 1: passes through) ->
+    /// GenericOutput, rendered with AudioUnitRender on the output unit: the file's samples come
+    /// out in order, and the graph's render notifications run around every render.
+    @Test func filePlayerInAGraphWithRenderNotify() throws {
+        guard let path = corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav") else { print(corpusAbsent); return }
+        var graph: AUGraph?
+        #expect(NewAUGraph(&graph) == noErr)
+        let g = try #require(graph)
+        defer { DisposeAUGraph(g) }
+        var playerDesc = AudioComponentDescription(componentType: kAudioUnitType_Generator, componentSubType: kAudioUnitSubType_AudioFilePlayer,
+                                                   componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
+        var outDesc = AudioComponentDescription(componentType: kAudioUnitType_Output, componentSubType: kAudioUnitSubType_GenericOutput,
+                                                componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
+        var playerNode: AUNode = 0, outNode: AUNode = 0
+        #expect(AUGraphAddNode(g, &playerDesc, &playerNode) == noErr)
+        #expect(AUGraphAddNode(g, &outDesc, &outNode) == noErr)
+        #expect(AUGraphOpen(g) == noErr)
+        var player: AudioUnit?, output: AudioUnit?
+        #expect(AUGraphNodeInfo(g, playerNode, nil, &player) == noErr)
+        #expect(AUGraphNodeInfo(g, outNode, nil, &output) == noErr)
+        let p = try #require(player), o = try #require(output)
+        #expect(AUGraphConnectNodeInput(g, playerNode, 0, outNode, 0) == noErr)
+        let count = NotifyCount()
+        #expect(AUGraphAddRenderNotify(g, countNotify, Unmanaged.passUnretained(count).toOpaque()) == noErr)
+        #expect(AUGraphInitialize(g) == noErr)
+
+        var fileID: AudioFileID?
+        #expect(AudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, .readPermission, 0, &fileID) == noErr)
+        let file = try #require(fileID)
+        defer { AudioFileClose(file) }
+        var ids: [AudioFileID?] = [file]
+        #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFileIDs, kAudioUnitScope_Global, 0, &ids, UInt32(MemoryLayout<AudioFileID>.size)) == noErr)
+        var packets: UInt64 = 0
+        var size = UInt32(8)
+        #expect(AudioFileGetProperty(file, kAudioFilePropertyAudioDataPacketCount, &size, &packets) == noErr)
+        var region = ScheduledAudioFileRegion()
+        region.mTimeStamp.mFlags = kAudioTimeStampSampleTimeValid
+        region.mAudioFile = file
+        region.mFramesToPlay = UInt32(packets)
+        #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFileRegion, kAudioUnitScope_Global, 0, &region,
+                                     UInt32(MemoryLayout<ScheduledAudioFileRegion>.size)) == noErr)
+        var prime: UInt32 = 0
+        #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFilePrime, kAudioUnitScope_Global, 0, &prime, 4) == noErr)
+        var start = AudioTimeStamp()
+        start.mFlags = kAudioTimeStampSampleTimeValid
+        start.mSampleTime = -1
+        #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduleStartTimeStamp, kAudioUnitScope_Global, 0, &start,
+                                     UInt32(MemoryLayout<AudioTimeStamp>.size)) == noErr)
+        // Render in steps small enough that the default read-ahead keeps up.
+        var rendered: [Float] = []
+        for _ in 0..<10 {
+            rendered += render(o, slices: 4)
+            usleep(2000)
+        }
+        var wav = [Int16](repeating: 0, count: 2 * 40960)
+        var bytes = UInt32(wav.count * 2)
+        var n: UInt32 = 40960
+        _ = wav.withUnsafeMutableBytes { AudioFileReadPacketData(file, false, &bytes, nil, 0, &n, $0.baseAddress) }
+        var exact = true
+        for i in 0..<40960 where rendered[i] != Float(wav[2 * i]) / 32768 { exact = false }
+        #expect(exact)
+        // The post-render notifications saw exactly the audio rendered.
+        let energy = rendered.reduce(0.0) { $0 + Double($1 * $1) }
+        #expect(count.pre == 40 && count.post == 40)
+        #expect(energy > 0 && abs(count.postEnergy - energy) <= 1e-6 * energy, "\(count.postEnergy) vs \(energy)")
+    }
+}

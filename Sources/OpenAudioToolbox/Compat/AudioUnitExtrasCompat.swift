@@ -518,7 +518,7 @@ private func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ 
 /// Starts the feeder that reads the scheduled region (looping as asked) into the player, and
 /// waits until the prime frames are buffered (at most 5 s).
 private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSStatus {
-    guard var region = unit.extras.region, let id = region.mAudioFile, let box = CompatAudioFile.from(id) else { return kAudioUnitErr_FileNotSpecified }
+    guard let region = unit.extras.region, let id = region.mAudioFile, let box = CompatAudioFile.from(id) else { return kAudioUnitErr_FileNotSpecified }
     let format = unit.format(kAudioUnitScope_Output, 0)
     let channels = player.channels
     let client = AudioStreamBasicDescription.linearPCM(sampleRate: format.mSampleRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
@@ -559,9 +559,10 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSSt
         }
         return 0
     })
-    region.mTimeStamp = unit.extras.startTime
+    // Prime: wait until the asked frames (at most half the read-ahead buffer, at most the
+    // region) are buffered.
     let prime = Int(unit.extras.primeFrames == 0 ? 65536 : unit.extras.primeFrames)
-    let target = min(prime, max(0, Int(player.channels > 0 ? Int64(min(Double(Int64.max / 2), Double(framesPerPass))) : 0)), Int(unit.extras.bufferFrames) - 1024)
+    let target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: framesPerPass))
     let deadline = Date().addingTimeInterval(5)
     while player.bufferedFrames < target && !player.isInputEnded && Date() < deadline { usleep(1000) }
     return noErr
@@ -592,8 +593,9 @@ private func scheduleSlice(_ unit: CompatUnit, _ player: AUPlayerNode, _ slice: 
             for f in 0..<frames { interleaved[f * channels + c] = p[f] }
         }
     }
+    // Wait (at most 1 s) for room when the player's buffer is full.
     var offset = 0
-    let deadline = Date().addingTimeInterval(10)
+    let deadline = Date().addingTimeInterval(1)
     while offset < frames && Date() < deadline {
         let wrote = interleaved.withUnsafeBufferPointer { player.schedule(UnsafeBufferPointer(rebasing: $0[(offset * channels)...])) }
         offset += wrote
