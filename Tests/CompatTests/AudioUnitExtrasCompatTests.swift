@@ -312,6 +312,8 @@ extension AudioUnitExtrasCompatTests {
         #expect(AUGraphNodeInfo(g, outNode, nil, &output) == noErr)
         let p = try #require(player), o = try #require(output)
         #expect(AUGraphConnectNodeInput(g, playerNode, 0, outNode, 0) == noErr)
+        var bufferFrames: UInt32 = 131_072
+        #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFileBufferSizeFrames, kAudioUnitScope_Global, 0, &bufferFrames, 4) == noErr)
         let count = NotifyCount()
         #expect(AUGraphAddRenderNotify(g, countNotify, Unmanaged.passUnretained(count).toOpaque()) == noErr)
         #expect(AUGraphInitialize(g) == noErr)
@@ -331,14 +333,13 @@ extension AudioUnitExtrasCompatTests {
         region.mFramesToPlay = UInt32(packets)
         #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFileRegion, kAudioUnitScope_Global, 0, &region,
                                      UInt32(MemoryLayout<ScheduledAudioFileRegion>.size)) == noErr)
-        var prime: UInt32 = 0
+        var prime: UInt32 = 65536   // more than the test renders: no dependence on the feeder's pace
         #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFilePrime, kAudioUnitScope_Global, 0, &prime, 4) == noErr)
         var start = AudioTimeStamp()
         start.mFlags = kAudioTimeStampSampleTimeValid
         start.mSampleTime = -1
         #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduleStartTimeStamp, kAudioUnitScope_Global, 0, &start,
                                      UInt32(MemoryLayout<AudioTimeStamp>.size)) == noErr)
-        // Render in steps small enough that the default read-ahead keeps up.
         var rendered: [Float] = []
         for _ in 0..<10 {
             rendered += render(o, slices: 4)
