@@ -253,6 +253,11 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
         #expect(writeSignal(file, frames: 50_000, rate: 44100) == noErr)
         var tell: Int64 = 0
         #expect(ExtAudioFileTell(file, &tell) == noErr && tell == 50_000)
+        // Lengthen with 10 000 frames of silence; shortening is refused.
+        var length: Int64 = 60_000
+        #expect(ExtAudioFileSetProperty(file, kExtAudioFileProperty_FileLengthFrames, 8, &length) == noErr)
+        length = 1000
+        #expect(ExtAudioFileSetProperty(file, kExtAudioFileProperty_FileLengthFrames, 8, &length) == kExtAudioFileError_InvalidOperationOrder)
         var audioFile: AudioFileID?
         var size = UInt32(MemoryLayout<AudioFileID>.size)
         #expect(ExtAudioFileGetProperty(file, kExtAudioFileProperty_AudioFile, &size, &audioFile) == noErr && audioFile != nil)
@@ -260,10 +265,12 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
 
         #expect(ffprobe(path, "codec_name") == "pcm_s16le")
         #expect(ffprobe(path, "nb_read_packets").flatMap { Int($0) } != nil)
-        if let reference = ffmpegFloat(path) { #expect(reference.count == 100_000) }
-        let (bytes, length) = try extRead(path, client: nil)
-        #expect(length == 50_000)
-        let samples = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }.map { Float($0) / 32768 }
+        if let reference = ffmpegFloat(path) { #expect(reference.count == 120_000) }
+        let (bytes, readLength) = try extRead(path, client: nil)
+        #expect(readLength == 60_000)
+        let all = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }.map { Float($0) / 32768 }
+        #expect(all.count == 120_000 && all[100_000...].allSatisfy { $0 == 0 })
+        let samples = Array(all[0..<100_000])
         let db = signalSNR(samples, rate: 44100)
         print("ExtAudioFile WAV write/read SNR \(db) dB")
         #expect(samples.count == 100_000 && db > 80)

@@ -621,7 +621,8 @@ public func ExtAudioFileGetPropertyInfo(_ inExtAudioFile: ExtAudioFileRef, _ inP
                                                    kExtAudioFileProperty_CodecManufacturer, kExtAudioFileProperty_ConverterConfig,
                                                    kExtAudioFileProperty_IOBufferSizeBytes]
         let beforeWriting: Set<ExtAudioFilePropertyID> = [kExtAudioFileProperty_FileDataFormat, kExtAudioFileProperty_FileChannelLayout]
-        outWritable?.pointee = DarwinBoolean(always.contains(inPropertyID) || (ext.isWriter && !ext.started && beforeWriting.contains(inPropertyID)))
+        let pcmLength = inPropertyID == kExtAudioFileProperty_FileLengthFrames && ext.isWriter && ext.fileFormat.isPCM
+        outWritable?.pointee = DarwinBoolean(always.contains(inPropertyID) || pcmLength || (ext.isWriter && !ext.started && beforeWriting.contains(inPropertyID)))
         return noErr
     case .failure(let e):
         return e.status
@@ -753,7 +754,30 @@ public func ExtAudioFileSetProperty(_ inExtAudioFile: ExtAudioFileRef, _ inPrope
         guard ext.isWriter, let sink = ext.sink else { return kExtAudioFileError_InvalidOperationOrder }
         return AudioFileSetProperty(sink, kAudioFilePropertyPacketTableInfo, inPropertyDataSize, inPropertyData)
     case kExtAudioFileProperty_FileLengthFrames:
-        return kExtAudioFileError_InvalidOperationOrder
+        // PCM files being written: lengthen with silence (shortening what is written is not
+        // possible here). Files read and encoded files: read-only.
+        guard ext.isWriter, ext.fileFormat.isPCM else { return kExtAudioFileError_InvalidOperationOrder }
+        guard inPropertyDataSize >= 8 else { return kExtAudioFileError_InvalidPropertySize }
+        let target = inPropertyData.loadUnaligned(as: Int64.self)
+        let current = Int64((Double(ext.framesWritten) * ext.rateRatio).rounded())
+        guard target >= current else { return kExtAudioFileError_InvalidOperationOrder }
+        let frames = Int((Double(target - current) / ext.rateRatio).rounded())
+        guard frames > 0 else { return noErr }
+        let planes = ext.clientFormat.isInterleaved ? 1 : Int(ext.clientFormat.channelsPerFrame)
+        let bytes = frames * Int(ext.clientFormat.bytesPerFrame)
+        let list = AudioBufferList.allocate(maximumBuffers: planes)
+        defer { free(list.unsafeMutablePointer) }
+        let zeros = UnsafeMutableRawPointer.allocate(byteCount: max(1, bytes), alignment: 16)
+        defer { zeros.deallocate() }
+        zeros.initializeMemory(as: UInt8.self, repeating: ext.clientFormat.isFloat || ext.clientFormat.formatFlags.contains(.isSignedInteger) ? 0 : 0x80,
+                               count: max(1, bytes))
+        for i in 0..<planes { list[i] = AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(bytes), mData: zeros) }
+        do throws(AudioError) {
+            try ext.write(frames: frames, list: list)
+            return noErr
+        } catch {
+            return extStatus(error, kAudioFileUnspecifiedError)
+        }
     default:
         return kExtAudioFileError_InvalidProperty
     }
