@@ -35,6 +35,7 @@ final class NotifyCount: @unchecked Sendable {
     var pre = 0
     var post = 0
     var postEnergy = 0.0
+    var postFrames = 0
     var listened: [AudioUnitPropertyID] = []
 }
 
@@ -45,6 +46,7 @@ private func countNotify(_ refCon: UnsafeMutableRawPointer, _ flags: UnsafeMutab
     if flags.pointee.contains(.unitRenderAction_PreRender) { count.pre += 1 }
     if flags.pointee.contains(.unitRenderAction_PostRender) {
         count.post += 1
+        count.postFrames += Int(frames)
         let p = UnsafeMutableAudioBufferListPointer(ioData!)[0].mData!.assumingMemoryBound(to: Float.self)
         for i in 0..<Int(frames) { count.postEnergy += Double(p[i] * p[i]) }
     }
@@ -356,5 +358,37 @@ extension AudioUnitExtrasCompatTests {
         let energy = rendered.reduce(0.0) { $0 + Double($1 * $1) }
         #expect(count.pre == 40 && count.post == 40)
         #expect(energy > 0 && abs(count.postEnergy - energy) <= 1e-6 * energy, "\(count.postEnergy) vs \(energy)")
+    }
+}
+
+extension CompatSeedTests {
+    /// A RemoteIO-style output unit playing to OAT_OUTPUT=wav:...: its render notifications run
+    /// around every device render, and the post-render ones see exactly the frames and audio
+    /// that reach the WAV.
+    @Test("AudioUnitAddRenderNotify on an output unit playing to a device")
+    func renderNotifyOnAPlayingOutputUnit() throws {
+        let wav = temporaryWAV("notify")
+        setenv("OAT_OUTPUT", "wav:" + wav, 1)
+        defer { unsetenv("OAT_OUTPUT"); remove(wav) }
+        let unit = try newUnit(kAudioUnitType_Output, kAudioUnitSubType_DefaultOutput)
+        defer { AudioComponentInstanceDispose(unit) }
+        let tone = PulledTone(hz: 440)
+        var callback = AURenderCallbackStruct(inputProc: toneRender, inputProcRefCon: Unmanaged.passUnretained(tone).toOpaque())
+        #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_SetRenderCallback, kAudioUnitScope_Input, 0, &callback,
+                                     UInt32(MemoryLayout<AURenderCallbackStruct>.size)) == noErr)
+        let count = NotifyCount()
+        #expect(AudioUnitAddRenderNotify(unit, countNotify, Unmanaged.passUnretained(count).toOpaque()) == noErr)
+        #expect(AudioUnitInitialize(unit) == noErr)
+        #expect(AudioOutputUnitStart(unit) == noErr)
+        usleep(300_000)
+        #expect(AudioOutputUnitStop(unit) == noErr)
+        let (samples, channels) = readFloatWAV(wav)
+        let frames = samples.count / max(1, channels)
+        var energy = 0.0
+        for f in 0..<frames { energy += Double(samples[f * channels] * samples[f * channels]) }
+        print("render notify on a playing output unit: \(count.pre) pre, \(count.post) post, \(count.postFrames) frames; WAV \(frames) frames")
+        #expect(count.pre > 0 && count.pre == count.post)
+        #expect(frames > 0 && count.postFrames == frames)
+        #expect(abs(count.postEnergy - energy) <= 1e-6 * max(1, energy))
     }
 }

@@ -611,7 +611,7 @@ public func AudioUnitUninitialize(_ inUnit: AudioUnit) -> OSStatus {
 /// else ALSA, else the null output). A generic output does not start (render it with
 /// ``AudioUnitRender(_:_:_:_:_:_:)``).
 @discardableResult
-public func AudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
+func builtinAudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
     let unit = compatUnit(ci)
     guard unit.isOutput else { return kAudioUnitErr_InvalidProperty }
     if case .output(generic: true) = unit.component.kind { return noErr }
@@ -1073,7 +1073,7 @@ public func AUGraphUpdate(_ inGraph: AUGraph, _ outIsUpdated: UnsafeMutablePoint
 
 /// Starts the graph's output unit on the output `OAT_OUTPUT` names.
 @discardableResult
-public func AUGraphStart(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).start() }
+func builtinAUGraphStart(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).start() }
 
 /// Stops the graph.
 @discardableResult
