@@ -378,10 +378,12 @@ extension CompatSeedTests {
                                      UInt32(MemoryLayout<AURenderCallbackStruct>.size)) == noErr)
         let count = NotifyCount()
         #expect(AudioUnitAddRenderNotify(unit, countNotify, Unmanaged.passUnretained(count).toOpaque()) == noErr)
+        #expect(AudioUnitAddPropertyListener(unit, kAudioOutputUnitProperty_IsRunning, listener, Unmanaged.passUnretained(count).toOpaque()) == noErr)
         #expect(AudioUnitInitialize(unit) == noErr)
         #expect(AudioOutputUnitStart(unit) == noErr)
         usleep(300_000)
         #expect(AudioOutputUnitStop(unit) == noErr)
+        #expect(count.listened == [kAudioOutputUnitProperty_IsRunning, kAudioOutputUnitProperty_IsRunning])
         let (samples, channels) = readFloatWAV(wav)
         let frames = samples.count / max(1, channels)
         var energy = 0.0

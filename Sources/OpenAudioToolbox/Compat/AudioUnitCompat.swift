@@ -629,7 +629,7 @@ func builtinAudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
 
 /// Stops an output unit.
 @discardableResult
-public func AudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
+func builtinAudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
     let unit = compatUnit(ci)
     if let owner = unit.owner { return owner.stop() }
     unit.graph?.stop()
@@ -1077,7 +1077,7 @@ func builtinAUGraphStart(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).
 
 /// Stops the graph.
 @discardableResult
-public func AUGraphStop(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).stop() }
+func builtinAUGraphStop(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).stop() }
 
 /// Whether the graph is open / initialised / running.
 @discardableResult

@@ -760,19 +760,51 @@ public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
 /// `OAT_OUTPUT` names (default: PulseAudio, else ALSA, else the null output); a generic output
 /// does not start (render it with ``AudioUnitRender(_:_:_:_:_:_:)``). Render notifications run
 /// around each device render.
+/// IsRunning listeners are told after a start or stop changed it.
 @discardableResult
 public func AudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
     let unit = compatUnit(ci)
     if let owner = unit.owner { refreshGraphNotifies(owner) } else { refreshRenderNotifies(unit, ci) }
-    return builtinAudioOutputUnitStart(ci)
+    return reportingIsRunning(unit.owner.map(outputUnits) ?? [unit]) { builtinAudioOutputUnitStart(ci) }
+}
+
+/// Stops an output unit (Apple's `AudioOutputUnitStop`); IsRunning listeners are told.
+@discardableResult
+public func AudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
+    let unit = compatUnit(ci)
+    return reportingIsRunning(unit.owner.map(outputUnits) ?? [unit]) { builtinAudioOutputUnitStop(ci) }
 }
 
 /// Starts the graph's output unit on the output `OAT_OUTPUT` names (Apple's `AUGraphStart`);
-/// render notifications run around each device render.
+/// render notifications run around each device render; the output unit's IsRunning listeners
+/// are told.
 @discardableResult
 public func AUGraphStart(_ inGraph: AUGraph) -> OSStatus {
-    refreshGraphNotifies(compatGraph(inGraph))
-    return builtinAUGraphStart(inGraph)
+    let g = compatGraph(inGraph)
+    refreshGraphNotifies(g)
+    return reportingIsRunning(outputUnits(g)) { builtinAUGraphStart(inGraph) }
+}
+
+/// Stops the graph's output unit (Apple's `AUGraphStop`); its IsRunning listeners are told.
+@discardableResult
+public func AUGraphStop(_ inGraph: AUGraph) -> OSStatus {
+    reportingIsRunning(outputUnits(compatGraph(inGraph))) { builtinAUGraphStop(inGraph) }
+}
+
+private func outputUnits(_ g: CompatGraph) -> [CompatUnit] { g.units.map(\.unit).filter(\.isOutput) }
+
+/// Runs a start or stop and calls the IsRunning listeners of `units` whose running state changed.
+private func reportingIsRunning(_ units: [CompatUnit], _ body: () -> OSStatus) -> OSStatus {
+    func running(_ u: CompatUnit) -> Bool { u.running || u.owner?.running == true }
+    let before = units.map(running)
+    let status = body()
+    for (u, was) in zip(units, before) where running(u) != was {
+        let ref = AudioUnit(Unmanaged.passUnretained(u).toOpaque())
+        for l in u.extras.listeners where l.id == kAudioOutputUnitProperty_IsRunning {
+            l.proc(l.userData, ref, kAudioOutputUnitProperty_IsRunning, kAudioUnitScope_Global, 0)
+        }
+    }
+    return status
 }
 
 // MARK: - Scheduled parameters
