@@ -26,18 +26,6 @@ public final class AURenderCallbackNode: AUNode, @unchecked Sendable {
     }
 }
 
-/// The microphone input: a documented stub until the input devices are in the project. It
-/// renders silence on its one output bus.
-public final class AUInputNode: AUNode, @unchecked Sendable {
-    /// Creates an input of `channels` channels.
-    public init(channels: Int = 1) {
-        super.init(name: "input", inputChannels: [], outputChannels: [channels])
-    }
-
-    /// Writes silence.
-    public override func render(_ context: AURenderContext) { context.output(0).silence() }
-}
-
 /// A multichannel mixer (Apple's `kAudioUnitSubType_MultiChannelMixer`): many input buses,
 /// one output bus, per-input volume, pan and mute (enable), and a master volume.
 ///

@@ -24,6 +24,9 @@ package struct ToolArguments {
     /// The next argument, if any.
     package mutating func next() -> String? { rest.popFirst() }
 
+    /// The next argument, left in place.
+    package func peek() -> String? { rest.first }
+
     /// The value that follows `flag`.
     package mutating func value(_ flag: String) -> String {
         guard let v = rest.popFirst() else { fail("\(flag) needs a value") }
@@ -40,7 +43,7 @@ package struct ToolArguments {
     /// The file type named by the value that follows `flag` (afconvert's names: WAVE, caff, ...).
     package mutating func fileType(_ flag: String) -> AudioFileType {
         let v = value(flag)
-        guard let t = AudioFileConversion.fileType(named: v) else { fail("unknown file format '\(v)' (WAVE, AIFF, AIFC, caff, m4af, flac, Ogg, adts, MPG3)") }
+        guard let t = AudioFileConversion.fileType(named: v) else { fail("unknown file format '\(v)' (WAVE, RF64, AIFF, AIFC, caff, m4af, flac, Ogg, adts, MPG3)") }
         return t
     }
 }

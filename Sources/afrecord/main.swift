@@ -8,7 +8,9 @@ import Glibc
 
 let usage = """
 usage: afrecord [options] OUTPUT
-  -f, --file TYPE       file format: WAVE, AIFF, AIFC, caff, m4af, flac, Ogg (opus), adts, MPG3
+       afrecord --monitor [monitor options]      (input through effects to the output, live)
+       afrecord --measure-latency [--input SPEC] [--output SPEC]
+  -f, --file TYPE       file format: WAVE, RF64, AIFF, AIFC, caff, m4af, flac, Ogg (opus), adts, MPG3
                         (default: from OUTPUT's extension)
   -d, --data FORMAT[@RATE]
                         data format: LEI16 BEI16 LEI24 BEI24 LEI32 BEI32 LEF32 BEF32 UI8 I8
@@ -23,6 +25,18 @@ usage: afrecord [options] OUTPUT
   --list                list input devices and exit
   --no-meter            no level meter
   -v, --verbose         say which device is used
+Monitor mode (no file is written; -c sets the input channels, -t the duration):
+  --monitor             route the input through the effects below to the output until Ctrl-C
+  --output SPEC         auto (default), pulse, pulse:SINK, alsa, alsa:DEVICE, null
+  --gain DB             input gain in dB (-60...24, default 0)
+  --eq PRESET|BANDS     flat, rock, pop, jazz, classical, bass, vocal, treble; bass+6,mid-2,treble-3;
+                        or 10 comma-separated dB values for the graphic bands 31.25 Hz ... 16 kHz
+  --reverb [ROOM]       small, medium, large (default), hall, cathedral, plate
+  --compress            compressor (-24 dB, 3:1, +6 dB makeup) and a -1 dBFS limiter
+  --voice               echo cancellation (against what the monitor plays) and noise suppression
+  --rate HZ             the monitor's sample rate (default 48000)
+  --measure-latency     play a click train on the output, find it in the input by
+                        cross-correlation and print the round-trip latency
 Ctrl-C (SIGINT) or SIGTERM stops recording and finishes the file.
 """
 
@@ -42,6 +56,7 @@ var listOnly = false
 var showMeter = true
 var verbose = false
 var positional: [String] = []
+var monitorOptions = MonitorCommand()
 var args = ToolArguments(CommandLine.arguments.dropFirst(), fail: { fail($0) })
 @MainActor func value(_ flag: String) -> String { args.value(flag) }
 @MainActor func integer(_ flag: String, _ range: ClosedRange<Int>) -> Int { args.integer(flag, range) }
@@ -71,6 +86,31 @@ while let arg = args.next() {
     case "--list": listOnly = true
     case "--no-meter": showMeter = false
     case "-v", "--verbose": verbose = true
+    case "--monitor": monitorOptions.monitor = true
+    case "--measure-latency": monitorOptions.measureLatency = true
+    case "--output":
+        let v = value(arg)
+        guard let spec = AudioOutputSpec(parsing: v) else { fail("--output \(v): expected auto, pulse, pulse:SINK, alsa, alsa:DEVICE or null") }
+        monitorOptions.output = spec
+    case "--gain":
+        let v = value(arg)
+        guard let db = Float(v), db >= -60, db <= 24 else { fail("--gain \(v): expected dB in -60...24") }
+        monitorOptions.options.gainDB = db
+    case "--eq":
+        let v = value(arg)
+        guard let bands = MonitorCommand.parseEQ(v) else {
+            fail("--eq \(v): expected a preset (\(MonitorCommand.presets.keys.sorted().joined(separator: ", "))), bands like bass+6,treble-3, or 10 dB values")
+        }
+        monitorOptions.options.eq = bands
+    case "--reverb":
+        if let next = args.peek(), AUReverbNode.rooms[next.lowercased()] != nil {
+            monitorOptions.options.reverbRoom = args.value(arg).lowercased()
+        } else {
+            monitorOptions.options.reverbRoom = "large"
+        }
+    case "--compress": monitorOptions.options.compress = true
+    case "--voice": monitorOptions.options.voiceProcessing = true
+    case "--rate": monitorOptions.options.sampleRate = Double(integer(arg, 8000...192_000))
     case "-h", "--help": print(usage); exit(0)
     default:
         if arg.hasPrefix("-") && arg.count > 1 { fail("unknown option \(arg)") }
@@ -89,6 +129,12 @@ if listOnly {
         print("\(d.spec)\t\(d.description)\(notes.isEmpty ? "" : " (\(notes.joined(separator: ", ")))")")
     }
     exit(0)
+}
+
+if monitorOptions.monitor || monitorOptions.measureLatency {
+    guard positional.isEmpty else { fail("--monitor and --measure-latency write no file (unexpected \(positional[0]))") }
+    monitorOptions.options.inputChannels = Int(channels)
+    exit(monitorOptions.run(input: inputSpec, seconds: seconds, verbose: verbose))
 }
 
 guard positional.count == 1 else { fail(positional.isEmpty ? "no output file" : "too many file arguments") }
@@ -146,7 +192,7 @@ do {
     }
     try AudioFileWriter.check(queue.streamDescription, in: type)
 } catch {
-    fail("\(error)", code: 1)
+    fail("\(AudioFileConversion.naming(output, error)) (nothing was recorded or created)", code: 1)
 }
 queue.eventHandler = { event in
     switch event {

@@ -124,7 +124,9 @@ public let kAudioUnitSubType_HALOutput: UInt32 = fourCC("ahal")
 public let kAudioUnitSubType_SystemOutput: UInt32 = fourCC("sys ")
 /// `'genr'`: no device; render with ``AudioUnitRender(_:_:_:_:_:_:)`` (offline).
 public let kAudioUnitSubType_GenericOutput: UInt32 = fourCC("genr")
-/// `'vpio'`: voice processing I/O (not provided here).
+/// `'vpio'`: voice processing I/O: an I/O unit whose input (element 1) goes through echo
+/// cancellation against what it plays and noise suppression (SpeexDSP), see
+/// ``kAUVoiceIOProperty_BypassVoiceProcessing``.
 public let kAudioUnitSubType_VoiceProcessingIO: UInt32 = fourCC("vpio")
 /// `'mcmx'`.
 public let kAudioUnitSubType_MultiChannelMixer: UInt32 = fourCC("mcmx")
@@ -174,7 +176,9 @@ public let kAudioUnitProperty_BypassEffect: AudioUnitPropertyID = 21
 public let kAudioUnitProperty_SetRenderCallback: AudioUnitPropertyID = 23
 /// `UInt32` is running (output units).
 public let kAudioOutputUnitProperty_IsRunning: AudioUnitPropertyID = 2001
-/// `UInt32` enable I/O per element (output 0, input 1; input is not provided yet).
+/// `UInt32` enable I/O per element of an I/O unit: output 0 (on by default), input 1 (off by
+/// default; on, the unit captures from the input `OAT_INPUT` names, see
+/// ``kAudioOutputUnitProperty_SetInputCallback``). Set before initialising.
 public let kAudioOutputUnitProperty_EnableIO: AudioUnitPropertyID = 2003
 /// `UInt32` band count of the N-band EQ (before initialising).
 public let kAUNBandEQProperty_NumberOfBands: AudioUnitPropertyID = 2200
@@ -315,6 +319,7 @@ let builtinCompatComponents: [CompatComponent] = {
         CompatComponent(description: d(kAudioUnitType_Output, kAudioUnitSubType_HALOutput), kind: .output(generic: false), name: "Apple: AUHAL"),
         CompatComponent(description: d(kAudioUnitType_Output, kAudioUnitSubType_SystemOutput), kind: .output(generic: false), name: "Apple: SystemOutputUnit"),
         CompatComponent(description: d(kAudioUnitType_Output, kAudioUnitSubType_GenericOutput), kind: .output(generic: true), name: "Apple: GenericOutput"),
+        CompatComponent(description: d(kAudioUnitType_Output, kAudioUnitSubType_VoiceProcessingIO), kind: .output(generic: false), name: "Apple: AUVoiceProcessor"),
         CompatComponent(description: d(kAudioUnitType_Mixer, kAudioUnitSubType_MultiChannelMixer), kind: .mixer, name: "Apple: AUMultiChannelMixer"),
         CompatComponent(description: d(kAudioUnitType_Effect, kAudioUnitSubType_NBandEQ), kind: .eq, name: "Apple: AUNBandEQ"),
         CompatComponent(description: d(kAudioUnitType_Effect, kAudioUnitSubType_Reverb2), kind: .reverb, name: "Apple: AUReverb2"),
@@ -402,6 +407,12 @@ final class CompatUnit: @unchecked Sendable {
     var running = false
     /// State of the calls in AudioUnitExtrasCompat.swift (listeners, notifies, players).
     var extras = CompatUnitExtras()
+    /// The input side (I/O units with input enabled, once initialised; AudioUnitInputCompat.swift).
+    var inputCallback: AURenderCallbackStruct?
+    var io: CompatInputIO?
+    var voiceBypass = false
+    var voiceAGC = false
+    var voiceMuteOutput = false
 
     init(component: CompatComponent) {
         self.component = component
@@ -473,9 +484,10 @@ final class CompatUnit: @unchecked Sendable {
         do throws(AudioError) {
             let g = try AudioGraph(sampleRate: outFormat.mSampleRate, channels: Int(max(1, outFormat.mChannelsPerFrame)), maxFramesPerSlice: Int(maxFrames))
             if isOutput {
+                let target = try setUpInput(graph: g) ?? g.output
                 if let b = bridge(bus: 0) {
                     try g.add(b)
-                    try g.connect(b, to: g.output)
+                    try g.connect(b, to: target)
                 }
             } else {
                 guard let n = makeNode() else { return kAudioUnitErr_FailedInitialization }
@@ -502,6 +514,8 @@ final class CompatUnit: @unchecked Sendable {
 
     func uninitialize() {
         graph?.stop()
+        io?.node.stop()
+        io = nil
         graph = nil
         running = false
         initialized = false
@@ -619,10 +633,14 @@ func builtinAudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
     guard unit.initialized, let graph = unit.graph else { return kAudioUnitErr_Uninitialized }
     if unit.running { return noErr }
     do {
-        try graph.start(CompatOutput.spec())
+        // Input first (its ring fills while the output starts); an I/O unit with its output
+        // disabled is clocked by the real-time null output.
+        try unit.startInput()
+        try graph.start(unit.enableIO[0] == 0 ? .null(realTime: true) : CompatOutput.spec(), options: unit.outputOptions)
         unit.running = true
         return noErr
     } catch {
+        unit.io?.node.stop()
         return osStatus(error, default: kAudioUnitErr_FailedInitialization)
     }
 }
@@ -633,6 +651,7 @@ func builtinAudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
     let unit = compatUnit(ci)
     if let owner = unit.owner { return owner.stop() }
     unit.graph?.stop()
+    unit.io?.node.stop()
     unit.running = false
     return noErr
 }
@@ -645,6 +664,11 @@ func builtinAudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
                             _ inTimeStamp: UnsafePointer<AudioTimeStamp>, _ inOutputBusNumber: UInt32, _ inNumberFrames: UInt32,
                             _ ioData: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
     let unit = compatUnit(inUnit)
+    if inOutputBusNumber == 1 && unit.isOutput {
+        // Element 1 of an I/O unit: the captured input, in the format set on its output scope.
+        guard let io = unit.io else { return unit.initialized ? kAudioUnitErr_NoConnection : kAudioUnitErr_Uninitialized }
+        return io.render(into: ioData, frames: Int(inNumberFrames))
+    }
     let graph: AudioGraph
     let pointers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>
     if let owner = unit.owner {
@@ -675,7 +699,9 @@ func builtinAudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
     var writable = true
     switch inID {
     case kAudioUnitProperty_StreamFormat: size = MemoryLayout<AudioStreamBasicDescription>.size
-    case kAudioUnitProperty_SetRenderCallback: size = MemoryLayout<AURenderCallbackStruct>.size
+    case kAudioUnitProperty_SetRenderCallback, kAudioOutputUnitProperty_SetInputCallback: size = MemoryLayout<AURenderCallbackStruct>.size
+    case kAUVoiceIOProperty_BypassVoiceProcessing, kAUVoiceIOProperty_VoiceProcessingEnableAGC, kAUVoiceIOProperty_MuteOutput: size = 4
+    case kAudioOutputUnitProperty_HasIO: size = 4; writable = false
     case kAudioUnitProperty_SampleRate, kAudioUnitProperty_Latency, kAudioUnitProperty_TailTime:
         size = 8; writable = inID == kAudioUnitProperty_SampleRate
     case kAudioUnitProperty_MaximumFramesPerSlice, kAudioUnitProperty_ElementCount, kAudioOutputUnitProperty_EnableIO,
@@ -717,6 +743,19 @@ func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         return put(Float64(0))
     case kAudioOutputUnitProperty_IsRunning: return put(UInt32(unit.running || unit.owner?.running == true ? 1 : 0))
     case kAudioOutputUnitProperty_EnableIO: return put(unit.enableIO[inElement] ?? 0)
+    case kAudioOutputUnitProperty_HasIO:
+        guard unit.isOutput else { return kAudioUnitErr_InvalidProperty }
+        if case .output(generic: true) = unit.component.kind { return put(UInt32(0)) }
+        return put(UInt32(inElement <= 1 ? 1 : 0))
+    case kAUVoiceIOProperty_BypassVoiceProcessing:
+        guard unit.isVoiceIO else { return kAudioUnitErr_InvalidProperty }
+        return put(UInt32(unit.voiceBypass ? 1 : 0))
+    case kAUVoiceIOProperty_VoiceProcessingEnableAGC:
+        guard unit.isVoiceIO else { return kAudioUnitErr_InvalidProperty }
+        return put(UInt32(unit.voiceAGC ? 1 : 0))
+    case kAUVoiceIOProperty_MuteOutput:
+        guard unit.isVoiceIO else { return kAudioUnitErr_InvalidProperty }
+        return put(UInt32(unit.voiceMuteOutput ? 1 : 0))
     case kAUNBandEQProperty_NumberOfBands: return put(UInt32(unit.bandCount))
     case kAudioUnitProperty_BypassEffect: return put(UInt32(0))
     default: return kAudioUnitErr_InvalidProperty
@@ -725,7 +764,9 @@ func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
 
 /// Writes a property: stream formats (linear PCM, before initialising), the render callback
 /// of an input element, MaximumFramesPerSlice, the mixer's input element count, EnableIO
-/// (enabling input, element 1, is refused: no input devices yet), the EQ's band count.
+/// (input on element 1 of standalone RemoteIO/HAL/default/voice-processing units; not of a
+/// generic output nor of an output unit inside an AUGraph), the input callback, the
+/// voice-processing properties, the EQ's band count.
 @discardableResult
 func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                  _ inData: UnsafeRawPointer?, _ inDataSize: UInt32) -> OSStatus {
@@ -776,8 +817,36 @@ func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     case kAudioOutputUnitProperty_EnableIO:
         guard let v = get(UInt32.self) else { return kAudio_ParamError }
         guard unit.isOutput else { return kAudioUnitErr_InvalidProperty }
-        if inElement == 1 && v != 0 { return kAudioUnitErr_FormatNotSupported }   // no input devices yet
-        unit.enableIO[inElement] = v
+        guard inElement <= 1 else { return kAudioUnitErr_InvalidElement }
+        guard !unit.initialized else { return kAudioUnitErr_Initialized }
+        if inElement == 1 && v != 0 {
+            if case .output(generic: true) = unit.component.kind { return kAudioUnitErr_InvalidProperty }
+            if unit.owner != nil { return kAudioUnitErr_CannotDoInCurrentContext }   // input inside an AUGraph: not provided
+        }
+        unit.enableIO[inElement] = v != 0 ? 1 : 0
+        return noErr
+    case kAudioOutputUnitProperty_SetInputCallback:
+        guard unit.isOutput else { return kAudioUnitErr_InvalidProperty }
+        guard let cb = get(AURenderCallbackStruct.self) else { return kAudio_ParamError }
+        guard !unit.initialized else { return kAudioUnitErr_Initialized }
+        unit.inputCallback = cb
+        return noErr
+    case kAUVoiceIOProperty_BypassVoiceProcessing, kAUVoiceIOProperty_MuteOutput:
+        guard unit.isVoiceIO else { return kAudioUnitErr_InvalidProperty }
+        guard let v = get(UInt32.self) else { return kAudio_ParamError }
+        if inID == kAUVoiceIOProperty_BypassVoiceProcessing {
+            unit.voiceBypass = v != 0
+            unit.io?.voice?.bypass = v != 0
+        } else {
+            unit.voiceMuteOutput = v != 0
+            unit.io?.muteOutput.store(v != 0, ordering: .relaxed)
+        }
+        return noErr
+    case kAUVoiceIOProperty_VoiceProcessingEnableAGC:
+        guard unit.isVoiceIO else { return kAudioUnitErr_InvalidProperty }
+        guard let v = get(UInt32.self) else { return kAudio_ParamError }
+        guard !unit.initialized else { return kAudioUnitErr_Initialized }
+        unit.voiceAGC = v != 0
         return noErr
     case kAUNBandEQProperty_NumberOfBands:
         guard let v = get(UInt32.self), v >= 1, v <= 16 else { return kAudioUnitErr_InvalidPropertyValue }

@@ -1,0 +1,306 @@
+import AudioCore
+import AudioDevices
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Counters of an ``AUInputNode`` (a snapshot; every field is read from an atomic).
+public struct AUInputStatistics: Sendable, Hashable, CustomStringConvertible {
+    /// Frames the input device delivered into the ring.
+    public var capturedFrames: Int64 = 0
+    /// Captured frames lost because the ring was full (the graph was not rendering or fell
+    /// behind): overruns.
+    public var overrunFrames: Int = 0
+    /// Frames the node rendered as silence because the ring ran dry after audio had started:
+    /// underruns.
+    public var underrunFrames: Int = 0
+    /// How many times the ring ran dry.
+    public var underruns: Int = 0
+    /// Frames skipped to bound the latency: the backlog found at (re)start and what the drift
+    /// control dropped when the input clock ran faster than the output clock.
+    public var skippedFrames: Int = 0
+    /// Frames added by the drift control when the input clock ran slower than the output clock.
+    public var insertedFrames: Int = 0
+    /// Frames waiting in the ring now.
+    public var fillFrames: Int = 0
+
+    /// A one-line summary.
+    public var description: String {
+        "captured \(capturedFrames), overrun \(overrunFrames), underrun \(underrunFrames) (\(underruns)x), skipped \(skippedFrames), inserted \(insertedFrames), fill \(fillFrames)"
+    }
+}
+
+/// The microphone: a source node whose audio comes from an input device (PulseAudio or ALSA,
+/// ``AudioInputDevice``).
+///
+/// The device's capture thread writes what it captures (interleaved Float32 at the graph rate)
+/// into a lock-free single-producer single-consumer ring (``SPSCRingBuffer``); the render
+/// thread reads it in ``render(_:)`` without allocating or locking. Frames that do not fit the
+/// ring are dropped and counted (overruns); when the ring runs dry the node renders silence,
+/// counts the underrun and waits for the ring to refill to its working level before it plays
+/// again.
+///
+/// **Latency and clock drift.** The input and output devices run on different clocks, so the
+/// ring would slowly fill up (growing latency) or drain (repeated underruns). The node keeps
+/// the fill level bounded: it watches the smallest number of frames left in the ring after a
+/// render over windows of a quarter second. At the first render (and after an underrun) it
+/// waits for a slice, ``safetyFrames`` and one capture block to be there and skips any
+/// backlog beyond that; afterwards, when the window minimum exceeds
+/// ``safetyFrames`` by more than the hysteresis (``safetyFrames`` or 32 frames, whichever is
+/// larger), it drops the excess, and when the minimum falls below half of ``safetyFrames`` it
+/// inserts frames. A larger excess than drift can bring in one window (more than 64 frames
+/// beyond the hysteresis: start-up, a stalled renderer, bursty capture) is skipped at once;
+/// drift corrections are spread over successive slices, at most 1/64 of a slice each, by
+/// linear-interpolation resampling of that slice (a pitch change of at most 1.6 % for a few
+/// tens of milliseconds, no click). With equal clocks this only happens at start; with a 100 ppm mismatch it
+/// moves about 5 frames a second at 48 kHz.
+///
+/// Thread safety: ``start(device:)``, ``start(_:options:)`` and ``stop()`` from the control
+/// plane; ``write(_:frames:)`` from one producer thread (the device's, or a test's);
+/// ``render(_:)`` / ``pull(into:channelCount:frames:)`` from the render thread;
+/// ``statistics`` from anywhere.
+public final class AUInputNode: AUNode, @unchecked Sendable {
+    /// Channels captured and rendered.
+    public let channels: Int
+    /// The ring's size in frames.
+    public let capacityFrames: Int
+    private let ring: SPSCRingBuffer<Float>
+    private let safety: Atomic<Int>
+    private let captured = Atomic<Int64>(0)
+    private let largestWrite = Atomic<Int>(0)
+    private let overruns = AtomicCounter()
+    private let underrunFramesCounter = AtomicCounter()
+    private let underrunCounter = AtomicCounter()
+    private let skipped = AtomicCounter()
+    private let inserted = AtomicCounter()
+    private let deviceBox = Mutex<(any AudioInputDevice)?>(nil)
+    // Render-thread state.
+    private var scratch: UnsafeMutablePointer<Float>
+    private var scratchFrames = 0
+    private var primed = false
+    private var hasPlayed = false
+    private var windowMin = Int.max
+    private var windowFrames = 0
+    private var windowLength = 12000
+    private var pendingAdjust = 0   // > 0: frames to drop, < 0: frames to insert
+
+    /// Creates an input of `channels` channels whose ring holds `capacityFrames` frames, keeping
+    /// about `safetyFrames` frames in reserve (nil: 3 ms at the graph rate, at least 64).
+    public init(channels: Int = 1, capacityFrames: Int = 16384, safetyFrames: Int? = nil, name: String = "input") {
+        self.channels = max(1, channels)
+        self.capacityFrames = max(256, capacityFrames)
+        ring = SPSCRingBuffer(minimumCapacity: self.capacityFrames * self.channels, zero: 0)
+        safety = Atomic(safetyFrames ?? -1)
+        scratch = .allocate(capacity: 1)
+        super.init(name: name, inputChannels: [], outputChannels: [self.channels])
+    }
+
+    deinit {
+        stop()
+        scratch.deallocate()
+    }
+
+    /// Refuses: the channel count is fixed at creation (the ring is sized for it).
+    public override func setOutputChannels(_ channels: Int, bus: Int) throws(AudioError) {
+        throw AudioError(.invalidState, component: "AUInputNode", "\(name): the channel count is fixed when the input node is created", osStatus: -10865)
+    }
+
+    /// The frames kept in the ring beyond what a slice needs (any thread; takes effect at the
+    /// next drift window).
+    public var safetyFrames: Int {
+        get {
+            let s = safety.load(ordering: .relaxed)
+            return s >= 0 ? s : max(64, Int(sampleRate * 0.003))
+        }
+        set { safety.store(max(0, newValue), ordering: .relaxed) }
+    }
+
+    /// The counters.
+    public var statistics: AUInputStatistics {
+        AUInputStatistics(capturedFrames: captured.load(ordering: .relaxed), overrunFrames: overruns.value,
+                          underrunFrames: underrunFramesCounter.value, underruns: underrunCounter.value,
+                          skippedFrames: skipped.value, insertedFrames: inserted.value,
+                          fillFrames: ring.availableToRead / channels)
+    }
+
+    /// The device feeding the node, if started.
+    public var device: (any AudioInputDevice)? { deviceBox.withLock { $0 } }
+
+    /// Allocates the render scratch buffer.
+    public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
+        try super.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
+        scratch.deallocate()
+        scratchFrames = maxFrames + maxFrames / 64 + 2
+        scratch = .allocate(capacity: scratchFrames * channels)
+        scratch.initialize(repeating: 0, count: scratchFrames * channels)
+        windowLength = max(maxFrames, Int(sampleRate / 4))
+    }
+
+    // MARK: Producer
+
+    /// Producer: appends `frames` interleaved frames (`samples.count >= frames * channels`);
+    /// what does not fit is dropped and counted as an overrun. Real-time safe.
+    public func write(_ samples: UnsafeBufferPointer<Float>, frames: Int) {
+        let n = min(frames, samples.count / channels)
+        guard n > 0, let base = samples.baseAddress else { return }
+        if n > largestWrite.load(ordering: .relaxed) { largestWrite.store(n, ordering: .relaxed) }
+        let fit = min(n, ring.availableToWrite / channels)
+        if fit > 0 { ring.write(UnsafeBufferPointer(start: base, count: fit * channels)) }
+        if fit < n { overruns.add(n - fit) }
+        captured.add(Int64(fit), ordering: .relaxed)
+    }
+
+    /// Starts `device` capturing into the ring. The device must deliver the graph's rate (the
+    /// node must be prepared: added to a graph) and the node's channel count.
+    public func start(device: any AudioInputDevice) throws(AudioError) {
+        guard isPrepared else {
+            throw AudioError(.invalidState, component: "AUInputNode", "\(name): add the input node to a graph before starting its device", osStatus: -10867)
+        }
+        guard device.format.sampleRate == sampleRate, device.format.channels == channels else {
+            throw AudioError(.unsupportedFormat, component: "AUInputNode",
+                             "device \(device.name) delivers \(device.format), the input node takes \(channels) channels at \(sampleRate) Hz", osStatus: -10868)
+        }
+        let busy = deviceBox.withLock { d -> Bool in
+            if d != nil { return true }
+            d = device
+            return false
+        }
+        if busy { throw AudioError(.invalidState, component: "AUInputNode", "\(name) is already capturing", osStatus: -10863) }
+        do {
+            try device.start { [self] samples, frames, _ in write(samples, frames: frames) }
+        } catch {
+            deviceBox.withLock { $0 = nil }
+            throw error
+        }
+    }
+
+    /// Opens `spec` at the graph's rate and the node's channel count and starts capturing from
+    /// it; returns the opened input (with its notice when ``AudioInputSpec/auto`` fell back).
+    @discardableResult
+    public func start(_ spec: AudioInputSpec, options: AudioInput.Options = AudioInput.Options()) throws(AudioError) -> AudioInput.Opened {
+        guard isPrepared else {
+            throw AudioError(.invalidState, component: "AUInputNode", "\(name): add the input node to a graph before starting its device", osStatus: -10867)
+        }
+        let opened = try AudioInput.open(spec, format: AudioDeviceFormat(sampleRate: sampleRate, channels: channels), options: options)
+        do { try start(device: opened.device) } catch {
+            opened.device.close()
+            throw error
+        }
+        return opened
+    }
+
+    /// Stops and closes the device; the ring keeps what it holds.
+    public func stop() {
+        let d = deviceBox.withLock { d -> (any AudioInputDevice)? in
+            defer { d = nil }
+            return d
+        }
+        d?.stop()
+        d?.close()
+    }
+
+    // MARK: Render
+
+    /// Renders the captured audio.
+    public override func render(_ context: AURenderContext) {
+        let out = context.output(0)
+        pull(into: out.channels, channelCount: out.channelCount, frames: context.frames)
+    }
+
+    /// Render thread: writes `frames` frames (at most the graph's slice size) of captured audio
+    /// into `channelCount` non-interleaved channels (extra channels repeat channel c mod
+    /// ``channels``), with the underrun handling and drift control described above. Used by
+    /// ``render(_:)`` and by the C API's `AudioUnitRender` on element 1. No allocation, no locks.
+    public func pull(into buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, channelCount: Int, frames: Int) {
+        let frames = min(frames, maxFrames)
+        guard frames > 0 else { return }
+        let ch = channels
+        let reserve = safetyFrames
+        var available = ring.availableToRead / ch
+        if !primed {
+            // Start with a capture block in hand on top of the reserve (the window control
+            // takes off what turns out not to be needed).
+            let block = min(largestWrite.load(ordering: .relaxed), capacityFrames / 2)
+            guard available >= frames + reserve + block else {
+                if hasPlayed { underrunFramesCounter.add(frames) }
+                for c in 0..<channelCount { buffers[c].update(repeating: 0, count: frames) }
+                return
+            }
+            let excess = available - frames - reserve - block
+            if excess > 0 {
+                ring.skip(excess * ch)
+                skipped.add(excess)
+                available -= excess
+            }
+            primed = true
+            hasPlayed = true
+            windowMin = Int.max
+            windowFrames = 0
+            pendingAdjust = 0
+        }
+        // How many ring frames this slice consumes: more to drop, fewer to insert.
+        let step = max(1, frames / 64)
+        var delta = 0
+        if frames >= 16 && pendingAdjust > 0 { delta = min(pendingAdjust, step, max(0, available - frames)) }
+        if frames >= 16 && pendingAdjust < 0 { delta = -min(-pendingAdjust, step, frames - 2) }
+        let consume = frames + delta
+        if available < consume {
+            // Underrun: play what is there, then silence, and re-prime.
+            let n = available
+            if n > 0 { ring.read(into: UnsafeMutableBufferPointer(start: scratch, count: n * ch)) }
+            for c in 0..<channelCount {
+                let o = buffers[c], k = c % ch
+                for f in 0..<n { o[f] = scratch[f * ch + k] }
+                (o + n).update(repeating: 0, count: frames - n)
+            }
+            underrunFramesCounter.add(frames - n)
+            underrunCounter.add(1)
+            primed = false
+            return
+        }
+        ring.read(into: UnsafeMutableBufferPointer(start: scratch, count: consume * ch))
+        if delta == 0 {
+            for c in 0..<channelCount {
+                let o = buffers[c], k = c % ch
+                for f in 0..<frames { o[f] = scratch[f * ch + k] }
+            }
+        } else {
+            // Linear interpolation of `consume` frames onto `frames` frames.
+            let ratio = Double(consume - 1) / Double(max(1, frames - 1))
+            for c in 0..<channelCount {
+                let o = buffers[c], k = c % ch
+                for f in 0..<frames {
+                    let x = Double(f) * ratio
+                    let i = min(Int(x), consume - 2)
+                    let t = Float(x - Double(i))
+                    let a = scratch[i * ch + k], b = scratch[(i + 1) * ch + k]
+                    o[f] = a + (b - a) * t
+                }
+            }
+            if delta > 0 { skipped.add(delta) } else { inserted.add(-delta) }
+            pendingAdjust -= delta
+        }
+        // Drift control: the smallest reserve left over a window decides.
+        let left = available - consume
+        windowMin = min(windowMin, left)
+        windowFrames += frames
+        if windowFrames >= windowLength {
+            let hysteresis = max(32, reserve)
+            if pendingAdjust == 0 {
+                if windowMin > reserve + hysteresis + 64 {
+                    // More than drift brings in a window (start-up, a stalled renderer, bursty
+                    // capture): skip the backlog at once.
+                    ring.skip((windowMin - reserve) * ch)
+                    skipped.add(windowMin - reserve)
+                } else if windowMin > reserve + hysteresis {
+                    pendingAdjust = windowMin - reserve
+                } else if windowMin < reserve / 2 {
+                    pendingAdjust = -(reserve - windowMin)
+                }
+            }
+            windowMin = Int.max
+            windowFrames = 0
+        }
+    }
+}
