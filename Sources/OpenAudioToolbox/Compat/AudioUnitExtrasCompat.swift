@@ -5,7 +5,10 @@
 import AudioCore
 import AudioFiles
 import AudioUnits
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 // MARK: - Constants
