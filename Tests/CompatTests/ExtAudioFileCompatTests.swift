@@ -378,6 +378,35 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
         #expect(AudioFileClose(readFile) == noErr)
     }
 
+    /// A client rate other than the file's: the frames read follow the rate ratio, Tell and Seek
+    /// stay in file frames, and the 440/660 Hz test content keeps its pitch.
+    @Test func resamplingClient() throws {
+        guard let path = corpusFile("ffmpeg-generated/m4a/alac_st.m4a") else { print(corpusAbsent); return }
+        var client = floatPlanar(48000, channels: 2)
+        client.mFormatFlags &= ~kAudioFormatFlagIsNonInterleaved
+        client.mBytesPerFrame = 8
+        client.mBytesPerPacket = 8
+        let (bytes, length) = try extRead(path, client: client, chunk: 4096)
+        let frames = bytes.count / 8
+        print("ExtAudioFile 44.1 -> 48 kHz: \(frames) frames for \(length) file frames")
+        #expect(length == 132_300)
+        #expect(abs(frames - 144_000) <= 2)
+        var ref: ExtAudioFileRef?
+        #expect(ExtAudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, &ref) == noErr)
+        let file = try #require(ref)
+        defer { ExtAudioFileDispose(file) }
+        #expect(ExtAudioFileSetProperty(file, kExtAudioFileProperty_ClientDataFormat, UInt32(MemoryLayout<AudioStreamBasicDescription>.size), &client) == noErr)
+        var buffer = [Float](repeating: 0, count: 9600 * 2)
+        var n: UInt32 = 9600
+        let status = buffer.withUnsafeMutableBytes { raw -> OSStatus in
+            var list = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: 2, mDataByteSize: UInt32(raw.count), mData: raw.baseAddress))
+            return ExtAudioFileRead(file, &n, &list)
+        }
+        #expect(status == noErr && n == 9600)
+        var tell: Int64 = 0
+        #expect(ExtAudioFileTell(file, &tell) == noErr && tell == 8820)   // 0.2 s in file frames
+    }
+
     @Test func constantsHaveApplesValues() {
         #expect(kExtAudioFileProperty_FileDataFormat == 0x6666_6D74)
         #expect(kExtAudioFileProperty_ClientDataFormat == 1_667_657_076)
