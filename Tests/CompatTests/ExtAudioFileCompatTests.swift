@@ -407,6 +407,47 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
         #expect(ExtAudioFileTell(file, &tell) == noErr && tell == 8820)   // 0.2 s in file frames
     }
 
+    /// ExtAudioFileWriteAsync as a render callback uses it: set-up call, then 512-frame planar
+    /// slices; the Float32 WAV holds exactly those frames after Dispose; a slice larger than the
+    /// buffer is refused.
+    @Test func writeAsyncFromARenderLoop() throws {
+        let path = tempPath("wav")
+        defer { unlink(path) }
+        var fileFormat = AudioStreamBasicDescription(mSampleRate: 48000, mFormatID: kAudioFormatLinearPCM, mFormatFlags: kAudioFormatFlagsNativeFloatPacked,
+                                                     mBytesPerPacket: 8, mFramesPerPacket: 1, mBytesPerFrame: 8, mChannelsPerFrame: 2, mBitsPerChannel: 32, mReserved: 0)
+        var ref: ExtAudioFileRef?
+        #expect(ExtAudioFileCreateWithURL(URL(fileURLWithPath: path) as CFURL, kAudioFileWAVEType, &fileFormat, nil, AudioFileFlags.eraseFile.rawValue, &ref) == noErr)
+        let file = try #require(ref)
+        var client = floatPlanar(48000, channels: 2)
+        #expect(ExtAudioFileSetProperty(file, kExtAudioFileProperty_ClientDataFormat, UInt32(MemoryLayout<AudioStreamBasicDescription>.size), &client) == noErr)
+        #expect(ExtAudioFileWriteAsync(file, 0, nil) == noErr)
+        let list = AudioBufferList.allocate(maximumBuffers: 2)
+        defer { free(list.unsafeMutablePointer) }
+        let left = UnsafeMutablePointer<Float>.allocate(capacity: 8192), right = UnsafeMutablePointer<Float>.allocate(capacity: 8192)
+        defer { left.deallocate(); right.deallocate() }
+        var written = 0
+        for _ in 0..<100 {
+            for i in 0..<512 { left[i] = signal(written + i, 0, rate: 48000); right[i] = signal(written + i, 1, rate: 48000) }
+            list[0] = AudioBuffer(mNumberChannels: 1, mDataByteSize: 512 * 4, mData: left)
+            list[1] = AudioBuffer(mNumberChannels: 1, mDataByteSize: 512 * 4, mData: right)
+            var status = ExtAudioFileWriteAsync(file, 512, list.unsafePointer)
+            while status == kExtAudioFileError_AsyncWriteBufferOverflow {   // the writer is behind: wait a period
+                usleep(1000)
+                status = ExtAudioFileWriteAsync(file, 512, list.unsafePointer)
+            }
+            #expect(status == noErr)
+            written += 512
+        }
+        list[0].mDataByteSize = 8192 * 4
+        list[1].mDataByteSize = 8192 * 4
+        #expect(ExtAudioFileWriteAsync(file, 8192, list.unsafePointer) == kExtAudioFileError_AsyncWriteTooLarge)
+        #expect(ExtAudioFileDispose(file) == noErr)
+        let (bytes, length) = try extRead(path, client: nil)
+        #expect(length == 51_200)
+        let samples = bytes.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        #expect(samples.count == 102_400 && signalSNR(samples, rate: 48000) == .infinity)
+    }
+
     @Test func constantsHaveApplesValues() {
         #expect(kExtAudioFileProperty_FileDataFormat == 0x6666_6D74)
         #expect(kExtAudioFileProperty_ClientDataFormat == 1_667_657_076)
