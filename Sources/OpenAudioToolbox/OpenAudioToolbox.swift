@@ -1,7 +1,3 @@
-@_exported import AudioCore
-@_exported import AudioFiles
-@_exported import AudioConversion
-@_exported import AudioDevices
-@_exported import AudioQueueEngine
-@_exported import AudioProcessing
-@_exported import AudioUnits
+// OpenAudioToolbox: Audio Toolbox's C-style API under Apple's names (Compat/), on top of the
+// Swift API, which this module re-exports (AudioToolboxKit and every layer below it).
+@_exported import AudioToolboxKit

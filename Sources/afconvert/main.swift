@@ -1,5 +1,5 @@
 // afconvert: converts audio files between formats, like macOS afconvert.
-import OpenAudioToolbox
+import AudioToolboxKit
 #if canImport(Glibc)
 import Glibc
 #endif

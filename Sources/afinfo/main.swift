@@ -1,5 +1,5 @@
 // afinfo: prints what is in an audio file, like macOS afinfo.
-import OpenAudioToolbox
+import AudioToolboxKit
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,7 @@
 // afplay's AudioUnits path: --eq, --reverb, --compress and --mix route playback through an
 // AudioGraph (players -> mixer -> EQ -> compressor/limiter -> reverb -> output) instead of the
 // plain AudioQueue player.
-import OpenAudioToolbox
+import AudioToolboxKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 // afplay URL: plays http(s)/icy streams, playlists and standard input through StreamingPlayer.
 import AudioStreaming
 import Dispatch
-import OpenAudioToolbox
+import AudioToolboxKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 // afplay's rate and pitch options: `-r/--rate RATE` and `-q/--rQuality QUALITY` as macOS afplay
 // has them, and `--pitch CENTS`. Kept apart from main.swift, which calls the two hooks below.
-import OpenAudioToolbox
+import AudioToolboxKit
 import Synchronization
 
 /// What the rate and pitch options asked for.

@@ -1,5 +1,5 @@
 // afplay: plays audio files, like macOS afplay, with a live status line on a terminal.
-import OpenAudioToolbox
+import AudioToolboxKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 // afrecord --monitor and --measure-latency: the input through an AudioUnits graph to the output.
-import OpenAudioToolbox
+import AudioToolboxKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 // afrecord: records audio from an input device into a file (the recording side of afconvert).
 import Foundation
-import OpenAudioToolbox
+import AudioToolboxKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc
