@@ -162,15 +162,19 @@ final class CompatAsyncWriter: @unchecked Sendable {
         let bytes = frames * frameBytes
         guard bytes <= ring.capacity else { return kExtAudioFileError_AsyncWriteTooLarge }
         guard bytes <= ring.availableToWrite else { return kExtAudioFileError_AsyncWriteBufferOverflow }
-        if interleaved || channels <= 1, list.count > 0, let p = list[0].mData {
-            _ = ring.write(UnsafeBufferPointer(start: p.assumingMemoryBound(to: UInt8.self), count: min(bytes, Int(list[0].mDataByteSize))))
+        if interleaved || channels <= 1 {
+            guard list.count > 0, let p = list[0].mData, Int(list[0].mDataByteSize) >= bytes else { return kAudio_ParamError }
+            _ = ring.write(UnsafeBufferPointer(start: p.assumingMemoryBound(to: UInt8.self), count: bytes))
             return noErr
+        }
+        for ch in 0..<channels where ch >= list.count || list[ch].mData == nil || Int(list[ch].mDataByteSize) < frames * width {
+            return kAudio_ParamError
         }
         var done = 0
         while done < frames {
             let n = min(scratchFrames, frames - done)
-            for ch in 0..<min(channels, list.count) {
-                guard let p = list[ch].mData else { continue }
+            for ch in 0..<channels {
+                let p = list[ch].mData!
                 for f in 0..<n { (scratch + (f * channels + ch) * width).copyMemory(from: p + (done + f) * width, byteCount: width) }
             }
             _ = ring.write(UnsafeBufferPointer(start: scratch.assumingMemoryBound(to: UInt8.self), count: n * frameBytes))
