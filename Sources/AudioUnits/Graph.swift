@@ -156,6 +156,8 @@ public final class AudioGraph: @unchecked Sendable {
     private let inUse = Atomic<UnsafeMutableRawPointer?>(nil)
     private let deviceBox = Mutex<(any AudioOutputDevice)?>(nil)
     private let commits = Atomic<Int>(0)
+    private let observerSlot = Atomic<UnsafeMutableRawPointer?>(nil)
+    private let retiredObservers = Mutex<[AURenderObserver]>([])
 
     /// Creates an empty graph whose output has `channels` channels.
     public init(sampleRate: Double = 48000, channels: Int = 2, maxFramesPerSlice: Int = 1024) throws(AudioError) {
@@ -178,6 +180,22 @@ public final class AudioGraph: @unchecked Sendable {
         stop()
         if let p = current.exchange(nil, ordering: .sequentiallyConsistent) {
             Unmanaged<RenderPlan>.fromOpaque(p).release()
+        }
+        if let o = observerSlot.exchange(nil, ordering: .sequentiallyConsistent) {
+            Unmanaged<AURenderObserver>.fromOpaque(o).release()
+        }
+    }
+
+    /// Sets the observer of every ``render(into:frames:time:)`` (device-driven or not), nil to
+    /// remove it: Apple's render notifications. Its closures run on the render thread and must
+    /// be real-time safe. A replaced observer stays alive until the graph is freed, since the
+    /// render thread may still be calling it.
+    public func setRenderObserver(_ observer: AURenderObserver?) {
+        let new = observer.map { Unmanaged.passRetained($0).toOpaque() }
+        if let old = observerSlot.exchange(new, ordering: .sequentiallyConsistent) {
+            let o = Unmanaged<AURenderObserver>.fromOpaque(old)
+            retiredObservers.withLock { $0.append(o.takeUnretainedValue()) }
+            o.release()
         }
     }
 
@@ -388,6 +406,17 @@ public final class AudioGraph: @unchecked Sendable {
     /// each at least `frames` long); silence before the first ``commit()``. Real-time safe:
     /// no allocation, no locks. One caller at a time.
     public func render(into buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, frames: Int, time: AudioTimeStamp = AudioTimeStamp()) {
+        guard let o = observerSlot.load(ordering: .acquiring) else {
+            renderPlan(into: buffers, frames: frames, time: time)
+            return
+        }
+        let observer = Unmanaged<AURenderObserver>.fromOpaque(o).takeUnretainedValue()
+        observer.before(buffers, frames, time)
+        renderPlan(into: buffers, frames: frames, time: time)
+        observer.after(buffers, frames, time)
+    }
+
+    private func renderPlan(into buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, frames: Int, time: AudioTimeStamp) {
         // Announce the plan in use, re-checking that it is still current (the control side
         // frees a replaced plan only once `inUse` no longer names it).
         var p = current.load(ordering: .sequentiallyConsistent)
@@ -498,4 +527,21 @@ public final class AudioGraph: @unchecked Sendable {
 
     /// True while a device drives the graph.
     public var isRunning: Bool { deviceBox.withLock { $0 != nil } }
+}
+
+/// Observes an ``AudioGraph``'s renders (``AudioGraph/setRenderObserver(_:)``): `before` runs
+/// before each render with the output buffers about to be filled, `after` with them filled.
+/// Both run on the render thread: no allocation, locks or blocking.
+public final class AURenderObserver: @unchecked Sendable {
+    /// The output buffers (one per channel), the frame count and the time stamp.
+    public typealias Callback = (UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, Int, AudioTimeStamp) -> Void
+    /// Called before each render.
+    public let before: Callback
+    /// Called after each render.
+    public let after: Callback
+    /// Creates an observer.
+    public init(before: @escaping Callback, after: @escaping Callback) {
+        self.before = before
+        self.after = after
+    }
 }

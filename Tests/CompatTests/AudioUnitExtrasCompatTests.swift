@@ -35,6 +35,7 @@ final class NotifyCount: @unchecked Sendable {
     var pre = 0
     var post = 0
     var postEnergy = 0.0
+    var postFrames = 0
     var listened: [AudioUnitPropertyID] = []
 }
 
@@ -45,6 +46,7 @@ private func countNotify(_ refCon: UnsafeMutableRawPointer, _ flags: UnsafeMutab
     if flags.pointee.contains(.unitRenderAction_PreRender) { count.pre += 1 }
     if flags.pointee.contains(.unitRenderAction_PostRender) {
         count.post += 1
+        count.postFrames += Int(frames)
         let p = UnsafeMutableAudioBufferListPointer(ioData!)[0].mData!.assumingMemoryBound(to: Float.self)
         for i in 0..<Int(frames) { count.postEnergy += Double(p[i] * p[i]) }
     }
@@ -264,10 +266,131 @@ private func newUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = k
         let peak = out.map { abs($0) }.max() ?? 0
         #expect(abs(peak - 0.25) < 0.01, "peak \(peak)")
         #expect(MusicDeviceMIDIEvent(unit, 0x90, 60, 100, 0) == kAudioUnitErr_InvalidProperty)
+        var music = AudioComponentDescription(componentType: kAudioUnitType_MusicDevice, componentSubType: 0, componentManufacturer: 0,
+                                              componentFlags: 0, componentFlagsMask: 0)
+        #expect(AudioComponentFindNext(nil, &music) == nil)
+    }
+
+    /// Apple's dynamics and reverb parameter IDs our DSP lacks are refused as parameters.
+    @Test func parametersWithoutControls() throws {
+        let dynamics = try newUnit(kAudioUnitType_Effect, kAudioUnitSubType_DynamicsProcessor)
+        defer { AudioComponentInstanceDispose(dynamics) }
+        #expect(AudioUnitSetParameter(dynamics, kDynamicsProcessorParam_Threshold, kAudioUnitScope_Global, 0, -30, 0) == noErr)
+        #expect(AudioUnitSetParameter(dynamics, kDynamicsProcessorParam_HeadRoom, kAudioUnitScope_Global, 0, 5, 0) == kAudioUnitErr_InvalidParameter)
+        #expect(kDynamicsProcessorParam_ExpansionRatio == 2 && kDynamicsProcessorParam_CompressionAmount == 1000)
+        let reverb = try newUnit(kAudioUnitType_Effect, kAudioUnitSubType_Reverb2)
+        defer { AudioComponentInstanceDispose(reverb) }
+        var value: AudioUnitParameterValue = 0
+        #expect(AudioUnitGetParameter(reverb, kReverb2Param_MaxDelayTime, kAudioUnitScope_Global, 0, &value) == kAudioUnitErr_InvalidParameter)
+        #expect(kReverb2Param_MinDelayTime == 2 && kReverb2Param_RandomizeReflections == 6)
     }
 }
 
 /// A flag the completion proc sets from the player's thread.
 final class DoneFlag: Sendable {
     let done = Mutex(false)
+}
+
+extension AudioUnitExtrasCompatTests {
+    /// An AUGraph: AudioFilePlayer -> NewTimePitch (pitch 0, rate 1: passes through) ->
+    /// GenericOutput, rendered with AudioUnitRender on the output unit: the file's samples come
+    /// out in order, and the graph's render notifications run around every render.
+    @Test func filePlayerInAGraphWithRenderNotify() throws {
+        guard let path = corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav") else { print(corpusAbsent); return }
+        var graph: AUGraph?
+        #expect(NewAUGraph(&graph) == noErr)
+        let g = try #require(graph)
+        defer { DisposeAUGraph(g) }
+        var playerDesc = AudioComponentDescription(componentType: kAudioUnitType_Generator, componentSubType: kAudioUnitSubType_AudioFilePlayer,
+                                                   componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
+        var outDesc = AudioComponentDescription(componentType: kAudioUnitType_Output, componentSubType: kAudioUnitSubType_GenericOutput,
+                                                componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
+        var playerNode: AUNode = 0, outNode: AUNode = 0
+        #expect(AUGraphAddNode(g, &playerDesc, &playerNode) == noErr)
+        #expect(AUGraphAddNode(g, &outDesc, &outNode) == noErr)
+        #expect(AUGraphOpen(g) == noErr)
+        var player: AudioUnit?, output: AudioUnit?
+        #expect(AUGraphNodeInfo(g, playerNode, nil, &player) == noErr)
+        #expect(AUGraphNodeInfo(g, outNode, nil, &output) == noErr)
+        let p = try #require(player), o = try #require(output)
+        #expect(AUGraphConnectNodeInput(g, playerNode, 0, outNode, 0) == noErr)
+        var bufferFrames: UInt32 = 131_072
+        #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFileBufferSizeFrames, kAudioUnitScope_Global, 0, &bufferFrames, 4) == noErr)
+        let count = NotifyCount()
+        #expect(AUGraphAddRenderNotify(g, countNotify, Unmanaged.passUnretained(count).toOpaque()) == noErr)
+        #expect(AUGraphInitialize(g) == noErr)
+
+        var fileID: AudioFileID?
+        #expect(AudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, .readPermission, 0, &fileID) == noErr)
+        let file = try #require(fileID)
+        defer { AudioFileClose(file) }
+        var ids: [AudioFileID?] = [file]
+        #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFileIDs, kAudioUnitScope_Global, 0, &ids, UInt32(MemoryLayout<AudioFileID>.size)) == noErr)
+        var packets: UInt64 = 0
+        var size = UInt32(8)
+        #expect(AudioFileGetProperty(file, kAudioFilePropertyAudioDataPacketCount, &size, &packets) == noErr)
+        var region = ScheduledAudioFileRegion()
+        region.mTimeStamp.mFlags = kAudioTimeStampSampleTimeValid
+        region.mAudioFile = file
+        region.mFramesToPlay = UInt32(packets)
+        #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFileRegion, kAudioUnitScope_Global, 0, &region,
+                                     UInt32(MemoryLayout<ScheduledAudioFileRegion>.size)) == noErr)
+        var prime: UInt32 = 65536   // more than the test renders: no dependence on the feeder's pace
+        #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFilePrime, kAudioUnitScope_Global, 0, &prime, 4) == noErr)
+        var start = AudioTimeStamp()
+        start.mFlags = kAudioTimeStampSampleTimeValid
+        start.mSampleTime = -1
+        #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduleStartTimeStamp, kAudioUnitScope_Global, 0, &start,
+                                     UInt32(MemoryLayout<AudioTimeStamp>.size)) == noErr)
+        var rendered: [Float] = []
+        for _ in 0..<10 {
+            rendered += render(o, slices: 4)
+            usleep(2000)
+        }
+        var wav = [Int16](repeating: 0, count: 2 * 40960)
+        var bytes = UInt32(wav.count * 2)
+        var n: UInt32 = 40960
+        _ = wav.withUnsafeMutableBytes { AudioFileReadPacketData(file, false, &bytes, nil, 0, &n, $0.baseAddress) }
+        var exact = true
+        for i in 0..<40960 where rendered[i] != Float(wav[2 * i]) / 32768 { exact = false }
+        #expect(exact)
+        // The post-render notifications saw exactly the audio rendered.
+        let energy = rendered.reduce(0.0) { $0 + Double($1 * $1) }
+        #expect(count.pre == 40 && count.post == 40)
+        #expect(energy > 0 && abs(count.postEnergy - energy) <= 1e-6 * energy, "\(count.postEnergy) vs \(energy)")
+    }
+}
+
+extension CompatSeedTests {
+    /// A RemoteIO-style output unit playing to OAT_OUTPUT=wav:...: its render notifications run
+    /// around every device render, and the post-render ones see exactly the frames and audio
+    /// that reach the WAV.
+    @Test("AudioUnitAddRenderNotify on an output unit playing to a device")
+    func renderNotifyOnAPlayingOutputUnit() throws {
+        let wav = temporaryWAV("notify")
+        setenv("OAT_OUTPUT", "wav:" + wav, 1)
+        defer { unsetenv("OAT_OUTPUT"); remove(wav) }
+        let unit = try newUnit(kAudioUnitType_Output, kAudioUnitSubType_DefaultOutput)
+        defer { AudioComponentInstanceDispose(unit) }
+        let tone = PulledTone(hz: 440)
+        var callback = AURenderCallbackStruct(inputProc: toneRender, inputProcRefCon: Unmanaged.passUnretained(tone).toOpaque())
+        #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_SetRenderCallback, kAudioUnitScope_Input, 0, &callback,
+                                     UInt32(MemoryLayout<AURenderCallbackStruct>.size)) == noErr)
+        let count = NotifyCount()
+        #expect(AudioUnitAddRenderNotify(unit, countNotify, Unmanaged.passUnretained(count).toOpaque()) == noErr)
+        #expect(AudioUnitAddPropertyListener(unit, kAudioOutputUnitProperty_IsRunning, listener, Unmanaged.passUnretained(count).toOpaque()) == noErr)
+        #expect(AudioUnitInitialize(unit) == noErr)
+        #expect(AudioOutputUnitStart(unit) == noErr)
+        usleep(300_000)
+        #expect(AudioOutputUnitStop(unit) == noErr)
+        #expect(count.listened == [kAudioOutputUnitProperty_IsRunning, kAudioOutputUnitProperty_IsRunning])
+        let (samples, channels) = readFloatWAV(wav)
+        let frames = samples.count / max(1, channels)
+        var energy = 0.0
+        for f in 0..<frames { energy += Double(samples[f * channels] * samples[f * channels]) }
+        print("render notify on a playing output unit: \(count.pre) pre, \(count.post) post, \(count.postFrames) frames; WAV \(frames) frames")
+        #expect(count.pre > 0 && count.pre == count.post)
+        #expect(frames > 0 && count.postFrames == frames)
+        #expect(abs(count.postEnergy - energy) <= 1e-6 * max(1, energy))
+    }
 }

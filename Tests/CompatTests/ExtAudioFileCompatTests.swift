@@ -141,6 +141,15 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
         let (alacBytes, alacLength) = try extRead(alac, client: int16Stereo(44100))
         #expect(alacLength == 132300)
         #expect(alacBytes.count == 132300 * 4 && alacBytes == wavBytes)
+        // The ALAC decoded to big-endian Int16 (byte-swapped client) is the AIFF.
+        let (alacBigEndian, _) = try extRead(alac, client: int16Stereo(44100, bigEndian: true))
+        #expect(alacBigEndian == direct)
+        // Packed 24-bit read in its own format: the file's bytes.
+        if let s24 = corpusFile("ffmpeg-generated/wav/pcm_s24le_st.wav") {
+            let (bytes24, _) = try extRead(s24, client: nil, chunk: 777)
+            let direct24 = try audioFileBytes(s24)
+            #expect(!bytes24.isEmpty && bytes24 == direct24)
+        }
         // The AIFF swapped to little-endian is the WAV.
         var swapped = direct
         for i in stride(from: 0, to: swapped.count - 1, by: 2) { swapped.swapAt(i, i + 1) }
@@ -244,6 +253,11 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
         #expect(writeSignal(file, frames: 50_000, rate: 44100) == noErr)
         var tell: Int64 = 0
         #expect(ExtAudioFileTell(file, &tell) == noErr && tell == 50_000)
+        // Lengthen with 10 000 frames of silence; shortening is refused.
+        var length: Int64 = 60_000
+        #expect(ExtAudioFileSetProperty(file, kExtAudioFileProperty_FileLengthFrames, 8, &length) == noErr)
+        length = 1000
+        #expect(ExtAudioFileSetProperty(file, kExtAudioFileProperty_FileLengthFrames, 8, &length) == kExtAudioFileError_InvalidOperationOrder)
         var audioFile: AudioFileID?
         var size = UInt32(MemoryLayout<AudioFileID>.size)
         #expect(ExtAudioFileGetProperty(file, kExtAudioFileProperty_AudioFile, &size, &audioFile) == noErr && audioFile != nil)
@@ -251,10 +265,12 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
 
         #expect(ffprobe(path, "codec_name") == "pcm_s16le")
         #expect(ffprobe(path, "nb_read_packets").flatMap { Int($0) } != nil)
-        if let reference = ffmpegFloat(path) { #expect(reference.count == 100_000) }
-        let (bytes, length) = try extRead(path, client: nil)
-        #expect(length == 50_000)
-        let samples = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }.map { Float($0) / 32768 }
+        if let reference = ffmpegFloat(path) { #expect(reference.count == 120_000) }
+        let (bytes, readLength) = try extRead(path, client: nil)
+        #expect(readLength == 60_000)
+        let all = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }.map { Float($0) / 32768 }
+        #expect(all.count == 120_000 && all[100_000...].allSatisfy { $0 == 0 })
+        let samples = Array(all[0..<100_000])
         let db = signalSNR(samples, rate: 44100)
         print("ExtAudioFile WAV write/read SNR \(db) dB")
         #expect(samples.count == 100_000 && db > 80)
@@ -360,6 +376,76 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
         size = 8
         #expect(AudioFileGetProperty(readFile, kAudioFilePropertyAudioDataPacketCount, &size, &count) == noErr && count == 24_000)
         #expect(AudioFileClose(readFile) == noErr)
+    }
+
+    /// A client rate other than the file's: the frames read follow the rate ratio, Tell and Seek
+    /// stay in file frames, and the 440/660 Hz test content keeps its pitch.
+    @Test func resamplingClient() throws {
+        guard let path = corpusFile("ffmpeg-generated/m4a/alac_st.m4a") else { print(corpusAbsent); return }
+        var client = floatPlanar(48000, channels: 2)
+        client.mFormatFlags &= ~kAudioFormatFlagIsNonInterleaved
+        client.mBytesPerFrame = 8
+        client.mBytesPerPacket = 8
+        let (bytes, length) = try extRead(path, client: client, chunk: 4096)
+        let frames = bytes.count / 8
+        print("ExtAudioFile 44.1 -> 48 kHz: \(frames) frames for \(length) file frames")
+        #expect(length == 132_300)
+        #expect(abs(frames - 144_000) <= 2)
+        var ref: ExtAudioFileRef?
+        #expect(ExtAudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, &ref) == noErr)
+        let file = try #require(ref)
+        defer { ExtAudioFileDispose(file) }
+        #expect(ExtAudioFileSetProperty(file, kExtAudioFileProperty_ClientDataFormat, UInt32(MemoryLayout<AudioStreamBasicDescription>.size), &client) == noErr)
+        var buffer = [Float](repeating: 0, count: 9600 * 2)
+        var n: UInt32 = 9600
+        let status = buffer.withUnsafeMutableBytes { raw -> OSStatus in
+            var list = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: 2, mDataByteSize: UInt32(raw.count), mData: raw.baseAddress))
+            return ExtAudioFileRead(file, &n, &list)
+        }
+        #expect(status == noErr && n == 9600)
+        var tell: Int64 = 0
+        #expect(ExtAudioFileTell(file, &tell) == noErr && tell == 8820)   // 0.2 s in file frames
+    }
+
+    /// ExtAudioFileWriteAsync as a render callback uses it: set-up call, then 512-frame planar
+    /// slices; the Float32 WAV holds exactly those frames after Dispose; a slice larger than the
+    /// buffer is refused.
+    @Test func writeAsyncFromARenderLoop() throws {
+        let path = tempPath("wav")
+        defer { unlink(path) }
+        var fileFormat = AudioStreamBasicDescription(mSampleRate: 48000, mFormatID: kAudioFormatLinearPCM, mFormatFlags: kAudioFormatFlagsNativeFloatPacked,
+                                                     mBytesPerPacket: 8, mFramesPerPacket: 1, mBytesPerFrame: 8, mChannelsPerFrame: 2, mBitsPerChannel: 32, mReserved: 0)
+        var ref: ExtAudioFileRef?
+        #expect(ExtAudioFileCreateWithURL(URL(fileURLWithPath: path) as CFURL, kAudioFileWAVEType, &fileFormat, nil, AudioFileFlags.eraseFile.rawValue, &ref) == noErr)
+        let file = try #require(ref)
+        var client = floatPlanar(48000, channels: 2)
+        #expect(ExtAudioFileSetProperty(file, kExtAudioFileProperty_ClientDataFormat, UInt32(MemoryLayout<AudioStreamBasicDescription>.size), &client) == noErr)
+        #expect(ExtAudioFileWriteAsync(file, 0, nil) == noErr)
+        let list = AudioBufferList.allocate(maximumBuffers: 2)
+        defer { free(list.unsafeMutablePointer) }
+        let left = UnsafeMutablePointer<Float>.allocate(capacity: 8192), right = UnsafeMutablePointer<Float>.allocate(capacity: 8192)
+        defer { left.deallocate(); right.deallocate() }
+        var written = 0
+        for _ in 0..<100 {
+            for i in 0..<512 { left[i] = signal(written + i, 0, rate: 48000); right[i] = signal(written + i, 1, rate: 48000) }
+            list[0] = AudioBuffer(mNumberChannels: 1, mDataByteSize: 512 * 4, mData: left)
+            list[1] = AudioBuffer(mNumberChannels: 1, mDataByteSize: 512 * 4, mData: right)
+            var status = ExtAudioFileWriteAsync(file, 512, list.unsafePointer)
+            while status == kExtAudioFileError_AsyncWriteBufferOverflow {   // the writer is behind: wait a period
+                usleep(1000)
+                status = ExtAudioFileWriteAsync(file, 512, list.unsafePointer)
+            }
+            #expect(status == noErr)
+            written += 512
+        }
+        list[0].mDataByteSize = 8192 * 4
+        list[1].mDataByteSize = 8192 * 4
+        #expect(ExtAudioFileWriteAsync(file, 8192, list.unsafePointer) == kExtAudioFileError_AsyncWriteTooLarge)
+        #expect(ExtAudioFileDispose(file) == noErr)
+        let (bytes, length) = try extRead(path, client: nil)
+        #expect(length == 51_200)
+        let samples = bytes.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        #expect(samples.count == 102_400 && signalSNR(samples, rate: 48000) == .infinity)
     }
 
     @Test func constantsHaveApplesValues() {

@@ -280,15 +280,6 @@ public func AudioFileWritePackets(_ inAudioFile: AudioFileID, _ inUseCache: Bool
     return result
 }
 
-/// Not supported: files are written by packets (``AudioFileWritePackets(_:_:_:_:_:_:_:)``), not
-/// raw bytes (Apple's `AudioFileWriteBytes`).
-@discardableResult
-public func AudioFileWriteBytes(_ inAudioFile: AudioFileID, _ inUseCache: Bool, _ inStartingByte: Int64,
-                                _ ioNumBytes: UnsafeMutablePointer<UInt32>, _ inBuffer: UnsafeRawPointer) -> OSStatus {
-    ioNumBytes.pointee = 0
-    return kAudioFilePermissionsError
-}
-
 /// Sets a property of a file being written (Apple's `AudioFileSetProperty`):
 /// `MagicCookieData` (before the first packets; afterwards only FLAC's STREAMINFO update is
 /// taken), `PacketTableInfo` (priming before the first packets, valid frames before closing).
@@ -329,6 +320,8 @@ final class CompatFileWriter: @unchecked Sendable {
     var cookie: [UInt8]?
     var packetTableInfo: AudioFilePacketTableInfo?
     var writer: AudioFileWriter?
+    /// Called with the finished file's path after closing (AudioFileInitializeWithCallbacks).
+    var finish: ((String) -> OSStatus)?
     private static let handles = Mutex<Set<Int>>([])
 
     init(path: String, type: AudioFileType, format: AudioStreamBasicDescription) {
@@ -366,7 +359,7 @@ final class CompatFileWriter: @unchecked Sendable {
             case kAudioFilePropertyAudioDataByteCount: return .uint64(UInt64(max(0, writer?.audioDataByteCount ?? 0)))
             case kAudioFilePropertyPacketTableInfo: return (writer?.packetTableInfo ?? packetTableInfo).map { .packetTable($0) }
             case kAudioFilePropertyIsOptimized: return .uint32(0)
-            default: return nil
+            default: return emptyListProperty(id)
             }
         }
     }
@@ -385,7 +378,7 @@ final class CompatFileWriter: @unchecked Sendable {
         let result = w.lock.withLock { _ -> OSStatus in
             do throws(AudioError) {
                 try w.openWriter().close()
-                return noErr
+                return w.finish?(w.path) ?? noErr
             } catch {
                 return error.osStatus ?? kAudioFileUnspecifiedError
             }
@@ -543,7 +536,7 @@ private func fileProperty(_ f: AudioFile, _ id: AudioFilePropertyID, input: Unsa
         return packetDependencyProperty(id, format: f.dataFormat, packetCount: f.packetCount, input: input,
                                         invalidPacket: kAudioFileInvalidPacketOffsetError) ?? unsupported
     default:
-        return unsupported
+        return emptyListProperty(id).map { .success($0) } ?? unsupported
     }
 }
 
@@ -600,24 +593,24 @@ private let readableTypes: [AudioFileTypeID] = [
 
 /// Size of a global property (Apple's `AudioFileGetGlobalInfoSize`): `ReadableTypes`,
 /// `WritableTypes`.
-@discardableResult
+@discardableResult @_disfavoredOverload
 public func AudioFileGetGlobalInfoSize(_ inPropertyID: AudioFilePropertyID, _ inSpecifierSize: UInt32, _ inSpecifier: UnsafeMutableRawPointer?,
                                        _ outDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
     switch inPropertyID {
     case kAudioFileGlobalInfo_ReadableTypes: outDataSize.pointee = UInt32(readableTypes.count * 4)
     case kAudioFileGlobalInfo_WritableTypes: outDataSize.pointee = UInt32(writableTypeIDs.count * 4)
-    default: return kAudioFileUnsupportedPropertyError
+    default: return extraGlobalInfoSize(inPropertyID, inSpecifierSize, inSpecifier, outDataSize) ?? kAudioFileUnsupportedPropertyError
     }
     return noErr
 }
 
 /// Reads a global property (Apple's `AudioFileGetGlobalInfo`).
-@discardableResult
+@discardableResult @_disfavoredOverload
 public func AudioFileGetGlobalInfo(_ inPropertyID: AudioFilePropertyID, _ inSpecifierSize: UInt32, _ inSpecifier: UnsafeMutableRawPointer?,
                                    _ ioDataSize: UnsafeMutablePointer<UInt32>, _ outPropertyData: UnsafeMutableRawPointer) -> OSStatus {
     switch inPropertyID {
     case kAudioFileGlobalInfo_ReadableTypes: return writeArray(readableTypes, ioDataSize, outPropertyData)
     case kAudioFileGlobalInfo_WritableTypes: return writeArray(writableTypeIDs, ioDataSize, outPropertyData)
-    default: return kAudioFileUnsupportedPropertyError
+    default: return extraGlobalInfo(inPropertyID, inSpecifierSize, inSpecifier, ioDataSize, outPropertyData) ?? kAudioFileUnsupportedPropertyError
     }
 }

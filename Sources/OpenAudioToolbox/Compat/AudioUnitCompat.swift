@@ -625,7 +625,7 @@ public func AudioUnitUninitialize(_ inUnit: AudioUnit) -> OSStatus {
 /// else ALSA, else the null output). A generic output does not start (render it with
 /// ``AudioUnitRender(_:_:_:_:_:_:)``).
 @discardableResult
-public func AudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
+func builtinAudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
     let unit = compatUnit(ci)
     guard unit.isOutput else { return kAudioUnitErr_InvalidProperty }
     if case .output(generic: true) = unit.component.kind { return noErr }
@@ -647,7 +647,7 @@ public func AudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
 
 /// Stops an output unit.
 @discardableResult
-public func AudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
+func builtinAudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
     let unit = compatUnit(ci)
     if let owner = unit.owner { return owner.stop() }
     unit.graph?.stop()
@@ -1142,11 +1142,11 @@ public func AUGraphUpdate(_ inGraph: AUGraph, _ outIsUpdated: UnsafeMutablePoint
 
 /// Starts the graph's output unit on the output `OAT_OUTPUT` names.
 @discardableResult
-public func AUGraphStart(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).start() }
+func builtinAUGraphStart(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).start() }
 
 /// Stops the graph.
 @discardableResult
-public func AUGraphStop(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).stop() }
+func builtinAUGraphStop(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).stop() }
 
 /// Whether the graph is open / initialised / running.
 @discardableResult

@@ -5,7 +5,10 @@
 import AudioCore
 import AudioFiles
 import AudioUnits
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 // MARK: - Constants
@@ -71,6 +74,26 @@ public let kAudioUnitErr_FileNotSpecified: OSStatus = -10869
 public let kAudioUnitErr_Unauthorized: OSStatus = -10847
 /// The component is not available (`kAudioComponentErr_...`): used for the music devices.
 public let kAudioUnitErr_ExtensionNotFound: OSStatus = -10848
+
+/// Reverb2 minimum delay time (2): not a parameter of the reverb here (`kAudioUnitErr_InvalidParameter`).
+public let kReverb2Param_MinDelayTime: AudioUnitParameterID = 2
+/// Reverb2 maximum delay time (3): not a parameter here.
+public let kReverb2Param_MaxDelayTime: AudioUnitParameterID = 3
+/// Reverb2 reflection randomisation (6): not a parameter here.
+public let kReverb2Param_RandomizeReflections: AudioUnitParameterID = 6
+/// Dynamics processor head room (1): not a parameter here (the compressor has an explicit
+/// ratio, ID 100, and knee, ID 101).
+public let kDynamicsProcessorParam_HeadRoom: AudioUnitParameterID = 1
+/// Dynamics processor expansion ratio (2): not a parameter here (no expander).
+public let kDynamicsProcessorParam_ExpansionRatio: AudioUnitParameterID = 2
+/// Dynamics processor expansion threshold (3): not a parameter here (no expander).
+public let kDynamicsProcessorParam_ExpansionThreshold: AudioUnitParameterID = 3
+/// Dynamics processor gain reduction, read-only (1000): not a parameter here.
+public let kDynamicsProcessorParam_CompressionAmount: AudioUnitParameterID = 1000
+/// Dynamics processor input level, read-only (2000): not a parameter here.
+public let kDynamicsProcessorParam_InputAmplitude: AudioUnitParameterID = 2000
+/// Dynamics processor output level, read-only (3000): not a parameter here.
+public let kDynamicsProcessorParam_OutputAmplitude: AudioUnitParameterID = 3000
 
 // MARK: - Types
 
@@ -256,6 +279,8 @@ final class CompatUnitExtras {
     struct Listener { var id: AudioUnitPropertyID; var proc: AudioUnitPropertyListenerProc; var userData: UnsafeMutableRawPointer? }
     var listeners: [Listener] = []
     var renderNotifies: [AURenderCallbackStruct] = []
+    /// The graph and notification generation the installed render observer is for.
+    var installedNotifies: (ObjectIdentifier, Int)?
     // File player.
     var fileIDs: [AudioFileID] = []
     var region: ScheduledAudioFileRegion?
@@ -498,7 +523,7 @@ private func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ 
 /// Starts the feeder that reads the scheduled region (looping as asked) into the player, and
 /// waits until the prime frames are buffered (at most 5 s).
 private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSStatus {
-    guard var region = unit.extras.region, let id = region.mAudioFile, let box = CompatAudioFile.from(id) else { return kAudioUnitErr_FileNotSpecified }
+    guard let region = unit.extras.region, let id = region.mAudioFile, let box = CompatAudioFile.from(id) else { return kAudioUnitErr_FileNotSpecified }
     let format = unit.format(kAudioUnitScope_Output, 0)
     let channels = player.channels
     let client = AudioStreamBasicDescription.linearPCM(sampleRate: format.mSampleRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
@@ -539,9 +564,10 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSSt
         }
         return 0
     })
-    region.mTimeStamp = unit.extras.startTime
+    // Prime: wait until the asked frames (at most half the read-ahead buffer, at most the
+    // region) are buffered.
     let prime = Int(unit.extras.primeFrames == 0 ? 65536 : unit.extras.primeFrames)
-    let target = min(prime, max(0, Int(player.channels > 0 ? Int64(min(Double(Int64.max / 2), Double(framesPerPass))) : 0)), Int(unit.extras.bufferFrames) - 1024)
+    let target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: framesPerPass))
     let deadline = Date().addingTimeInterval(5)
     while player.bufferedFrames < target && !player.isInputEnded && Date() < deadline { usleep(1000) }
     return noErr
@@ -572,8 +598,9 @@ private func scheduleSlice(_ unit: CompatUnit, _ player: AUPlayerNode, _ slice: 
             for f in 0..<frames { interleaved[f * channels + c] = p[f] }
         }
     }
+    // Wait (at most 1 s) for room when the player's buffer is full.
     var offset = 0
-    let deadline = Date().addingTimeInterval(10)
+    let deadline = Date().addingTimeInterval(1)
     while offset < frames && Date() < deadline {
         let wrote = interleaved.withUnsafeBufferPointer { player.schedule(UnsafeBufferPointer(rebasing: $0[(offset * channels)...])) }
         offset += wrote
@@ -613,13 +640,15 @@ public func AudioUnitRemovePropertyListenerWithUserData(_ inUnit: AudioUnit, _ i
 // MARK: - Render notifications
 
 /// Adds a render notification (Apple's `AudioUnitAddRenderNotify`): `inProc` is called before
-/// (`kAudioUnitRenderAction_PreRender`) and after (`_PostRender`, with the rendered `ioData`)
-/// each ``AudioUnitRender(_:_:_:_:_:_:)`` of the unit, on the rendering thread. Different:
-/// units playing to a device (AudioOutputUnitStart) do not call it; render through a
-/// GenericOutput or standalone unit to observe.
+/// (`kAudioUnitRenderAction_PreRender`) and after (`_PostRender`, with the rendered `ioData`,
+/// non-interleaved Float32) each render of the unit, on the render thread: device renders of
+/// a started output unit and ``AudioUnitRender(_:_:_:_:_:_:)``. Standalone units and a graph's
+/// output unit; other units inside a graph are not observed.
 @discardableResult
 public func AudioUnitAddRenderNotify(_ inUnit: AudioUnit, _ inProc: @escaping AURenderCallback, _ inProcUserData: UnsafeMutableRawPointer?) -> OSStatus {
     compatUnit(inUnit).extras.renderNotifies.append(AURenderCallbackStruct(inputProc: inProc, inputProcRefCon: inProcUserData))
+    notifyGeneration.add(1, ordering: .relaxed)
+    refreshRenderNotifies(compatUnit(inUnit), inUnit)
     return noErr
 }
 
@@ -629,15 +658,19 @@ public func AudioUnitAddRenderNotify(_ inUnit: AudioUnit, _ inProc: @escaping AU
 public func AudioUnitRemoveRenderNotify(_ inUnit: AudioUnit, _ inProc: @escaping AURenderCallback, _ inProcUserData: UnsafeMutableRawPointer?) -> OSStatus {
     let x = compatUnit(inUnit).extras
     x.renderNotifies = removing(x.renderNotifies, inProc, inProcUserData)
+    notifyGeneration.add(1, ordering: .relaxed)
+    refreshRenderNotifies(compatUnit(inUnit), inUnit)
     return noErr
 }
 
 /// Adds a render notification on the graph's output unit (Apple's `AUGraphAddRenderNotify`):
-/// called around each ``AudioUnitRender(_:_:_:_:_:_:)`` of that unit (same difference as
-/// ``AudioUnitAddRenderNotify(_:_:_:)``).
+/// called around each render of the graph (device-driven after ``AUGraphStart(_:)``, or
+/// ``AudioUnitRender(_:_:_:_:_:_:)`` of its output unit).
 @discardableResult
 public func AUGraphAddRenderNotify(_ inGraph: AUGraph, _ inCallback: @escaping AURenderCallback, _ inRefCon: UnsafeMutableRawPointer?) -> OSStatus {
     compatGraph(inGraph).renderNotifies.append(AURenderCallbackStruct(inputProc: inCallback, inputProcRefCon: inRefCon))
+    notifyGeneration.add(1, ordering: .relaxed)
+    refreshGraphNotifies(compatGraph(inGraph))
     return noErr
 }
 
@@ -646,6 +679,8 @@ public func AUGraphAddRenderNotify(_ inGraph: AUGraph, _ inCallback: @escaping A
 public func AUGraphRemoveRenderNotify(_ inGraph: AUGraph, _ inCallback: @escaping AURenderCallback, _ inRefCon: UnsafeMutableRawPointer?) -> OSStatus {
     let g = compatGraph(inGraph)
     g.renderNotifies = removing(g.renderNotifies, inCallback, inRefCon)
+    notifyGeneration.add(1, ordering: .relaxed)
+    refreshGraphNotifies(g)
     return noErr
 }
 
@@ -657,28 +692,120 @@ private func removing(_ list: [AURenderCallbackStruct], _ proc: @escaping AURend
     return list
 }
 
+/// Render notifications are an observer on the AudioGraph that renders the unit (standalone) or
+/// its graph (output unit): see ``AudioGraph/setRenderObserver(_:)``.
+private let notifyGeneration = Atomic<Int>(0)
+
+/// The buffer list the observer hands to notifications (allocated once, freed with the observer).
+private final class NotifyList: @unchecked Sendable {
+    let list: UnsafeMutableAudioBufferListPointer
+    init(channels: Int) { list = AudioBufferList.allocate(maximumBuffers: channels) }
+    deinit { free(list.unsafeMutablePointer) }
+}
+
+/// Installs (or removes) the observer that calls the render notifications of `unit` (and, for
+/// a graph's output unit, of the graph) on the AudioGraph that renders it, when it changed.
+func refreshRenderNotifies(_ unit: CompatUnit, _ ref: AudioUnit) {
+    let graph: AudioGraph?
+    var notifies = unit.extras.renderNotifies
+    if let owner = unit.owner {
+        guard unit.isOutput else { return }   // only the root's render is observable in a graph
+        graph = owner.graph
+        notifies += owner.renderNotifies
+    } else {
+        graph = unit.graph
+    }
+    guard let graph else { return }
+    let key = (ObjectIdentifier(graph), notifyGeneration.load(ordering: .relaxed))
+    if let installed = unit.extras.installedNotifies, installed.0 == key.0, installed.1 == key.1 { return }
+    unit.extras.installedNotifies = key
+    guard !notifies.isEmpty else { graph.setRenderObserver(nil); return }
+    let holder = NotifyList(channels: graph.output.inputChannels[0])
+    let snapshot = notifies
+    let unitPointer = UnsafeMutableRawPointer(ref)
+    func call(_ phase: AudioUnitRenderActionFlags, _ buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, _ frames: Int, _ time: AudioTimeStamp) {
+        let list = holder.list
+        for c in 0..<min(buffers.count, list.count) {
+            list[c] = AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(frames * 4), mData: UnsafeMutableRawPointer(buffers[c]))
+        }
+        var t = time
+        for n in snapshot {
+            guard let proc = n.inputProc else { continue }
+            var flags = phase
+            _ = proc(n.inputProcRefCon ?? unitPointer, &flags, &t, 0, UInt32(frames), list.unsafeMutablePointer)
+        }
+    }
+    graph.setRenderObserver(AURenderObserver(before: { call(.unitRenderAction_PreRender, $0, $1, $2) },
+                                             after: { call(.unitRenderAction_PostRender, $0, $1, $2) }))
+}
+
+/// Refreshes the notifications of a graph's output unit.
+private func refreshGraphNotifies(_ g: CompatGraph) {
+    for entry in g.units where entry.unit.isOutput {
+        refreshRenderNotifies(entry.unit, AudioUnit(Unmanaged.passUnretained(entry.unit).toOpaque()))
+    }
+}
+
 /// Renders `inNumberFrames` frames of output bus `inOutputBusNumber` into `ioData`, which must
 /// be non-interleaved Float32 buffers (the default stream format), pulling the unit's inputs
 /// through their render callbacks (Apple's `AudioUnitRender`). Works on standalone units
 /// (effects, mixers, players, a generic output) and a graph's output unit. Render
-/// notifications of the unit (and of its graph) are called before and after.
+/// notifications of the unit (and of its graph) run before and after.
 @discardableResult
 public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>?,
                             _ inTimeStamp: UnsafePointer<AudioTimeStamp>, _ inOutputBusNumber: UInt32, _ inNumberFrames: UInt32,
                             _ ioData: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
-    let unit = compatUnit(inUnit)
-    let notifies = unit.extras.renderNotifies + (unit.owner?.renderNotifies ?? [])
-    if notifies.isEmpty { return builtinAudioUnitRender(inUnit, ioActionFlags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData) }
-    var flags = AudioUnitRenderActionFlags.unitRenderAction_PreRender
-    for n in notifies {
-        guard let proc = n.inputProc else { continue }
-        _ = proc(n.inputProcRefCon ?? UnsafeMutableRawPointer(inUnit), &flags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData)
-    }
-    let status = builtinAudioUnitRender(inUnit, ioActionFlags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData)
-    flags = .unitRenderAction_PostRender
-    for n in notifies {
-        guard let proc = n.inputProc else { continue }
-        _ = proc(n.inputProcRefCon ?? UnsafeMutableRawPointer(inUnit), &flags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData)
+    refreshRenderNotifies(compatUnit(inUnit), inUnit)
+    return builtinAudioUnitRender(inUnit, ioActionFlags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData)
+}
+
+/// Starts an output unit (Apple's `AudioOutputUnitStart`): its graph plays to the output
+/// `OAT_OUTPUT` names (default: PulseAudio, else ALSA, else the null output); a generic output
+/// does not start (render it with ``AudioUnitRender(_:_:_:_:_:_:)``). Render notifications run
+/// around each device render.
+/// IsRunning listeners are told after a start or stop changed it.
+@discardableResult
+public func AudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
+    let unit = compatUnit(ci)
+    if let owner = unit.owner { refreshGraphNotifies(owner) } else { refreshRenderNotifies(unit, ci) }
+    return reportingIsRunning(unit.owner.map(outputUnits) ?? [unit]) { builtinAudioOutputUnitStart(ci) }
+}
+
+/// Stops an output unit (Apple's `AudioOutputUnitStop`); IsRunning listeners are told.
+@discardableResult
+public func AudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
+    let unit = compatUnit(ci)
+    return reportingIsRunning(unit.owner.map(outputUnits) ?? [unit]) { builtinAudioOutputUnitStop(ci) }
+}
+
+/// Starts the graph's output unit on the output `OAT_OUTPUT` names (Apple's `AUGraphStart`);
+/// render notifications run around each device render; the output unit's IsRunning listeners
+/// are told.
+@discardableResult
+public func AUGraphStart(_ inGraph: AUGraph) -> OSStatus {
+    let g = compatGraph(inGraph)
+    refreshGraphNotifies(g)
+    return reportingIsRunning(outputUnits(g)) { builtinAUGraphStart(inGraph) }
+}
+
+/// Stops the graph's output unit (Apple's `AUGraphStop`); its IsRunning listeners are told.
+@discardableResult
+public func AUGraphStop(_ inGraph: AUGraph) -> OSStatus {
+    reportingIsRunning(outputUnits(compatGraph(inGraph))) { builtinAUGraphStop(inGraph) }
+}
+
+private func outputUnits(_ g: CompatGraph) -> [CompatUnit] { g.units.map(\.unit).filter(\.isOutput) }
+
+/// Runs a start or stop and calls the IsRunning listeners of `units` whose running state changed.
+private func reportingIsRunning(_ units: [CompatUnit], _ body: () -> OSStatus) -> OSStatus {
+    func running(_ u: CompatUnit) -> Bool { u.running || u.owner?.running == true }
+    let before = units.map(running)
+    let status = body()
+    for (u, was) in zip(units, before) where running(u) != was {
+        let ref = AudioUnit(Unmanaged.passUnretained(u).toOpaque())
+        for l in u.extras.listeners where l.id == kAudioOutputUnitProperty_IsRunning {
+            l.proc(l.userData, ref, kAudioOutputUnitProperty_IsRunning, kAudioUnitScope_Global, 0)
+        }
     }
     return status
 }

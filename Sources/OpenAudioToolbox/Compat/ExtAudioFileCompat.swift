@@ -3,8 +3,10 @@
 
 import AudioConversion
 import AudioCore
+import AudioDevices
 import AudioFiles
 import FoundationEssentials
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -108,6 +110,112 @@ private func swapSamples(_ p: UnsafeMutableRawPointer, bytes: Int, width: Int) {
 private func sampleWidth(_ f: AudioStreamBasicDescription) -> Int {
     guard f.channelsPerFrame > 0 else { return 0 }
     return Int(f.isInterleaved ? f.bytesPerFrame / f.channelsPerFrame : f.bytesPerFrame)
+}
+
+/// Copies `frames` frames from a client buffer list into interleaved bytes at `out` (no
+/// allocation: usable on a render thread).
+private func gatherInterleaved(_ list: UnsafeMutableAudioBufferListPointer, frames: Int, channels: Int, width: Int, interleaved: Bool,
+                               into out: UnsafeMutableRawPointer) {
+    if interleaved || channels <= 1 {
+        if list.count > 0, let p = list[0].mData {
+            out.copyMemory(from: p, byteCount: min(frames * width * max(1, channels), Int(list[0].mDataByteSize)))
+        }
+    } else {
+        for ch in 0..<min(channels, list.count) {
+            guard let p = list[ch].mData else { continue }
+            let n = min(Int(list[ch].mDataByteSize), frames * width) / width
+            for f in 0..<n { (out + (f * channels + ch) * width).copyMemory(from: p + f * width, byteCount: width) }
+        }
+    }
+}
+
+/// ExtAudioFileWriteAsync's side: a lock-free ring the caller (a render thread) copies into,
+/// and a writer thread that encodes and writes what arrives.
+final class CompatAsyncWriter: @unchecked Sendable {
+    let ring: SPSCRingBuffer<UInt8>
+    let frameBytes: Int
+    let channels: Int
+    let width: Int
+    let interleaved: Bool
+    private let scratch: UnsafeMutableRawPointer
+    private let scratchFrames = 1024
+    private let stopping = Atomic<Bool>(false)
+    private let status = Mutex<OSStatus>(noErr)
+    private var thread: DeviceThread?
+
+    init(_ ext: CompatExtAudioFile, capacityBytes: Int) throws(AudioError) {
+        frameBytes = Int(ext.interleavedNative.bytesPerFrame)
+        channels = Int(ext.clientFormat.channelsPerFrame)
+        width = sampleWidth(ext.clientFormat)
+        interleaved = ext.clientFormat.isInterleaved
+        ring = SPSCRingBuffer(minimumCapacity: max(capacityBytes, frameBytes * 4096), zero: 0)
+        scratch = .allocate(byteCount: scratchFrames * frameBytes, alignment: 16)
+        let box = UncheckedExt(ext)
+        thread = try DeviceThread(name: "oat-extaudiofile-writer") { [self] in drain(box.ext) }
+    }
+
+    deinit { scratch.deallocate() }
+
+    /// Producer (any one thread, also a render thread): copies the frames in, or reports that
+    /// they do not fit. No allocation, no locks.
+    func push(frames: Int, list: UnsafeMutableAudioBufferListPointer) -> OSStatus {
+        let bytes = frames * frameBytes
+        guard bytes <= ring.capacity else { return kExtAudioFileError_AsyncWriteTooLarge }
+        guard bytes <= ring.availableToWrite else { return kExtAudioFileError_AsyncWriteBufferOverflow }
+        if interleaved || channels <= 1 {
+            guard list.count > 0, let p = list[0].mData, Int(list[0].mDataByteSize) >= bytes else { return kAudio_ParamError }
+            _ = ring.write(UnsafeBufferPointer(start: p.assumingMemoryBound(to: UInt8.self), count: bytes))
+            return noErr
+        }
+        for ch in 0..<channels where ch >= list.count || list[ch].mData == nil || Int(list[ch].mDataByteSize) < frames * width {
+            return kAudio_ParamError
+        }
+        var done = 0
+        while done < frames {
+            let n = min(scratchFrames, frames - done)
+            for ch in 0..<channels {
+                let p = list[ch].mData!
+                for f in 0..<n { (scratch + (f * channels + ch) * width).copyMemory(from: p + (done + f) * width, byteCount: width) }
+            }
+            _ = ring.write(UnsafeBufferPointer(start: scratch.assumingMemoryBound(to: UInt8.self), count: n * frameBytes))
+            done += n
+        }
+        return noErr
+    }
+
+    /// The writer thread: encodes and writes what the ring holds until stopped and empty.
+    private func drain(_ ext: CompatExtAudioFile) {
+        var buffer = [UInt8](repeating: 0, count: 8192 * frameBytes)
+        while true {
+            let available = ring.availableToRead / frameBytes
+            if available == 0 {
+                if stopping.load(ordering: .acquiring) && ring.availableToRead < frameBytes { break }
+                usleep(2000)
+                continue
+            }
+            let frames = min(available, 8192)
+            _ = buffer.withUnsafeMutableBufferPointer { ring.read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<(frames * frameBytes)])) }
+            do throws(AudioError) {
+                try ext.writeInterleaved(&buffer, frames: frames)
+            } catch {
+                let s = extStatus(error, kAudioFileUnspecifiedError)
+                status.withLock { if $0 == noErr { $0 = s } }
+            }
+        }
+    }
+
+    /// Stops the thread once everything queued is written; the first error it met.
+    func finish() -> OSStatus {
+        stopping.store(true, ordering: .releasing)
+        thread?.join()
+        thread = nil
+        return status.withLock { $0 }
+    }
+}
+
+private struct UncheckedExt: @unchecked Sendable {
+    let ext: CompatExtAudioFile
+    init(_ ext: CompatExtAudioFile) { self.ext = ext }
 }
 
 // MARK: - The object behind an ExtAudioFileRef
@@ -249,36 +357,34 @@ final class CompatExtAudioFile {
 
     /// Encodes `frames` client frames from `list` and writes the packets.
     func write(frames: Int, list: UnsafeMutableAudioBufferListPointer) throws(AudioError) {
+        _ = try makeEncoder()
+        started = true
+        guard frames > 0 else { return }
+        let width = sampleWidth(clientFormat)
+        let channels = Int(clientFormat.channelsPerFrame)
+        let frameBytes = Int(interleavedNative.bytesPerFrame)
+        // Gather the client's buffers into interleaved bytes.
+        var bytes = [UInt8](repeating: 0, count: frames * frameBytes)
+        bytes.withUnsafeMutableBytes { out in
+            gatherInterleaved(list, frames: frames, channels: channels, width: width, interleaved: clientFormat.isInterleaved, into: out.baseAddress!)
+        }
+        try writeInterleaved(&bytes, frames: frames)
+    }
+
+    /// Encodes `frames` frames of the client format, interleaved (byte order as the client's),
+    /// and writes the packets.
+    func writeInterleaved(_ bytes: inout [UInt8], frames: Int) throws(AudioError) {
         let encoder = try makeEncoder()
         started = true
         guard frames > 0 else { return }
         let native = nativePCM(clientFormat)
-        let width = sampleWidth(clientFormat)
-        let channels = Int(clientFormat.channelsPerFrame)
         let frameBytes = Int(interleavedNative.bytesPerFrame)
-        // Gather the client's buffers into interleaved native bytes.
-        var bytes = [UInt8](repeating: 0, count: frames * frameBytes)
-        bytes.withUnsafeMutableBytes { out in
-            if clientFormat.isInterleaved || channels <= 1 {
-                if list.count > 0, let p = list[0].mData {
-                    out.baseAddress!.copyMemory(from: p, byteCount: min(out.count, Int(list[0].mDataByteSize)))
-                }
-            } else {
-                for ch in 0..<min(channels, list.count) {
-                    guard let p = list[ch].mData else { continue }
-                    let plane = UnsafeRawBufferPointer(start: p, count: min(Int(list[ch].mDataByteSize), frames * width))
-                    for f in 0..<(plane.count / width) {
-                        (out.baseAddress! + (f * channels + ch) * width).copyMemory(from: plane.baseAddress! + f * width, byteCount: width)
-                    }
-                }
-            }
-            if native.swap { swapSamples(out.baseAddress!, bytes: out.count, width: width) }
-        }
+        if native.swap { bytes.withUnsafeMutableBytes { swapSamples($0.baseAddress!, bytes: frames * frameBytes, width: sampleWidth(clientFormat)) } }
         let pcm = encodeBuffer!
         if let c = clientConverter {
             var failure: AudioError?
             bytes.withUnsafeBytes { raw in
-                do throws(AudioError) { try c.decode(packet: raw) } catch { failure = error }
+                do throws(AudioError) { try c.decode(packet: UnsafeRawBufferPointer(rebasing: raw[0..<(frames * frameBytes)])) } catch { failure = error }
             }
             if let failure { throw failure }
             try drainConverter(c, into: pcm, encoder: encoder)
@@ -296,6 +402,18 @@ final class CompatExtAudioFile {
             }
         }
         framesWritten += Int64(frames)
+    }
+
+    // MARK: Asynchronous writing
+
+    var async: CompatAsyncWriter?
+
+    /// Waits until everything queued by ExtAudioFileWriteAsync is written and stops its thread;
+    /// returns the first error the thread met.
+    func finishAsync() -> OSStatus {
+        guard let a = async else { return noErr }
+        async = nil
+        return a.finish()
     }
 
     /// Moves converted frames through the encoder to the file.
@@ -407,7 +525,7 @@ public func ExtAudioFileCreateWithURL(_ inURL: CFURL, _ inFileType: AudioFileTyp
 @discardableResult
 public func ExtAudioFileDispose(_ inExtAudioFile: ExtAudioFileRef) -> OSStatus {
     guard let ext = CompatExtAudioFile.from(inExtAudioFile) else { return kAudio_ParamError }
-    var status = noErr
+    var status = ext.finishAsync()
     if ext.isWriter {
         do throws(AudioError) {
             try ext.finishWriting()
@@ -444,6 +562,29 @@ public func ExtAudioFileRead(_ inExtAudioFile: ExtAudioFileRef, _ ioNumberFrames
     var wanted = Int(ioNumberFrames.pointee)
     for i in 0..<planes { wanted = min(wanted, Int(list[i].mDataByteSize) / frameBytes) }
     var done = 0
+    if let file = ext.file, file.dataFormat.isPCM, client == file.dataFormat, client.isInterleaved, file.packetTableInfo == nil {
+        // The client reads the file's own PCM: copy the bytes (exact for every sample layout,
+        // including those the converter does not produce, such as packed 24-bit).
+        let start = ext.seekBase + ext.readSinceSeek
+        let n = Int(max(0, min(Int64(wanted), file.packetCount - start)))
+        if n > 0, let dst = list[0].mData {
+            do throws(AudioError) {
+                let batch = try file.readPackets(start..<(start + Int64(n)))
+                let bytes = min(batch.data.count, n * frameBytes)
+                batch.data.withUnsafeBytes { dst.copyMemory(from: $0.baseAddress!, byteCount: bytes) }
+                done = bytes / frameBytes
+            } catch {
+                ioNumberFrames.pointee = 0
+                return extStatus(error, kAudioFileInvalidFileError)
+            }
+        }
+        ext.readSinceSeek += Int64(done)
+        var b = list[0]
+        b.mDataByteSize = UInt32(done * frameBytes)
+        list[0] = b
+        ioNumberFrames.pointee = UInt32(done)
+        return noErr
+    }
     do throws(AudioError) {
         let reader = try ext.makeReader()
         let swap = nativePCM(client).swap
@@ -485,6 +626,9 @@ public func ExtAudioFileRead(_ inExtAudioFile: ExtAudioFileRef, _ ioNumberFrames
 public func ExtAudioFileWrite(_ inExtAudioFile: ExtAudioFileRef, _ inNumberFrames: UInt32, _ ioData: UnsafePointer<AudioBufferList>) -> OSStatus {
     guard let ext = CompatExtAudioFile.from(inExtAudioFile) else { return kAudio_ParamError }
     guard ext.isWriter else { return kExtAudioFileError_InvalidOperationOrder }
+    // Frames queued by ExtAudioFileWriteAsync go first.
+    let pending = ext.finishAsync()
+    if pending != noErr { return pending }
     let list = UnsafeMutableAudioBufferListPointer(UnsafeMutablePointer(mutating: ioData))
     let planes = ext.clientFormat.isInterleaved ? 1 : Int(ext.clientFormat.channelsPerFrame)
     guard list.count >= planes else { return kAudio_ParamError }
@@ -496,15 +640,30 @@ public func ExtAudioFileWrite(_ inExtAudioFile: ExtAudioFileRef, _ inNumberFrame
     }
 }
 
-/// Writes like ``ExtAudioFileWrite(_:_:_:)`` (Apple's `ExtAudioFileWriteAsync`). Different: the
-/// write happens before the call returns (no background thread); a call with 0 frames or nil
-/// data, which Apple uses to set up its buffers, does nothing.
+/// Writes without blocking (Apple's `ExtAudioFileWriteAsync`): the frames are copied into a
+/// lock-free buffer (no allocation or locks: callable from a render callback) and a writer
+/// thread encodes and writes them. The first call (0 frames or nil data, as Apple's set-up call)
+/// starts the thread; the buffer holds `kExtAudioFileProperty_IOBufferSizeBytes` bytes (at
+/// least 4096 frames). A write that does not fit returns
+/// `kExtAudioFileError_AsyncWriteBufferOverflow`, one larger than the buffer
+/// `kExtAudioFileError_AsyncWriteTooLarge`; the thread's own errors come back from a later call
+/// or from ``ExtAudioFileDispose(_:)``.
 @discardableResult
 public func ExtAudioFileWriteAsync(_ inExtAudioFile: ExtAudioFileRef, _ inNumberFrames: UInt32, _ ioData: UnsafePointer<AudioBufferList>?) -> OSStatus {
     guard let ext = CompatExtAudioFile.from(inExtAudioFile) else { return kAudio_ParamError }
     guard ext.isWriter else { return kExtAudioFileError_InvalidOperationOrder }
-    guard let ioData, inNumberFrames > 0 else { return noErr }
-    return ExtAudioFileWrite(inExtAudioFile, inNumberFrames, ioData)
+    if ext.async == nil {
+        do throws(AudioError) {
+            _ = try ext.makeEncoder()
+            ext.started = true
+            ext.async = try CompatAsyncWriter(ext, capacityBytes: Int(ext.ioBufferSize))
+        } catch {
+            return extStatus(error, kAudioFileUnspecifiedError)
+        }
+    }
+    guard let ioData, inNumberFrames > 0, let writer = ext.async else { return noErr }
+    let list = UnsafeMutableAudioBufferListPointer(UnsafeMutablePointer(mutating: ioData))
+    return writer.push(frames: Int(inNumberFrames), list: list)
 }
 
 /// Moves the read position to file frame `inFrameOffset` (in the file's sample rate, as Apple;
@@ -598,7 +757,8 @@ public func ExtAudioFileGetPropertyInfo(_ inExtAudioFile: ExtAudioFileRef, _ inP
                                                    kExtAudioFileProperty_CodecManufacturer, kExtAudioFileProperty_ConverterConfig,
                                                    kExtAudioFileProperty_IOBufferSizeBytes]
         let beforeWriting: Set<ExtAudioFilePropertyID> = [kExtAudioFileProperty_FileDataFormat, kExtAudioFileProperty_FileChannelLayout]
-        outWritable?.pointee = DarwinBoolean(always.contains(inPropertyID) || (ext.isWriter && !ext.started && beforeWriting.contains(inPropertyID)))
+        let pcmLength = inPropertyID == kExtAudioFileProperty_FileLengthFrames && ext.isWriter && ext.fileFormat.isPCM
+        outWritable?.pointee = DarwinBoolean(always.contains(inPropertyID) || pcmLength || (ext.isWriter && !ext.started && beforeWriting.contains(inPropertyID)))
         return noErr
     case .failure(let e):
         return e.status
@@ -730,7 +890,30 @@ public func ExtAudioFileSetProperty(_ inExtAudioFile: ExtAudioFileRef, _ inPrope
         guard ext.isWriter, let sink = ext.sink else { return kExtAudioFileError_InvalidOperationOrder }
         return AudioFileSetProperty(sink, kAudioFilePropertyPacketTableInfo, inPropertyDataSize, inPropertyData)
     case kExtAudioFileProperty_FileLengthFrames:
-        return kExtAudioFileError_InvalidOperationOrder
+        // PCM files being written: lengthen with silence (shortening what is written is not
+        // possible here). Files read and encoded files: read-only.
+        guard ext.isWriter, ext.fileFormat.isPCM else { return kExtAudioFileError_InvalidOperationOrder }
+        guard inPropertyDataSize >= 8 else { return kExtAudioFileError_InvalidPropertySize }
+        let target = inPropertyData.loadUnaligned(as: Int64.self)
+        let current = Int64((Double(ext.framesWritten) * ext.rateRatio).rounded())
+        guard target >= current else { return kExtAudioFileError_InvalidOperationOrder }
+        let frames = Int((Double(target - current) / ext.rateRatio).rounded())
+        guard frames > 0 else { return noErr }
+        let planes = ext.clientFormat.isInterleaved ? 1 : Int(ext.clientFormat.channelsPerFrame)
+        let bytes = frames * Int(ext.clientFormat.bytesPerFrame)
+        let list = AudioBufferList.allocate(maximumBuffers: planes)
+        defer { free(list.unsafeMutablePointer) }
+        let zeros = UnsafeMutableRawPointer.allocate(byteCount: max(1, bytes), alignment: 16)
+        defer { zeros.deallocate() }
+        zeros.initializeMemory(as: UInt8.self, repeating: ext.clientFormat.isFloat || ext.clientFormat.formatFlags.contains(.isSignedInteger) ? 0 : 0x80,
+                               count: max(1, bytes))
+        for i in 0..<planes { list[i] = AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(bytes), mData: zeros) }
+        do throws(AudioError) {
+            try ext.write(frames: frames, list: list)
+            return noErr
+        } catch {
+            return extStatus(error, kAudioFileUnspecifiedError)
+        }
     default:
         return kExtAudioFileError_InvalidProperty
     }
