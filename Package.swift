@@ -38,8 +38,9 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // Non-variadic wrappers for curl_easy_setopt/getinfo and libcurl's macros.
+        // libcurl's headers only (no link line): COATCurl loads libcurl with dlopen on first use,
+        // defines the curl functions the package calls, and wraps curl_easy_setopt/getinfo and macros.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "COATCurl", dependencies: ["CCurl"]),
         .target(name: "AudioCore", swiftSettings: strict),
         .target(name: "AudioFiles", dependencies: ["AudioCore"], swiftSettings: strict),
@@ -64,7 +65,7 @@ let package = Package(
         .testTarget(name: "AudioWritingTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "CompatTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "AudioStreamingTests", dependencies: ["AudioStreaming", "AudioTestSupport"], swiftSettings: strict),
+        .testTarget(name: "AudioStreamingTests", dependencies: ["AudioStreaming", "AudioUnits", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioUnitsTests", dependencies: ["AudioUnits", "AudioDevices", "OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),

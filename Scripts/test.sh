@@ -25,6 +25,8 @@ realtime() {
 for group in '^PlaybackTests\.' '^AudioDevicesTests\.' '^AudioStreamingTests\.Playback' '^AudioUnitsTests\.Playback' '^CompatTests\.Playback'; do
   realtime --filter "$group" --skip 'PlaybackRecordingTests' || status=1
 done
+# Real-time suites of the other test targets (a suite whose name has Playback in it).
+realtime --filter '\.Playback' --skip '^PlaybackTests\.|^AudioDevicesTests\.|^AudioStreamingTests\.|^AudioUnitsTests\.|PlaybackRecordingTests' || status=1
 # Recording runs several afrecord processes and encoders at once: alone, so it cannot starve
 # (or be starved by) the playback tests.
 realtime --filter 'PlaybackRecordingTests' || status=1

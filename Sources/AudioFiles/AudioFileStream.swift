@@ -97,6 +97,24 @@ public final class AudioFileStream {
         deliver(handler)
     }
 
+    /// The absolute byte offset the parser is skipping to, while it is dropping bytes it does not
+    /// need (an MP4 `mdat` before its `moov`, a large unneeded box or chunk); nil otherwise.
+    /// A caller that can fetch from an offset (an HTTP Range request) may jump there instead of
+    /// reading the skipped bytes: see ``skipToTarget()``.
+    public var skipTarget: Int64? {
+        pendingSkip > 0 && buffer.count - readIndex == 0 ? position + pendingSkip : nil
+    }
+
+    /// Tells the parser that the next bytes given to it start at ``skipTarget`` (the skipped
+    /// bytes will not come). False, and nothing changes, when no skip is in progress.
+    @discardableResult
+    public func skipToTarget() -> Bool {
+        guard pendingSkip > 0, buffer.count - readIndex == 0 else { return false }
+        position += pendingSkip
+        pendingSkip = 0
+        return true
+    }
+
     /// Tells the parser the input has ended and returns the last events.
     public func finish() throws(AudioError) -> [AudioFileStreamEvent] {
         var events: [AudioFileStreamEvent] = []
@@ -107,8 +125,18 @@ public final class AudioFileStream {
     private func deliver(_ handler: (AudioFileStreamEvent) -> Void) {
         out.flushBatch()
         let events = out.events
+        let snapshots = out.formatSnapshots
         out.events.removeAll(keepingCapacity: true)
-        for e in events { handler(e) }
+        out.formatSnapshots.removeAll(keepingCapacity: true)
+        var next = 0
+        for (i, e) in events.enumerated() {
+            while next < snapshots.count, snapshots[next].event <= i {
+                deliveredFormat = (snapshots[next].format, snapshots[next].cookie)
+                next += 1
+            }
+            handler(e)
+        }
+        while next < snapshots.count { deliveredFormat = (snapshots[next].format, snapshots[next].cookie); next += 1 }
     }
 
     private func discontinuity() {
@@ -276,6 +304,14 @@ public final class AudioFileStream {
     public var fileFormat: AudioFileType? { out.info.fileFormat }
     /// The stream description of the audio data (`DataFormat`).
     public var dataFormat: AudioStreamBasicDescription? { out.info.dataFormat }
+    /// The data format as of the event being handled: while a handler runs, the format the
+    /// packets being delivered have (``dataFormat`` is already the newest one when a chained
+    /// stream changed format later in the same parse call). Outside a handler, the format of the
+    /// last event delivered.
+    public var currentEventDataFormat: AudioStreamBasicDescription? { deliveredFormat?.format ?? out.info.dataFormat }
+    /// The magic cookie as of the event being handled (see ``currentEventDataFormat``).
+    public var currentEventMagicCookie: [UInt8]? { deliveredFormat.map { $0.cookie } ?? out.info.magicCookie }
+    private var deliveredFormat: (format: AudioStreamBasicDescription?, cookie: [UInt8]?)?
     /// The layers of the format, richest first (`FormatList`); the data format when not layered.
     public var formatList: [AudioFormatListItem] {
         if !out.info.formatList.isEmpty { return out.info.formatList }

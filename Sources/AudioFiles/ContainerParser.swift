@@ -105,6 +105,10 @@ struct ParseOutput {
     var nextPacketIndex: Int64 = 0
     var pendingDiscontinuity = false
     let limits: ParserLimits
+    /// The format and cookie as of each `.dataFormat`/`.magicCookieData` event in ``events``
+    /// (event index), so a reader handed the events later sees the values of their time (a
+    /// chained Ogg stream changes format within one parse call).
+    var formatSnapshots: [(event: Int, format: AudioStreamBasicDescription?, cookie: [UInt8]?)] = []
 
     // Observed over the packets delivered so far.
     var packetsSeen: Int64 = 0
@@ -125,6 +129,9 @@ struct ParseOutput {
     mutating func report(_ property: AudioFileStreamProperty) {
         flushBatch()
         events.append(.propertyChanged(property))
+        if property == .dataFormat || property == .magicCookieData {
+            formatSnapshots.append((events.count - 1, info.dataFormat, info.magicCookie))
+        }
     }
 
     /// Adds a key to the info dictionary (reported as one change per call).

@@ -572,6 +572,16 @@ public final class AudioOutputQueue: @unchecked Sendable {
         }
     }
 
+    /// The device's clock now, for Apple's `AudioQueueDevice*` time calls: frames the device has
+    /// played since it started, the host time of that reading, the device rate and its output
+    /// latency in seconds; nil while the queue is not running.
+    public func deviceTime() -> (sampleTime: Double, hostTime: UInt64, sampleRate: Double, latency: Double)? {
+        control.withLock { s in
+            guard let device = s.device, s.isRunning else { return nil }
+            return (Double(device.playedFrames), HostTime.now(), device.format.sampleRate, device.latency)
+        }
+    }
+
     /// The last decoder error (`kAudioQueueProperty_ConverterError`), if any.
     public var converterError: AudioError? { control.withLock { $0.converterError } }
 

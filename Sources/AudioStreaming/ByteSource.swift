@@ -22,6 +22,9 @@ public struct ByteSourceInfo: Sendable, Equatable {
     public var headers: [HeaderField]
     /// The ICY (SHOUTcast/Icecast) station fields, when the server sent any.
     public var icy: ICYStationInfo?
+    /// For a time-addressed source (an HLS presentation opened at a start time): the presentation
+    /// time in seconds where the first delivered byte's audio begins. Nil for byte-addressed sources.
+    public var mediaStartTime: Double?
 
     /// One header field.
     public struct HeaderField: Sendable, Equatable {

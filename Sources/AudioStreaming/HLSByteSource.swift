@@ -100,6 +100,10 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
     public private(set) var chosenVariant: HLSVariant?
     /// The audio rendition followed, if the chosen variant named one with its own playlist.
     public private(set) var chosenRendition: HLSRendition?
+    /// Where ``open(at:)`` positions an on-demand presentation: the segment containing this time
+    /// (seconds). The opened info's `mediaStartTime` is that segment's start. Ignored for live
+    /// presentations. Set before `open`.
+    public var startTime: Double?
 
     /// Creates a source for the HLS playlist at `url`. `makeSource` creates the byte source for
     /// each fetch; the default reads http(s) with ``HTTPByteSource`` (``HLSOptions/http``) and
@@ -182,14 +186,20 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
             break
         }
         lastReload = Self.now()
+        var mediaStart: Double?
         if media.hasEndList || media.playlistType == .vod {
             nextSequence = media.mediaSequence
+            if let t = startTime, t.isFinite, t > 0, let found = segment(containing: t) {
+                nextSequence = found.sequence
+                mediaStart = found.start
+            }
         } else {
             let back = min(media.segments.count, max(1, options.liveStartSegmentsFromEnd))
             nextSequence = media.mediaSequence + Int64(media.segments.count - back)
         }
         info = ByteSourceInfo(url: mediaURL, contentType: nil, totalLength: nil, startOffset: 0,
                               isSeekable: false, isLive: !media.hasEndList)
+        info.mediaStartTime = mediaStart ?? (media.hasEndList ? 0 : nil)
         openedLive = !media.hasEndList
         opened = true
         // Load the first segment now so the content type is known.
@@ -263,15 +273,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
             throw AudioError(.invalidState, component: Self.component, "cannot seek in a live presentation (\(mediaURL))")
         }
         guard seconds.isFinite else { throw AudioError(.invalidArgument, component: Self.component, "seek to \(seconds) s") }
-        var start = 0.0
-        var chosen = media.segments.last
-        var chosenStart = max(0, media.totalDuration - (media.segments.last?.duration ?? 0))
-        for s in media.segments {
-            if seconds < start + s.duration { chosen = s; chosenStart = start; break }
-            start += s.duration
-        }
-        if seconds <= 0 { chosen = media.segments.first; chosenStart = 0 }
-        guard let segment = chosen else {
+        guard let found = segment(containing: seconds) else {
             throw AudioError(.invalidState, component: Self.component, "presentation \(mediaURL) has no segments")
         }
         pending = []
@@ -279,8 +281,21 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
         currentMap = nil
         lastFields = nil
         deliveredAny = false
-        nextSequence = segment.sequence
-        return chosenStart
+        nextSequence = found.sequence
+        return found.start
+    }
+
+    /// The media sequence number and start time of the segment holding `seconds` (the first for
+    /// times before 0, the last for times past the end).
+    private func segment(containing seconds: Double) -> (sequence: Int64, start: Double)? {
+        guard let last = media.segments.last, let first = media.segments.first else { return nil }
+        if seconds <= 0 { return (first.sequence, 0) }
+        var start = 0.0
+        for s in media.segments {
+            if seconds < start + s.duration { return (s.sequence, start) }
+            start += s.duration
+        }
+        return (last.sequence, max(0, media.totalDuration - last.duration))
     }
 
     // MARK: Loading

@@ -9,6 +9,9 @@ import Glibc
 /// libcurl's process-wide initialisation, done once before the first handle.
 private let curlGlobal: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
 
+/// Why libcurl cannot be used (it is loaded on first use), or nil once it is loaded.
+let curlLoadError: String? = oat_curl_load().map { String(cString: $0) }
+
 /// Monotonic seconds.
 func monotonicSeconds() -> Double {
     var ts = timespec()
@@ -38,6 +41,8 @@ public final class HTTPByteSource: ByteSource {
     public let options: HTTPOptions
 
     private struct MultiHandle: @unchecked Sendable { let pointer: UnsafeMutableRawPointer }
+    /// Set when libcurl could not be loaded: every open fails with it.
+    private let unavailable: String?
     private let multiBox: MultiHandle
     private var multi: UnsafeMutableRawPointer { multiBox.pointer }
     private let cancelled = Atomic<Bool>(false)
@@ -47,22 +52,28 @@ public final class HTTPByteSource: ByteSource {
 
     /// Creates a source for `url` (http, https, or icy as http). Nothing is fetched until `open`.
     public init(url: String, options: HTTPOptions = HTTPOptions()) {
-        _ = curlGlobal
+        unavailable = curlLoadError
+        if unavailable == nil { _ = curlGlobal }
         var u = url
         if u.lowercased().hasPrefix("icy://") { u = "http://" + u.dropFirst(6) }
         self.url = u
         self.options = options
-        self.multiBox = MultiHandle(pointer: curl_multi_init())
+        // Without libcurl there is no multi handle; a placeholder that is never passed to curl.
+        self.multiBox = MultiHandle(pointer: unavailable == nil ? curl_multi_init() : UnsafeMutableRawPointer(bitPattern: 1)!)
         self.core = Core(url: u, options: options)
     }
 
     deinit {
+        guard unavailable == nil else { return }
         core.finishTransfer(multi: multi)
         curl_multi_cleanup(multi)
     }
 
     public func open(at offset: Int64) throws(AudioError) -> ByteSourceInfo {
-        try io.withLock { _ throws(AudioError) -> ByteSourceInfo in
+        if let unavailable {
+            throw AudioError(.network, component: "HTTPByteSource", "cannot open \(url): \(unavailable)")
+        }
+        return try io.withLock { _ throws(AudioError) -> ByteSourceInfo in
             try core.openFirst(at: offset, source: self)
         }
     }
@@ -75,10 +86,11 @@ public final class HTTPByteSource: ByteSource {
 
     public func cancel() {
         cancelled.store(true, ordering: .sequentiallyConsistent)
-        curl_multi_wakeup(multi)
+        if unavailable == nil { curl_multi_wakeup(multi) }
     }
 
     public func close() {
+        guard unavailable == nil else { return }
         io.withLock { _ in core.finishTransfer(multi: multi) }
     }
 
@@ -245,6 +257,8 @@ struct TransferFault: Error {
     var error: AudioError
     var retryable: Bool
     var retryAfter: Double?
+    /// A trickle (bytes arriving, but too few): the connection never counts as healthy.
+    var slow = false
 }
 
 extension HTTPByteSource {
@@ -262,6 +276,10 @@ extension HTTPByteSource {
         var faultRunStart: Double?
         var lastReconnect = 0.0
         var attempts = 0
+        /// Since when the reader has been waiting on the network (nil: the network is ahead), and
+        /// the bytes delivered since: the throughput window of the trickle check.
+        var starvedSince: Double?
+        var starvedBytes: Int64 = 0
 
         init(url: String, options: HTTPOptions) {
             self.url = url
@@ -298,6 +316,8 @@ extension HTTPByteSource {
                 case .success(let i):
                     info = i
                     position = offset
+                    lastReconnect = monotonicSeconds()
+                    starvedSince = nil
                     return i
                 case .failure(let fault):
                     attempt += 1
@@ -563,6 +583,7 @@ extension HTTPByteSource {
                 throw AudioError(.invalidArgument, component: component, "empty read buffer")
             }
             let waitStart = monotonicSeconds()
+            var waited = false
             while true {
                 if source.isCancelled { throw cancelledError() }
                 if let e = pendingEvent { pendingEvent = nil; return e }
@@ -577,6 +598,7 @@ extension HTTPByteSource {
                 let limit = t.metadata.first.map { Int(min(Int64(Int.max), $0.audioByteOffset - position)) } ?? Int.max
                 let n = t.take(into: buffer, limit: limit)
                 if n > 0 {
+                    if waited { starvedBytes += Int64(n) } else { starvedSince = nil }
                     position += Int64(n)
                     source.count { $0.bytesDelivered += Int64(n) }
                     if t.paused && t.available < t.bufferLimit / 2 {
@@ -609,20 +631,31 @@ extension HTTPByteSource {
                         fault = self.fault(of: t)
                     }
                 } else {
+                    if !waited {
+                        waited = true
+                        if starvedSince == nil { starvedSince = waitStart; starvedBytes = 0 }
+                    }
                     drive(source: source, t)
                     source.count { $0.bytesReceived += t.rawBytes }
                     t.rawBytes = 0
-                    let quiet = monotonicSeconds() - max(t.lastProgress, waitStart)
+                    let now = monotonicSeconds()
+                    let quiet = now - max(t.lastProgress, waitStart)
                     if t.available == 0 && t.metadata.isEmpty && !t.done && quiet > options.reconnect.stallTimeout {
                         fault = TransferFault(error: AudioError(.timedOut, component: component,
                             "no data from \(displayURL) for \(String(format1: quiet)) s at byte \(position)"), retryable: true)
+                    } else if t.available == 0 && t.metadata.isEmpty && !t.done {
+                        fault = trickleFault(now: now)
                     }
                 }
                 guard let fault else { continue }
                 // A fault: reconnect per policy.
                 guard fault.retryable, options.reconnect.reconnects else { finishTransfer(multi: source.multiHandle); throw fault.error }
                 let now = monotonicSeconds()
-                if faultRunStart == nil || now - lastReconnect > options.reconnect.healthyAfter {
+                // Healthy: the connection delivered bytes for `healthyAfter` (not a trickle; a
+                // connection that sent a little and then stalled keeps counting toward give-up).
+                let healthy = !fault.slow && t.lastProgress - lastReconnect > options.reconnect.healthyAfter
+                starvedSince = nil
+                if faultRunStart == nil || healthy {
                     faultRunStart = now
                     attempts = 0
                 }
@@ -633,6 +666,24 @@ extension HTTPByteSource {
                 try reconnect(source: source, faultStart: runStart, attempt: &attempts)
                 lastReconnect = monotonicSeconds()
             }
+        }
+
+        /// The trickle check: a reader that has waited `stallTimeout` seconds and got fewer than
+        /// `minimumBytesPerSecond` per second meanwhile is a fault (never an endless "buffering").
+        /// A window that passes starts the next one.
+        func trickleFault(now: Double) -> TransferFault? {
+            let p = options.reconnect
+            guard p.minimumBytesPerSecond > 0, let since = starvedSince else { return nil }
+            let span = now - since
+            guard span >= p.stallTimeout else { return nil }
+            if Double(starvedBytes) < p.minimumBytesPerSecond * span {
+                return TransferFault(error: AudioError(.timedOut, component: component,
+                    "only \(starvedBytes) bytes from \(displayURL) in \(String(format1: span)) s at byte \(position) (under \(Int(p.minimumBytesPerSecond)) bytes/s)"),
+                    retryable: true, slow: true)
+            }
+            starvedSince = now
+            starvedBytes = 0
+            return nil
         }
 
         /// Reopens after a fault: at `position` with a Range for a seekable resource, from the live

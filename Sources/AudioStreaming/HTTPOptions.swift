@@ -3,7 +3,7 @@ import AudioCore
 /// When and how an HTTP source retries after a fault.
 ///
 /// Defaults: connect timeout 10 s, stall timeout 15 s, first retry after 0.25 s doubling up to
-/// 8 s with ±25 % jitter, give up 60 s after the first fault of a run of faults, 3 attempts for
+/// 8 s with ±25 % jitter, give up 120 s after the first fault of a run of faults, 3 attempts for
 /// the first open, `Retry-After` honoured up to 30 s.
 public struct ReconnectPolicy: Sendable, Equatable {
     /// Seconds allowed for the TCP (and TLS) connection to be established.
@@ -11,6 +11,10 @@ public struct ReconnectPolicy: Sendable, Equatable {
     /// Seconds without a single byte while waiting (for the response head or the body) before the
     /// connection is treated as faulty and reconnected; a stream never hangs longer than this.
     public var stallTimeout: Double = 15
+    /// The least throughput, in bytes per second, accepted while the reader waits: a server that
+    /// trickles fewer bytes than this over ``stallTimeout`` seconds is treated like a stall
+    /// (reconnect, then give up) instead of buffering forever. 0 turns the check off.
+    public var minimumBytesPerSecond: Double = 64
     /// The delay before the first retry, in seconds; doubled for every further attempt.
     public var initialBackoff: Double = 0.25
     /// The largest delay between attempts, in seconds.
@@ -18,7 +22,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
     /// Random spread applied to every delay, as a fraction (0.25: ±25 %).
     public var jitter: Double = 0.25
     /// Seconds after the first fault of a run of faults after which the source gives up and throws.
-    public var giveUpAfter: Double = 60
+    public var giveUpAfter: Double = 120
     /// Attempts for the first ``HTTPByteSource/open(at:)`` (1: no retry). An unreachable server
     /// fails after these instead of after ``giveUpAfter``.
     public var openAttempts: Int = 3

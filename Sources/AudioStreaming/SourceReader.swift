@@ -244,6 +244,21 @@ final class SourceReader: @unchecked Sendable {
         return now > last ? HostTime.seconds(ticks: now - last) : 0
     }
 
+    /// Seconds since the thread last produced something or the source last sent a request: a
+    /// source working through an outage with its reconnect policy is not stalled (its policy
+    /// bounds it), one that neither delivers nor retries is.
+    var secondsSinceActivity: Double {
+        let requests = source.statistics.requests
+        let now = HostTime.now()
+        let last = activity.withLock { a -> UInt64 in
+            if a.requests != requests { a = (requests, now) }
+            return a.time
+        }
+        let sinceRequest = now > last ? HostTime.seconds(ticks: now - last) : 0
+        return min(secondsSinceData, sinceRequest)
+    }
+    private let activity = Mutex<(requests: Int, time: UInt64)>((0, HostTime.now()))
+
     /// The byte range of audio bytes waiting (first offset, end offset), if any.
     var pendingByteRange: (start: Int64, end: Int64)? {
         state.withLock { s in

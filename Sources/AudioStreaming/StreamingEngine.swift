@@ -33,6 +33,8 @@ final class StreamingEngine: @unchecked Sendable {
     let wake = DispatchSemaphore(value: 0)
     /// Set by the queue's thread when the queue played out after the end was marked.
     let queueEnded = Atomic<Bool>(false)
+    /// Set by the queue's thread while the output device is lost: when, and why.
+    let deviceLost = Mutex<(since: UInt64, reason: String)?>(nil)
     private let done = DispatchSemaphore(value: 0)
     private let startTime = HostTime.now()
 
@@ -112,6 +114,11 @@ final class StreamingEngine: @unchecked Sendable {
     var elapsed: Double { HostTime.seconds(ticks: HostTime.now() - startTime) }
 }
 
+/// The output device stayed lost longer than ``BufferingPolicy/deviceLostTimeout``.
+struct DeviceGone: Error {
+    var error: AudioError
+}
+
 /// Per-item decoding state (decoder thread only).
 final class ItemDecoder {
     let index: Int
@@ -121,6 +128,9 @@ final class ItemDecoder {
     var parser: AudioFileStream?
     var converter: AudioConverter?
     var sourceFormat: AudioStreamBasicDescription?
+    var sourceCookie: [UInt8]?
+    /// The format or cookie was reported again: compared before the next packets.
+    var formatCheckPending = false
     /// Audio byte offset of the next byte to parse.
     var fedOffset: Int64 = 0
     /// Bytes already parsed, from `retainedStart`, kept for seeks inside them.
@@ -145,6 +155,12 @@ final class ItemDecoder {
     /// The rest of the chunk being fed (after the part being parsed), if any.
     var unfed: (bytes: [UInt8], offset: Int64)?
     var notOptimizedHandled = false
+    /// True when the source is an ``HLSByteSource`` (seeks reopen it at a time, not a byte).
+    var isHLS = false
+    /// An HLS seek's target while its new source opens; then the audio to drop (seconds) from
+    /// the start of the segment it opened at, applied when the new decoder is made.
+    var hlsSeekTarget: Double?
+    var hlsDiscardSeconds: Double?
 
     init(index: Int, url: String, reader: SourceReader) {
         self.index = index
@@ -198,6 +214,14 @@ final class DecoderThread {
     var lastHealth: UInt64 = 0
     var lastError: AudioError?
 
+    /// Crossfade: the newest decoded frames of the item being decoded, held back (interleaved)
+    /// so that they can overlap the next item; and the previous item's held tail, being mixed
+    /// into the start of the current one (`fadeMixed` of its frames done).
+    var fadeHold: [Float] = []
+    var fadeTail: [Float] = []
+    var fadeMixed = 0
+    var crossfadeFrames: Int { Int(min(30, max(0, policy.crossfadeSeconds)) * deviceRate) }
+
     var current: ItemDecoder?
     var prefetched: ItemDecoder?
 
@@ -243,6 +267,7 @@ final class DecoderThread {
                     }
                     let hasNext = engine.control.withLock { item.index + 1 < $0.items.count }
                     if hasNext {
+                        if !item.isLive { handOverFadeTail() }
                         retire(item)
                         current = nil
                         next = item.index + 1
@@ -259,6 +284,11 @@ final class DecoderThread {
                 try step(item)
             } catch is Interrupted {
                 if let target = handleInterrupt() { next = target }
+            } catch let gone as DeviceGone {
+                // No device to play to: the whole session ends with the error.
+                fail(item, gone.error)
+                engine.setState(.stopped(reason: .error(gone.error)))
+                break
             } catch let error as AudioError {
                 fail(item, error)
                 retire(item)
@@ -276,16 +306,28 @@ final class DecoderThread {
     /// URLs already expanded from playlists (their entries replaced them in the queue) or known
     /// to be HLS presentations.
     var hlsURLs: Set<String> = []
+    /// URLs found to be PLS/M3U playlists by their Content-Type or content (no playlist
+    /// extension), and how many such expansions this player has made (bounded: playlists that
+    /// list each other would otherwise expand for ever).
+    var contentPlaylists: Set<String> = []
+    var contentExpansions = 0
 
     /// A PLS/M3U playlist at queue entry `index` (by extension): fetches and parses it (nested
     /// playlists too) and replaces the entry with what it lists; an HLS playlist stays and plays
     /// through ``HLSByteSource``. True when the queue changed (or the entry failed and was
     /// skipped), so the caller looks at the queue again.
     func expandPlaylist(at index: Int, url: String) -> Bool {
-        guard !hlsURLs.contains(url), Playlist.formatHint(url: url, contentType: nil) != nil else { return false }
+        guard !hlsURLs.contains(url), Playlist.formatHint(url: url, contentType: nil) != nil || contentPlaylists.contains(url) else { return false }
         let makeSource = engine.makeSource
-        do {
-            let entries = try Playlist.expand(url: url) { (u: String) throws(AudioError) -> Playlist.Fetched in
+        do throws(AudioError) {
+            if Playlist.formatHint(url: url, contentType: nil) == nil {
+                contentExpansions += 1
+                guard contentExpansions <= 16 else {
+                    throw AudioError(.limitExceeded, component: "StreamingPlayer",
+                                     "\(url) is a playlist, and more than 16 playlists without a playlist extension were followed (do they list each other?)")
+                }
+            }
+            let expanded = try Playlist.expand(url: url) { (u: String) throws(AudioError) -> Playlist.Fetched in
                 let source = try makeSource(u)
                 defer { source.close() }
                 let info = try source.open(at: 0)
@@ -302,8 +344,14 @@ final class DecoderThread {
                 }
                 return Playlist.Fetched(bytes: bytes, contentType: info.contentType, url: info.url)
             }
-            for e in entries where e.looksLikePlaylist { hlsURLs.insert(e.url) }
-            if entries.count == 1, entries[0].url == url, hlsURLs.contains(url) { return false }
+            for e in expanded where e.looksLikePlaylist { hlsURLs.insert(e.url) }
+            if expanded.count == 1, expanded[0].url == url {
+                // An HLS presentation (recognised by its tags): it plays as one item.
+                hlsURLs.insert(url)
+                return false
+            }
+            // A playlist naming itself would expand for ever.
+            let entries = expanded.filter { $0.url != url }
             debug("playlist \(url): \(entries.count) entries")
             engine.control.withLock { c in
                 guard c.items.indices.contains(index) else { return }
@@ -322,10 +370,12 @@ final class DecoderThread {
 
     /// The byte source for `url`: an ``HLSByteSource`` for an HLS playlist (fetching through the
     /// player's source factory), else the factory's source.
-    func makeSource(for url: String) throws(AudioError) -> any ByteSource {
+    func makeSource(for url: String, startTime: Double? = nil) throws(AudioError) -> any ByteSource {
         let path = PlaylistURL(url).path.lowercased()
         if hlsURLs.contains(url) || path.hasSuffix(".m3u8") {
-            return HLSByteSource(url: url, makeSource: engine.makeSource)
+            let source = HLSByteSource(url: url, makeSource: engine.makeSource)
+            source.startTime = startTime
+            return source
         }
         return try engine.makeSource(url)
     }
@@ -336,7 +386,9 @@ final class DecoderThread {
         do {
             let source = try makeSource(for: url)
             let reader = SourceReader(url: url, source: source, at: offset, maximumBytes: policy.maximumBufferedBytes, timeshiftBytes: policy.timeshiftBytes, data: engine.wake)
-            return ItemDecoder(index: index, url: url, reader: reader)
+            let item = ItemDecoder(index: index, url: url, reader: reader)
+            item.isHLS = source is HLSByteSource
+            return item
         } catch {
             fail(nil, error, index: index)
             return nil
@@ -361,17 +413,30 @@ final class DecoderThread {
 
     /// After the last item: lets the queue play out and reports the end. True when the loop
     /// should end.
+    /// The device stayed lost: the session stops with the error. True (end the loop).
+    func deviceGone(_ gone: DeviceGone) -> Bool {
+        fail(nil, gone.error, index: engine.control.withLock { $0.playingIndex })
+        engine.setState(.stopped(reason: .error(gone.error)))
+        return true
+    }
+
     func finishPlayback() -> Bool {
-        guard let queue, enqueuedFrames > 0 else {
+        guard let queue, enqueuedFrames > 0 || !fadeHold.isEmpty || !fadeTail.isEmpty else {
             engine.setState(.stopped(reason: lastError.map { .error($0) } ?? .ended))
             return true
         }
         if phase != .ending {
             if engine.control.withLock({ $0.paused }) {
                 // Paused before the end was reached: wait for resume.
-                do { try waitTick(milliseconds: 20) } catch {
+                do { try waitTick(milliseconds: 20) } catch let gone as DeviceGone {
+                    return deviceGone(gone)
+                } catch {
                     if let target = handleInterrupt() { next = target }
                 }
+                return false
+            }
+            do { try flushFade() } catch {
+                if let target = handleInterrupt() { next = target }
                 return false
             }
             if !queueStarted || queuePaused {
@@ -383,6 +448,8 @@ final class DecoderThread {
         }
         do {
             try waitTick(milliseconds: 10)
+        } catch let gone as DeviceGone {
+            return deviceGone(gone)
         } catch {
             // A seek or skip came while the end played out.
             if let target = handleInterrupt() { next = target }
@@ -476,6 +543,7 @@ final class DecoderThread {
         queue.reset()
         enqueuedFrames = 0
         marks.removeAll()
+        clearFade()
         engine.queueEnded.store(false, ordering: .releasing)
     }
 
@@ -498,7 +566,7 @@ final class DecoderThread {
             if item.reader.isDrained {
                 throw AudioError(.invalidState, component: "StreamingPlayer", "the source of \(item.url) stopped without an end")
             }
-            if !queueStarted || phase == .rebuffering, item.reader.secondsSinceData > policy.stallTimeout {
+            if !queueStarted || phase == .rebuffering, item.reader.secondsSinceActivity > policy.stallTimeout {
                 throw AudioError(.timedOut, component: "StreamingPlayer",
                                  "no data from \(item.url) for \(Int(policy.stallTimeout)) s while buffering")
             }
@@ -509,6 +577,10 @@ final class DecoderThread {
         case .opened(let info):
             debug("opened \(info.url) type \(info.contentType ?? "-") live \(info.isLive)")
             item.info = info
+            if let target = item.hlsSeekTarget {
+                item.hlsSeekTarget = nil
+                item.hlsDiscardSeconds = max(0, target - (info.mediaStartTime ?? target))
+            }
             engine.control.withLock { c in
                 if c.playingIndex == item.index || !queueStarted { c.currentInfo = info }
             }
@@ -519,8 +591,14 @@ final class DecoderThread {
                 let detection = StreamFormatDetector.detect(contentType: item.info?.contentType, url: item.info?.url ?? item.url, prefix: bytes)
                 if let note = detection.note { debug("format: \(note)") }
                 if let kind = detection.playlist {
-                    throw AudioError(.unsupportedFormat, component: "StreamingPlayer",
-                                     "\(item.url) is a \(kind.rawValue) playlist without a playlist extension (not followed)")
+                    // A playlist without a playlist extension, known by its Content-Type or its
+                    // content: reopen the entry as a playlist (fetched again, within the limits).
+                    debug("\(item.url) is a \(kind.rawValue) playlist by \(detection.evidence?.rawValue ?? "content"): following it")
+                    retire(item)
+                    if kind == .hls { hlsURLs.insert(item.url) } else { contentPlaylists.insert(item.url) }
+                    current = nil
+                    next = item.index
+                    return
                 }
                 item.parser = AudioFileStream(fileTypeHint: detection.fileTypeHint ?? fileTypeHint(contentType: item.info?.contentType, url: item.url))
             }
@@ -651,12 +729,43 @@ final class DecoderThread {
         item.discontinuityNext = false
         let events = try parser.parse(bytes, flags: flags)
         try handle(item, events)
+        try jumpOverSkippedBytes(item, parser, parsedEnd: item.fedOffset + Int64(bytes.count))
         if parser.isNotOptimized && parser.isReadyToProducePackets && !item.notOptimizedHandled {
             // MP4 with the index after the data: the data was skipped; go back to it.
             item.notOptimizedHandled = true
             try seek(item, to: item.pendingSeek ?? 0, reportEvent: false)
             item.pendingSeek = nil
         }
+    }
+
+    /// A skip shorter than this is read through; a longer one (an MP4 `mdat` before the `moov`)
+    /// is jumped over with a new request at the target when the source can seek.
+    static let skipRequestThreshold: Int64 = 256 << 10
+
+    /// When the parser is skipping bytes it does not need and they have not arrived yet, drops
+    /// them from the network thread's buffer or, when they lie beyond it, reopens the source at
+    /// the skip's end (one HTTP Range request) instead of downloading them.
+    func jumpOverSkippedBytes(_ item: ItemDecoder, _ parser: AudioFileStream, parsedEnd: Int64) throws {
+        guard let target = parser.skipTarget, !item.isLive, !item.isHLS else { return }
+        // Bytes in hand: the rest of the chunk being fed.
+        let inHand = item.unfed.map { $0.offset + Int64($0.bytes.count) } ?? parsedEnd
+        if target <= inHand { return }
+        if let range = item.reader.pendingByteRange, target >= range.start, target <= range.end {
+            guard parser.skipToTarget() else { return }
+            item.reader.drop(before: target)
+        } else {
+            guard target - inHand >= Self.skipRequestThreshold, item.info?.isSeekable ?? false else { return }
+            guard parser.skipToTarget() else { return }
+            debug("skipping \(target - inHand) bytes of \(item.url) with a request at \(target)")
+            retire(item)
+            let source = try makeSource(for: item.url)
+            item.reader = SourceReader(url: item.url, source: source, at: target, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
+        }
+        // The rest of the chunk being fed lies inside the skipped bytes: drop it.
+        item.fedOffset = target
+        item.retained.removeAll()
+        item.retainedStart = target
+        item.seekGeneration += 1
     }
 
     func handle(_ item: ItemDecoder, _ events: [AudioFileStreamEvent]) throws {
@@ -670,9 +779,15 @@ final class DecoderThread {
                     try seek(item, to: seconds)
                     return
                 }
+            case .propertyChanged(.dataFormat), .propertyChanged(.magicCookieData):
+                item.formatCheckPending = item.converter != nil
             case .propertyChanged:
                 break
             case .packets(let batch):
+                if item.formatCheckPending {
+                    item.formatCheckPending = false
+                    try formatChanged(item, parser)
+                }
                 if item.converter == nil { try prepareDecoder(item, parser) }
                 guard let converter = item.converter else { continue }
                 if item.pendingSeek != nil { continue }
@@ -682,17 +797,46 @@ final class DecoderThread {
         }
     }
 
+    /// The stream's format changed mid-item (a chained Ogg link with another rate, channel count
+    /// or codec setup): the audio of the old format plays out of its decoder, and a new decoder
+    /// takes the packets that follow (resampled to the queue's format, like a gapless next item).
+    func formatChanged(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
+        guard let old = item.converter, let format = parser.currentEventDataFormat, parser.isReadyToProducePackets else { return }
+        // Only a real change: another codec, rate or channel count, or a new codec setup (cookie)
+        // replacing one; refinements of the same stream (a cookie arriving late) keep the decoder.
+        let cookie = parser.currentEventMagicCookie
+        let changedShape = item.sourceFormat.map {
+            $0.formatID != format.formatID || $0.sampleRate != format.sampleRate || $0.channelsPerFrame != format.channelsPerFrame
+        } ?? false
+        let newSetup = !(item.sourceCookie ?? []).isEmpty && !(cookie ?? []).isEmpty && cookie != item.sourceCookie
+        guard changedShape || newSetup else { return }
+        debug("format change to \(format)")
+        try old.endOfInput()
+        try drainConverter(item, old)
+        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.currentEventMagicCookie)
+        item.converter = converter
+        item.sourceFormat = format
+        item.sourceCookie = cookie
+    }
+
     /// Creates the converter (and the output queue for the first item).
     func prepareDecoder(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
-        guard item.converter == nil, let format = parser.dataFormat else { return }
+        guard item.converter == nil, let format = parser.currentEventDataFormat else { return }
         debug("decoder for \(format)")
         try ensureQueue(for: format)
-        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.magicCookie)
+        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.currentEventMagicCookie)
+        item.sourceCookie = parser.currentEventMagicCookie
         // A live stream's header (a looping file's LAME tag) says nothing about where it ends.
         if let info = parser.packetTableInfo, !item.isLive {
             converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: max(0, Int64(info.primingFrames))),
                                                           trailingFrames: UInt32(clamping: max(0, Int64(info.remainderFrames))))
             converter.validFrameCount = info.numberValidFrames
+        }
+        if let seconds = item.hlsDiscardSeconds {
+            // After an HLS seek: decode from the segment's start, drop what precedes the target.
+            item.hlsDiscardSeconds = nil
+            converter.reset(discardingFrames: Int64((seconds * format.sampleRate).rounded()))
+            converter.limitRemainingFrames(nil)
         }
         item.converter = converter
         item.sourceFormat = format
@@ -732,9 +876,16 @@ final class DecoderThread {
         }
         let engine = self.engine
         q.eventHandler = { event in
-            if event == .ended {
+            switch event {
+            case .ended:
                 engine.queueEnded.store(true, ordering: .releasing)
                 wake.signal()
+            case .device(.lost(let reason)):
+                engine.deviceLost.withLock { if $0 == nil { $0 = (HostTime.now(), reason) } }
+            case .device(.restored):
+                engine.deviceLost.withLock { $0 = nil }
+            default:
+                break
             }
         }
         pcm = try AudioPCMBuffer(format: queueFormat, frameCapacity: framesPerBuffer)
@@ -745,6 +896,10 @@ final class DecoderThread {
     /// Moves decoded PCM from the converter into queue buffers (blocking while the queue is full).
     func drainConverter(_ item: ItemDecoder, _ converter: AudioConverter) throws {
         guard let pcm, let queue else { return }
+        if crossfadeFrames > 0 && !item.isLive {
+            try drainWithCrossfade(item, converter, pcm)
+            return
+        }
         while true {
             let n = converter.read(into: pcm)
             if n == 0 { break }
@@ -760,6 +915,101 @@ final class DecoderThread {
             item.outputFrames += Int64(n)
             checkStart()
         }
+    }
+
+    /// Crossfade path of ``drainConverter(_:_:)``: mixes the previous item's tail into the first
+    /// frames, holds back the newest ``crossfadeFrames`` and enqueues what is older.
+    func drainWithCrossfade(_ item: ItemDecoder, _ converter: AudioConverter, _ pcm: AudioPCMBuffer) throws {
+        while true {
+            let n = converter.read(into: pcm)
+            if n == 0 { break }
+            let fresh = UnsafeRawBufferPointer(pcm.mutableBytes(0)).bindMemory(to: Float.self)
+            let start = fadeHold.count
+            fadeHold.append(contentsOf: fresh[0..<(n * channels)])
+            mixFadeTail(into: start / channels, frames: n)
+            let excess = fadeHold.count / channels - crossfadeFrames
+            if excess > 0 { try enqueueHeld(item, frames: excess) }
+        }
+    }
+
+    /// Mixes the held tail of the previous item into `frames` held frames from `at` (equal power).
+    func mixFadeTail(into at: Int, frames: Int) {
+        guard !fadeTail.isEmpty else { return }
+        let tailFrames = fadeTail.count / channels
+        let m = min(frames, tailFrames - fadeMixed)
+        for i in 0..<m {
+            let x = (Double(fadeMixed + i) + 0.5) / Double(tailFrames) * Double.pi / 2
+            let gIn = Float(sin(x)), gOut = Float(cos(x))
+            for c in 0..<channels {
+                let h = (at + i) * channels + c
+                fadeHold[h] = fadeHold[h] * gIn + fadeTail[(fadeMixed + i) * channels + c] * gOut
+            }
+        }
+        fadeMixed += m
+        if fadeMixed >= tailFrames {
+            fadeTail.removeAll()
+            fadeMixed = 0
+        }
+    }
+
+    /// Enqueues the oldest `frames` held frames (a queue buffer at a time, so an interruption
+    /// leaves the rest held).
+    func enqueueHeld(_ item: ItemDecoder?, frames: Int) throws {
+        guard let queue else { return }
+        var left = frames
+        while left > 0 {
+            let n = min(left, framesPerBuffer)
+            let buffer = try takeBuffer()
+            _ = fadeHold.withUnsafeBytes { buffer.fill(UnsafeRawBufferPointer(rebasing: $0[0..<(n * channels * 4)])) }
+            do {
+                try queue.enqueue(buffer)
+            } catch {
+                pool.buffers.withLock { $0.append(buffer) }
+                throw error
+            }
+            fadeHold.removeFirst(n * channels)
+            enqueuedFrames += Int64(n)
+            item?.outputFrames += Int64(n)
+            left -= n
+            checkStart()
+        }
+    }
+
+    /// An item has ended and another follows: its held frames become the tail the next item
+    /// fades in over. A tail still being mixed (the item was shorter than the fade) is mixed
+    /// into the held frames first, its rest appended faded out.
+    func handOverFadeTail() {
+        guard crossfadeFrames > 0 else { return }
+        if !fadeTail.isEmpty {
+            let tailFrames = fadeTail.count / channels
+            for k in fadeMixed..<tailFrames {
+                let gOut = Float(cos((Double(k) + 0.5) / Double(tailFrames) * Double.pi / 2))
+                for c in 0..<channels { fadeHold.append(fadeTail[k * channels + c] * gOut) }
+            }
+            fadeTail.removeAll()
+            fadeMixed = 0
+        }
+        fadeTail = fadeHold
+        fadeHold.removeAll()
+    }
+
+    /// Plays out whatever crossfade state is held (the end of the queue, or a next item that
+    /// could not be opened).
+    func flushFade() throws {
+        if !fadeTail.isEmpty {
+            handOverFadeTail()
+            fadeHold = fadeTail
+            fadeTail.removeAll()
+        }
+        guard !fadeHold.isEmpty else { return }
+        try enqueueHeld(current, frames: fadeHold.count / channels)
+    }
+
+    /// Forgets the crossfade state (seek, skip, jump to live).
+    func clearFade() {
+        fadeHold.removeAll()
+        fadeTail.removeAll()
+        fadeMixed = 0
     }
 
     /// The end of an item's input: flushes the parser and the decoder.
@@ -784,7 +1034,7 @@ final class DecoderThread {
 
     /// The metadata applies from the audio decoded next: a mark at the current output position.
     func markMetadata(_ item: ItemDecoder, _ m: StreamMetadata) {
-        let pending = Int64(item.converter?.bufferedFrameCount ?? 0)
+        let pending = Int64(item.converter?.bufferedFrameCount ?? 0) + Int64(fadeHold.count / max(1, channels))
         let frame = enqueuedFrames + pending
         let seconds = item.baseSeconds + Double(item.outputFrames + pending) / deviceRate
         marks.append((frame, .metadata(m, item.index, seconds)))
@@ -799,6 +1049,10 @@ final class DecoderThread {
         }
         if item.isLive {
             throw AudioError(.invalidState, component: "StreamingPlayer", "\(item.url) is a live stream: it cannot seek (pause keeps a timeshift buffer instead)")
+        }
+        if item.isHLS {
+            try seekHLS(item, to: seconds, reportEvent: reportEvent)
+            return
         }
         if item.converter == nil { try prepareDecoder(item, parser) }
         guard let converter = item.converter else { return }
@@ -875,6 +1129,41 @@ final class DecoderThread {
         }
     }
 
+    /// Seeks in an on-demand HLS presentation: a new ``HLSByteSource`` opens at the segment
+    /// holding `seconds` (its playlist fetched again: one playlist and one segment request), a
+    /// new parser and decoder start there, and the audio before `seconds` is decoded and dropped,
+    /// so the position is exact to the frame within the segment timeline the playlist gives.
+    func seekHLS(_ item: ItemDecoder, to seconds: Double, reportEvent: Bool) throws {
+        var target = max(0, seconds)
+        if let duration = engine.control.withLock({ $0.duration }) { target = min(target, duration) }
+        retire(item)
+        let source = try makeSource(for: item.url, startTime: target)
+        item.reader = SourceReader(url: item.url, source: source, at: 0, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
+        item.parser = nil
+        item.converter = nil
+        item.hlsSeekTarget = target
+        item.hlsDiscardSeconds = nil
+        item.fedOffset = 0
+        item.retained.removeAll()
+        item.retainedStart = 0
+        item.inputEnded = false
+        item.drained = false
+        item.finishMarked = false
+        item.discontinuityNext = false
+        item.pendingMetadata.removeAll()
+        resetQueue()
+        item.outputFrames = 0
+        item.baseSeconds = target
+        segment = (0, item.index, target)
+        marks.append((0, .segment(item.index, target)))
+        phase = .starting
+        engine.control.withLock { $0.position = target }
+        if reportEvent {
+            engine.emit(.seeked(index: item.index, seconds: target, isEstimated: false, newRequest: true))
+        }
+        item.seekGeneration += 1
+    }
+
     // MARK: Waiting, the timeline and transport
 
     /// Takes a free queue buffer, ticking while none is free.
@@ -907,6 +1196,11 @@ final class DecoderThread {
             return (c.stopRequested, command, c.paused, v)
         }
         if stop { throw Interrupted() }
+        if let lost = engine.deviceLost.withLock({ $0 }), HostTime.now() > lost.since,
+           HostTime.seconds(ticks: HostTime.now() - lost.since) > policy.deviceLostTimeout {
+            throw DeviceGone(error: AudioError(.deviceUnavailable, component: "StreamingPlayer",
+                "the output device \(queue?.currentDevice ?? "") has been gone for \(Int(policy.deviceLostTimeout)) s: \(lost.reason)"))
+        }
         if volumeChanged { applyVolume() }
         if let command {
             pendingCommand = command

@@ -24,6 +24,10 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// Seconds without a single byte while buffering before the player gives up with a
     /// `timedOut` error (the source's own reconnects happen inside this time). Default 15 s.
     public var stallTimeout: Double = 15
+    /// Seconds the output device may stay lost (a PulseAudio server gone, reconnecting) before
+    /// the player stops with a `deviceUnavailable` error naming the device and the reason,
+    /// instead of waiting forever. Default 30 s.
+    public var deviceLostTimeout: Double = 30
     /// Joins a live stream again when its server closes the connection (at most 5 times in a
     /// row without audio in between). Default true: radio does not end.
     public var rejoinsLiveStreamAtEnd = true
@@ -31,6 +35,11 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// oldest bytes are dropped beyond it. 0 disables timeshift (pausing a live stream then
     /// drops the connection's backlog). Default 64 MiB.
     public var timeshiftBytes: Int64 = 64 << 20
+    /// Seconds over which one on-demand item fades into the next (equal-power: the outgoing
+    /// item's gain follows cos, the incoming one's sin, so the summed power stays constant).
+    /// 0 (the default) joins items gaplessly instead. Live items are never faded (they have no
+    /// end to overlap); an item shorter than the fade is faded over its whole length. At most 30 s.
+    public var crossfadeSeconds: Double = 0
 
     /// The defaults, as documented on each field.
     public init() {}

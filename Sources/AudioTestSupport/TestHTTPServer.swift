@@ -79,6 +79,9 @@ public final class TestHTTPServer: @unchecked Sendable {
         case status(Int, retryAfter: String?)
         /// Close the connection without answering.
         case dropConnection
+        /// A network outage: send the head and `afterBytes` body bytes, close the connection, and
+        /// then drop every request to this path (closed without an answer) for `seconds`.
+        case outage(afterBytes: Int, seconds: Double)
     }
 
     /// How one path is answered.
@@ -134,6 +137,7 @@ public final class TestHTTPServer: @unchecked Sendable {
         var titles: [String: String] = [:]
         var requests: [Request] = []
         var counts: [String: Int] = [:]
+        var outageUntil: [String: Double] = [:]
         var connections: [Int32: TestThread] = [:]
         var finished: [TestThread] = []
         var stopping = false
@@ -301,8 +305,10 @@ public final class TestHTTPServer: @unchecked Sendable {
         let target = String(parts[1])
         let path = String(target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
         let request = Request(method: String(parts[0]), path: path, target: target, range: headers["range"], headers: headers)
+        let now = monotonicNow()
         let (route, fault, loaded) = state.withLock { s -> (Route?, Fault, [UInt8]?) in
             s.requests.append(request)
+            if let until = s.outageUntil[path], now < until { return (s.routes[path], .dropConnection, nil) }
             let n = s.counts[path, default: 0]
             s.counts[path] = n + 1
             guard let r = s.routes[path] else { return (nil, .none, nil) }
@@ -434,6 +440,14 @@ public final class TestHTTPServer: @unchecked Sendable {
     }
 
     fileprivate func title(for path: String) -> String? { state.withLock { $0.titles[path] } }
+    fileprivate func startOutage(for path: String, seconds: Double) {
+        let until = monotonicNow() + seconds
+        state.withLock { $0.outageUntil[path] = until }
+    }
+
+    /// Starts a network outage of `path` now: requests to it are dropped for `seconds` (already
+    /// streaming connections go on; see ``Fault/outage(afterBytes:seconds:)`` to cut one).
+    public func outage(_ path: String, seconds: Double) { startOutage(for: path, seconds: seconds) }
     fileprivate var stopping: Bool { isStopping }
 
     @discardableResult
@@ -483,7 +497,7 @@ private struct BodyWriter {
             var take = rest.count
             if let metaint { take = min(take, metaint - sinceMeta) }
             switch fault {
-            case .disconnect(let after), .stall(let after, _):
+            case .disconnect(let after), .stall(let after, _), .outage(let after, _):
                 if !faultDone { take = min(take, max(0, after - bodyBytes)) }
             default: break
             }
@@ -492,6 +506,9 @@ private struct BodyWriter {
                 if !faultDone, bodyBytes >= faultLimit {
                     switch fault {
                     case .disconnect: return false
+                    case .outage(_, let seconds):
+                        server.startOutage(for: path, seconds: seconds)
+                        return false
                     case .stall(_, let seconds):
                         let until = monotonicNow() + seconds
                         while monotonicNow() < until {
@@ -525,7 +542,7 @@ private struct BodyWriter {
 
     var faultLimit: Int {
         switch fault {
-        case .disconnect(let a), .stall(let a, _): return a
+        case .disconnect(let a), .stall(let a, _), .outage(let a, _): return a
         default: return Int.max
         }
     }

@@ -174,8 +174,7 @@ public final class AULiveMonitor: @unchecked Sendable {
         }
         /// `round-trip latency: 41.7 ms (2000 frames at 48000 Hz; ...)`.
         public var description: String {
-            String(format: "round-trip latency: %.1f ms (%d frames at %.0f Hz; %d of %d clicks found, spread %.1f ms, confidence %.2f)",
-                   milliseconds, frames, sampleRate, perClick.count, clicks, spreadMilliseconds, confidence)
+            "round-trip latency: \(fixed(milliseconds, 1)) ms (\(frames) frames at \(Int(sampleRate.rounded())) Hz; \(perClick.count) of \(clicks) clicks found, spread \(fixed(spreadMilliseconds, 1)) ms, confidence \(fixed(confidence, 2)))"
         }
     }
 
@@ -310,7 +309,7 @@ final class LatencyProbeNode: AUNode, @unchecked Sendable {
         let confidence = best.value / (Double(clicks) * energy)
         guard confidence > 0.1 else {
             throw AudioError(.timedOut, component: "AULiveMonitor",
-                             String(format: "the clicks did not come back on the input (correlation %.3f of the expected)", confidence))
+                             "the clicks did not come back on the input (correlation \(fixed(confidence, 3)) of the expected)")
         }
         return AULiveMonitor.LatencyMeasurement(frames: best.lag, sampleRate: sampleRate, clicks: clicks, perClick: perClick, confidence: confidence, statistics: statistics)
     }
@@ -367,4 +366,16 @@ final class MonitorReferenceSend: AUNode, @unchecked Sendable {
         }
         target.frames = n
     }
+}
+
+/// `value` with `digits` decimals (no Foundation: String(format:) is not used in this module).
+func fixed(_ value: Double, _ digits: Int) -> String {
+    guard value.isFinite else { return "\(value)" }
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let scaled = (abs(value) * scale).rounded()
+    let whole = Int(scaled / scale)
+    var frac = String(Int(scaled.truncatingRemainder(dividingBy: scale)))
+    while frac.count < digits { frac = "0" + frac }
+    return (value < 0 && scaled > 0 ? "-" : "") + "\(whole)" + (digits > 0 ? "." + frac : "")
 }

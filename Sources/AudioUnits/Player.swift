@@ -1,6 +1,9 @@
 import AudioCore
-import Foundation
+import AudioDevices
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A player (Apple's `kAudioUnitSubType_AudioFilePlayer` / `ScheduledSoundPlayer` in role): a
 /// source node that plays interleaved Float32 frames from a lock-free SPSC ring.
@@ -28,6 +31,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     private let played = Atomic<Int64>(0)
     private let underruns = Atomic<Int>(0)
     private let failure = Mutex<AudioError?>(nil)
+    private let feederThread = Mutex<DeviceThread?>(nil)
 
     /// Creates a player of `channels` channels whose ring holds `bufferSeconds` at 48 kHz.
     public init(channels: Int = 2, bufferFrames: Int = 48000, name: String = "player") {
@@ -125,7 +129,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         let ch = channels
         let chunk = max(64, min(chunkFrames, ring.capacity / ch / 2))
         let box = UncheckedBox(pull)
-        let thread = Thread { [self] in
+        let body: @Sendable () -> Void = { [self] in
             var buffer = [Float](repeating: 0, count: chunk * ch)
             defer { feederRunning.store(false, ordering: .releasing) }
             while !cancelled.load(ordering: .relaxed) {
@@ -144,14 +148,21 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
             }
             ended.store(true, ordering: .releasing)
         }
-        thread.name = "oat-player-feeder"
-        thread.start()
+        do {
+            let thread = try DeviceThread(name: "oat-player-feeder", body)
+            feederThread.withLock { $0 = thread }
+        } catch {
+            failure.withLock { $0 = error }
+            ended.store(true, ordering: .releasing)
+            feederRunning.store(false, ordering: .releasing)
+        }
     }
 
     /// Stops the feeder thread (waits for it) and marks the input ended.
     public func stop() {
         cancelled.store(true, ordering: .relaxed)
         while feederRunning.load(ordering: .acquiring) { usleep(1000) }
+        feederThread.withLock { t -> DeviceThread? in defer { t = nil }; return t }?.join()
     }
 
     /// Plays from the ring.

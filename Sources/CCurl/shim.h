@@ -1,5 +1,5 @@
 #ifndef OAT_CCURL_SHIM_H
 #define OAT_CCURL_SHIM_H
-// libcurl (Debian: libcurl4-openssl-dev), found through pkg-config.
+// libcurl's headers (Debian: libcurl4-openssl-dev). Not linked: COATCurl loads libcurl on first use.
 #include <curl/curl.h>
 #endif

@@ -164,7 +164,12 @@ public enum AudioFileConversion {
         guard let type = settings.fileType ?? fileType(forExtension: output) else {
             throw AudioError(.invalidArgument, component: "afconvert", "cannot tell the file format of \(output) from its name: give -f")
         }
-        let source = try AudioFile(path: input)
+        let source: AudioFile
+        do {
+            source = try AudioFile(path: input)
+        } catch {
+            throw naming(input, error)
+        }
         let sf = source.dataFormat
         var sourceBits = sf.bitsPerChannel
         if !sf.isPCM && (sf.formatID == .appleLossless || sf.formatID == .flac) {
@@ -192,10 +197,22 @@ public enum AudioFileConversion {
             target.bytesPerFrame = bytes * channels
             target.bytesPerPacket = target.bytesPerFrame
         }
-        let encoder = try AudioEncoder(to: target, sourceBitDepth: Int(sourceBits), settings: settings.encoder)
-        // Check the container before creating anything.
-        try AudioFileWriter.check(encoder.outputFormat, in: type)
-        let reader = try ExtendedAudioFile(path: input, clientFormat: encoder.inputFormat)
+        let encoder: AudioEncoder
+        do {
+            encoder = try AudioEncoder(to: target, sourceBitDepth: Int(sourceBits), settings: settings.encoder)
+            // Check the container before creating anything.
+            try AudioFileWriter.check(encoder.outputFormat, in: type)
+        } catch {
+            var e = naming(output, error)
+            e.message += " (nothing was written)"
+            throw e
+        }
+        let reader: ExtendedAudioFile
+        do {
+            reader = try ExtendedAudioFile(path: input, clientFormat: encoder.inputFormat)
+        } catch {
+            throw naming(input, error)
+        }
         reader.sampleRateConverterQuality = settings.sampleRateConverterQuality
         var options = settings.writerOptions
         if options.tags.isEmpty {
@@ -237,5 +254,14 @@ public enum AudioFileConversion {
             e.message += " (the partial output \(output) was removed)"
             throw e
         }
+    }
+
+    /// `error` with its message starting with `path` unless it names it already: the tools'
+    /// one-line errors say which file they are about.
+    package static func naming(_ path: String, _ error: AudioError) -> AudioError {
+        guard !error.message.contains(path) else { return error }
+        var e = error
+        e.message = "\(path): " + e.message
+        return e
     }
 }

@@ -43,7 +43,7 @@ package struct ToolArguments {
     /// The file type named by the value that follows `flag` (afconvert's names: WAVE, caff, ...).
     package mutating func fileType(_ flag: String) -> AudioFileType {
         let v = value(flag)
-        guard let t = AudioFileConversion.fileType(named: v) else { fail("unknown file format '\(v)' (WAVE, AIFF, AIFC, caff, m4af, flac, Ogg, adts, MPG3)") }
+        guard let t = AudioFileConversion.fileType(named: v) else { fail("unknown file format '\(v)' (WAVE, RF64, AIFF, AIFC, caff, m4af, flac, Ogg, adts, MPG3)") }
         return t
     }
 }

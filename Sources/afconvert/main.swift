@@ -8,7 +8,7 @@ func writeError(_ text: String) { writeStandardError(text) }
 
 let usage = """
 usage: afconvert [options] INPUT [OUTPUT]
-  -f, --file TYPE       file format: WAVE, AIFF, AIFC, caff, m4af, flac, Ogg (opus), adts, MPG3
+  -f, --file TYPE       file format: WAVE, RF64, AIFF, AIFC, caff, m4af, flac, Ogg (opus), adts, MPG3
                         (default: from OUTPUT's extension)
   -d, --data FORMAT[@RATE]
                         data format: LEI16 BEI16 LEI24 BEI24 LEI32 BEI32 LEF32 BEF32 LEF64 BEF64

@@ -65,6 +65,20 @@ struct GraphOptions {
         return bands.isEmpty ? nil : bands
     }
 
+    /// The effect nodes the options ask for, in processing order: EQ, compressor and limiter, reverb.
+    func makeEffects() -> [AudioUnits.AUNode] {
+        var chain: [AudioUnits.AUNode] = []
+        if let bands = eq { chain.append(AUNBandEQNode(channels: 2, bands: bands)) }
+        if compress {
+            chain.append(AUDynamicsNode(channels: 2, threshold: -24, ratio: 3, knee: 6, attack: 0.01, release: 0.15, makeup: 6))
+            chain.append(AUPeakLimiterNode(channels: 2, ceiling: -1))
+        }
+        if let room = reverbRoom, let r = AUReverbNode.rooms[room] {
+            chain.append(AUReverbNode(channels: 2, decayTime: r.decay, decayAtNyquist: r.nyquist, wetDryMix: r.wet))
+        }
+        return chain
+    }
+
     /// Takes the graph options out of `arguments` (without the program name).
     static func extract(_ arguments: [String]) -> GraphOptions {
         var o = GraphOptions()
@@ -122,15 +136,7 @@ func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float
             try graph.connect(p, to: mixer, input: i)
             players.append(p)
         }
-        var chain: [AudioUnits.AUNode] = []
-        if let bands = graphOptions.eq { chain.append(AUNBandEQNode(channels: 2, bands: bands)) }
-        if graphOptions.compress {
-            chain.append(AUDynamicsNode(channels: 2, threshold: -24, ratio: 3, knee: 6, attack: 0.01, release: 0.15, makeup: 6))
-            chain.append(AUPeakLimiterNode(channels: 2, ceiling: -1))
-        }
-        if let room = graphOptions.reverbRoom, let r = AUReverbNode.rooms[room] {
-            chain.append(AUReverbNode(channels: 2, decayTime: r.decay, decayAtNyquist: r.nyquist, wetDryMix: r.wet))
-        }
+        let chain = graphOptions.makeEffects()
         var last: AudioUnits.AUNode = mixer
         for n in chain {
             try graph.add(n)

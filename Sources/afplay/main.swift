@@ -21,6 +21,8 @@ usage: afplay [options] FILE|URL|-...
   --record FILE        streams: also write the received audio to FILE (packets copied when
                        the container holds them, e.g. MP3 to .mp3, AAC to .aac/.m4a; else re-encoded)
   --prebuffer SECONDS  streams: decoded audio to buffer before starting (default 0.15)
+  --crossfade SECONDS  fade each item into the next over SECONDS (equal power) instead of
+                       joining them gaplessly (files and on-demand streams; not live radio)
 \(GraphOptions.usage)
   -h, --help           this help
 keys on a terminal: space pause/resume, left/right seek 10 s, +/- volume, q quit;
@@ -49,6 +51,7 @@ struct Options: Sendable {
     var noUI = false
     var jsonEvents = false
     var prebuffer: Double?
+    var crossfade: Double?
     var record: String?
     var files: [String] = []
 }
@@ -73,6 +76,7 @@ func parseArguments() -> Options {
         case "--no-ui": o.noUI = true
         case "--json-events": o.jsonEvents = true
         case "--record": o.record = value(arg)
+        case "--crossfade": guard let v = Double(value(arg)), v >= 0, v <= 30 else { fail("--crossfade takes seconds from 0 to 30") }; o.crossfade = v
         case "--prebuffer": guard let v = Double(value(arg)), v >= 0, v <= 60 else { fail("--prebuffer takes seconds from 0 to 60") }; o.prebuffer = v
         case "-h", "--help": writeStdout(usage); exit(0)
         default:
@@ -147,12 +151,34 @@ let factory: AudioOutputDeviceFactory = { format throws(AudioError) in
 signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
 signal(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
 
+let streaming = options.record != nil || options.crossfade != nil || options.files.contains(where: needsStreaming)
+// Streams with --eq/--reverb/--compress: the streaming player's output device is wrapped in an
+// effect chain (AUProcessingOutputDevice), processed on the device's render thread.
+if streaming && graphOptions.isActive {
+    if graphOptions.mix { fail("--mix plays local files at the same time; it does not apply to streams or --record") }
+    let effects = graphOptions
+    let inner = factory
+    exit(runStreaming(options, output: { format throws(AudioError) in
+        let device = try inner(format)
+        // The chain's nodes are made for 2 channels; other layouts play without effects.
+        guard format.channels == 2 else {
+            writeStderr("afplay: effects apply to stereo streams; this one has \(format.channels) channels, played without them")
+            return device
+        }
+        do throws(AudioError) {
+            return try AUProcessingOutputDevice(wrapping: device, effects: effects.makeEffects())
+        } catch {
+            device.close()
+            throw error
+        }
+    }))
+}
 // --eq/--reverb/--compress/--mix: play through the AudioUnits graph (GraphPlayback.swift).
 if graphOptions.isActive {
     exit(runGraphPlayback(files: options.files, graphOptions: graphOptions, volume: options.volume, start: options.start,
                           limit: options.limit, output: options.output, debug: options.debug, interrupted: interrupted))
 }
-if options.record != nil || options.files.contains(where: needsStreaming) {
+if streaming {
     exit(runStreaming(options, output: factory))
 }
 

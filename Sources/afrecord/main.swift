@@ -10,7 +10,7 @@ let usage = """
 usage: afrecord [options] OUTPUT
        afrecord --monitor [monitor options]      (input through effects to the output, live)
        afrecord --measure-latency [--input SPEC] [--output SPEC]
-  -f, --file TYPE       file format: WAVE, AIFF, AIFC, caff, m4af, flac, Ogg (opus), adts, MPG3
+  -f, --file TYPE       file format: WAVE, RF64, AIFF, AIFC, caff, m4af, flac, Ogg (opus), adts, MPG3
                         (default: from OUTPUT's extension)
   -d, --data FORMAT[@RATE]
                         data format: LEI16 BEI16 LEI24 BEI24 LEI32 BEI32 LEF32 BEF32 UI8 I8
@@ -192,7 +192,7 @@ do {
     }
     try AudioFileWriter.check(queue.streamDescription, in: type)
 } catch {
-    fail("\(error)", code: 1)
+    fail("\(AudioFileConversion.naming(output, error)) (nothing was recorded or created)", code: 1)
 }
 queue.eventHandler = { event in
     switch event {

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import AudioCore
 import AudioTestSupport
+import AudioUnits
 import Testing
 
 /// `afplay URL`: a live ICY stream from the loopback server, played to the null device (not
@@ -65,5 +66,67 @@ import Testing
         if code == nil { p.stop() }
         #expect(code == 1)
         #expect(p.output.contains("404"), "\(p.output)")
+    }
+}
+
+/// `afplay --eq/--compress/--reverb URL`: the effects apply to streams too (the streaming
+/// player's device wrapped in an effect chain), checked by tone levels in the played audio.
+@Suite struct AfplayURLEffectsTests {
+    /// The amplitude of the `frequency` component of channel 0 over `frames` frames from `start`.
+    func toneAmplitude(_ samples: [Float], channels: Int, rate: Double, frequency: Double, start: Int, frames: Int) -> Double {
+        var re = 0.0, im = 0.0
+        for i in 0..<frames {
+            let x = Double(samples[(start + i) * channels])
+            let w = 2 * Double.pi * frequency * Double(i) / rate
+            re += x * cos(w)
+            im += x * sin(w)
+        }
+        return 2 * (re * re + im * im).squareRoot() / Double(frames)
+    }
+
+    @Test func eqAppliesToAnHTTPStream() throws {
+        let afplay = try #require(AfplayURLTests.afplayPath(), "afplay is not built (swift build)")
+        let dir = try ScratchDirectory("afplay-url-eq")
+        defer { dir.remove() }
+        let wav = dir.path + "/tones.wav"
+        try #require(runFFmpeg(["-f", "lavfi", "-i", "aevalsrc=0.2*sin(2*PI*100*t)+0.2*sin(2*PI*5000*t)|0.2*sin(2*PI*100*t)+0.2*sin(2*PI*5000*t):s=44100:d=2",
+                                "-c:a", "pcm_s16le", wav]))
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.route("/tones.wav", TestHTTPServer.Route(body: .file(wav), contentType: "audio/wav"))
+        var levels: [String: (low: Double, high: Double)] = [:]
+        for (name, extra) in [("plain", [String]()), ("eq", ["--eq", "bass+12"])] {
+            let out = dir.path + "/\(name).wav"
+            let p = try ToolProcess(afplay, extra + ["--no-ui", "--output", "wav:" + out, server.url("/tones.wav")], outputPath: dir.path + "/\(name).txt")
+            let code = p.wait(timeout: 30)
+            if code == nil { p.stop() }
+            #expect(code == 0, "afplay \(extra): \(p.output)")
+            let played = try decodeWithToolbox(out)
+            try #require(played.samples.count / played.channels >= 80_000, "\(name): only \(played.samples.count / max(1, played.channels)) frames")
+            let low = toneAmplitude(played.samples, channels: played.channels, rate: 44100, frequency: 100, start: 22050, frames: 44100)
+            let high = toneAmplitude(played.samples, channels: played.channels, rate: 44100, frequency: 5000, start: 22050, frames: 44100)
+            levels[name] = (low, high)
+        }
+        let plain = try #require(levels["plain"]), eq = try #require(levels["eq"])
+        let lowGain = 20 * log10(eq.low / plain.low), highGain = 20 * log10(eq.high / plain.high)
+        // afplay's bass+12 is a +12 dB low shelf at 120 Hz: its designed response.
+        let design = AUNBandEQNode(channels: 2, bands: [AUEQBand(.lowShelf, frequency: 120, gain: 12)])
+        try design.prepare(sampleRate: 44100, maxFrames: 1024)
+        let low = design.designResponse(at: 100), high = design.designResponse(at: 5000)
+        print("afplay URL --eq figure: 100 Hz \(dB(lowGain)) dB (design \(dB(low))), 5 kHz \(dB(highGain)) dB (design \(dB(high)))")
+        #expect(abs(20 * log10(plain.low / 0.2)) < 0.5, "without effects the 100 Hz tone is \(plain.low)")
+        #expect(abs(lowGain - low) < 0.5, "100 Hz changed by \(lowGain) dB, designed \(low)")
+        #expect(abs(highGain - high) < 0.5, "5 kHz changed by \(highGain) dB, designed \(high)")
+    }
+
+    @Test func mixIsRefusedForStreams() throws {
+        let afplay = try #require(AfplayURLTests.afplayPath(), "afplay is not built (swift build)")
+        let dir = try ScratchDirectory("afplay-url-mix")
+        defer { dir.remove() }
+        let p = try ToolProcess(afplay, ["--mix", "--output", "null:fast", "http://127.0.0.1:9/a.mp3"], outputPath: dir.path + "/out.txt")
+        let code = p.wait(timeout: 10)
+        if code == nil { p.stop() }
+        #expect(code == 2)
+        #expect(p.output.contains("--mix"), "\(p.output)")
     }
 }

@@ -23,6 +23,7 @@ let outputCases: [OutputCase] = [
     OutputCase(type: "WAVE", data: "LEI16", ext: "wav", codec: "pcm_s16le", formatID: .linearPCM, ffmpegTrims: true),
     OutputCase(type: "WAVE", data: "LEI24", ext: "wav", codec: "pcm_s24le", formatID: .linearPCM, ffmpegTrims: true),
     OutputCase(type: "WAVE", data: "LEF32", ext: "wav", codec: "pcm_f32le", formatID: .linearPCM, ffmpegTrims: true),
+    OutputCase(type: "RF64", data: "LEI24", ext: "wav", codec: "pcm_s24le", formatID: .linearPCM, ffmpegTrims: true),
     OutputCase(type: "WAVE", data: "UI8", ext: "wav", codec: "pcm_u8", formatID: .linearPCM, ffmpegTrims: true),
     OutputCase(type: "WAVE", data: "ulaw", ext: "wav", codec: "pcm_mulaw", formatID: .ulaw, ffmpegTrims: true),
     OutputCase(type: "WAVE", data: "alaw", ext: "wav", codec: "pcm_alaw", formatID: .alaw, ffmpegTrims: true),
@@ -73,6 +74,10 @@ let outputCases: [OutputCase] = [
 
         let file = try AudioFile(path: output)
         #expect(file.dataFormat.formatID == c.formatID)
+        if c.type == "RF64" {
+            #expect(file.fileFormat == .rf64)
+            #expect(Corpus.read(output).map { Array($0.prefix(4)) } == Array("RF64".utf8), "-f RF64 did not write RF64")
+        }
         #expect(file.dataFormat.sampleRate == rate)
         #expect(file.dataFormat.channelsPerFrame == 2)
         #expect(file.warning == nil, "\(file.warning.map { "\($0)" } ?? "")")

@@ -95,3 +95,9 @@ func untrimmedFrameCount(_ path: String) throws -> Int {
     let ref = try decodeWithToolbox(path, trim: false)
     return ref.samples.count / max(1, ref.channels)
 }
+
+/// ffmpeg's interleaved Float32 decode of a file, or nil when ffmpeg is missing.
+func ffmpegFloat(_ path: String) -> [Float]? { decodeWithFFmpeg(path) }
+
+/// SNR in dB of `test` against `reference`.
+func snrDB(_ reference: [Float], _ test: [Float]) -> Double { snr(reference, test) }

@@ -331,7 +331,9 @@ extension CompatSeedTests {
 
     @Test("AudioComponentFindNext finds the units, bad formats and states are errors")
     func componentsAndErrors() {
-        var any = AudioComponentDescription(componentType: kAudioUnitType_Effect, componentSubType: 0, componentManufacturer: 0, componentFlags: 0, componentFlagsMask: 0)
+        // Apple's effects (components registered by other tests have other manufacturers).
+        var any = AudioComponentDescription(componentType: kAudioUnitType_Effect, componentSubType: 0, componentManufacturer: kAudioUnitManufacturer_Apple,
+                                            componentFlags: 0, componentFlagsMask: 0)
         var found: [UInt32] = []
         var c = AudioComponentFindNext(nil, &any)
         while let comp = c {

@@ -14,7 +14,8 @@ public struct AudioFileWriterOptions: Sendable {
     /// readable up to the last refresh (WAV/AIFF sizes, FLAC STREAMINFO, Ogg pages).
     public var checkpointSeconds: Double = 1
     /// WAV: once the RIFF size would pass this many bytes the file becomes RF64 with a `ds64`
-    /// chunk (default: just under 4 GiB; lower it to test the switch).
+    /// chunk (default: just under 4 GiB; lower it to test the switch). The `.rf64` file type
+    /// writes RF64 from the start (threshold 0).
     public var rf64Threshold: Int64 = 0xFFFF_FFFF - (1 << 16)
     /// Write so that a writer killed at any moment leaves a file readers open, holding all but
     /// the last ``checkpointSeconds``: M4A as fragmented MP4 (a `moof`/`mdat` pair per
@@ -81,6 +82,8 @@ public final class AudioFileWriter {
         self.fileType = fileType
         self.dataFormat = dataFormat
         let sink = try FileSink(path: path)
+        var options = options
+        if fileType == .rf64 { options.rf64Threshold = 0 } // RF64 asked for: RF64 from the first byte
         context = WriterContext(sink: sink, format: dataFormat, cookie: magicCookie, options: options)
         container = Self.makeContainer(fileType)
         do {

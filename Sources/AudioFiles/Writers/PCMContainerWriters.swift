@@ -48,6 +48,14 @@ final class WAVWriter: ContainerWriter {
         }
         b.ascii("data"); b.u32le(0)
         dataSizeOffset = Int64(b.count - 4)
+        if c.options.rf64Threshold <= 0 {
+            // RF64 from the start: the JUNK is the ds64 (sizes 0 until the first checkpoint).
+            isRF64 = true
+            b.bytes.replaceSubrange(0..<4, with: Array("RF64".utf8))
+            b.bytes.replaceSubrange(4..<8, with: [UInt8].le32(0xFFFF_FFFF))
+            b.bytes.replaceSubrange(Int(junkOffset)..<Int(junkOffset + 4), with: Array("ds64".utf8))
+            b.bytes.replaceSubrange(Int(dataSizeOffset)..<Int(dataSizeOffset + 4), with: [UInt8].le32(0xFFFF_FFFF))
+        }
         try c.sink.append(b.bytes)
     }
 

@@ -1,12 +1,19 @@
 #ifndef OAT_COATCURL_H
 #define OAT_COATCURL_H
-// Non-variadic wrappers around libcurl's variadic setopt/getinfo calls and its function-like
-// macros, which Swift cannot call directly.
+// libcurl is loaded with dlopen() on first use (COATCurl.c defines the curl functions the package
+// calls as trampolines), and non-variadic wrappers around its variadic setopt/getinfo calls and its
+// function-like macros, which Swift cannot call directly.
 #include <curl/curl.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/// Loads libcurl once (thread-safe): NULL on success, else a message naming what is missing.
+/// The curl functions return failure values (NULL, CURLE_FAILED_INIT) when it could not be loaded.
+const char *oat_curl_load(void);
+/// 1 when libcurl has been loaded into the process.
+int oat_curl_is_loaded(void);
 
 /// Body and header callbacks have the same shape as fwrite.
 typedef size_t (*oat_curl_data_callback)(char *data, size_t size, size_t count, void *user);

@@ -103,6 +103,10 @@ final class CompatConverter {
     var pendingPackets: [(bytes: ArraySlice<UInt8>, frames: UInt32)] = []
     var inputEnded = false
     var encodeBitRate: UInt32?
+    /// `kAudioConverterChannelMap`: the input channel for each output channel (-1 silence).
+    var channelMap: [Int]?
+    /// The converter ``AudioConverterConvertComplexBuffer(_:_:_:_:)`` uses for planar buffers.
+    var planar: AudioConverter?
 
     /// True when this converter encodes.
     var isEncoder: Bool { !destination.isPCM && source.isPCM }
@@ -119,7 +123,7 @@ final class CompatConverter {
         if let encodeBitRate, encodeBitRate > 0 { settings.bitRate = Int(encodeBitRate) }
         let depth = source.isFloat ? 24 : Int(min(max(source.bitsPerChannel, 16), 24))
         let e = try AudioEncoder(to: destination, sourceBitDepth: depth, settings: settings)
-        if !e.inputFormat.isSameLayout(as: source) {
+        if !e.inputFormat.isSameLayout(as: source) || channelMap != nil {
             // Planar client buffers are interleaved before this converter (see fillEncoded).
             var from = source
             if !source.isInterleaved && source.channelsPerFrame > 1 {
@@ -128,6 +132,7 @@ final class CompatConverter {
                 from.bytesPerPacket = from.bytesPerFrame * max(1, source.framesPerPacket)
             }
             encoderInput = try AudioConverter(from: from, to: e.inputFormat)
+            encoderInput?.channelMap = channelMap
         }
         encoderBuffer = try AudioPCMBuffer(format: e.inputFormat, frameCapacity: 4096)
         encoder = e
@@ -164,6 +169,7 @@ final class CompatConverter {
         let c = try AudioConverter(from: source, to: destination, magicCookie: cookie)
         c.primeInfo = primeInfo
         c.sampleRateConverterQuality = quality
+        c.channelMap = channelMap
         converter = c
         return c
     }
@@ -203,7 +209,8 @@ public func AudioConverterNew(_ inSourceFormat: UnsafePointer<AudioStreamBasicDe
         return noErr
     }
     do {
-        _ = try AudioConverter(from: src, to: dst)
+        // Planar PCM sources convert through ConvertComplexBuffer, which interleaves them first.
+        _ = try AudioConverter(from: src.isPCM ? interleavedTwin(src) : src, to: dst)
     } catch {
         // A decoder that needs its cookie opens once the cookie is set.
         if !(error.osStatus == 0x2164_6174 && !src.isPCM) { return error.osStatus ?? kAudioConverterErr_FormatNotSupported }
@@ -483,6 +490,12 @@ private func converterProperty(_ box: CompatConverter, _ id: AudioConverterPrope
 public func AudioConverterGetPropertyInfo(_ inAudioConverter: AudioConverterRef, _ inPropertyID: AudioConverterPropertyID,
                                           _ outSize: UnsafeMutablePointer<UInt32>?, _ outWritable: UnsafeMutablePointer<DarwinBoolean>?) -> OSStatus {
     guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    if let extra = extraConverterProperty(box, inPropertyID) {
+        guard let bytes = extra else { return kAudioConverterErr_PropertyNotSupported }
+        outSize?.pointee = UInt32(bytes.count)
+        outWritable?.pointee = DarwinBoolean(inPropertyID == kAudioConverterChannelMap)
+        return noErr
+    }
     guard let v = converterProperty(box, inPropertyID) else { return kAudioConverterErr_PropertyNotSupported }
     switch v {
     case .uint32: outSize?.pointee = 4
@@ -502,6 +515,10 @@ public func AudioConverterGetPropertyInfo(_ inAudioConverter: AudioConverterRef,
 public func AudioConverterGetProperty(_ inAudioConverter: AudioConverterRef, _ inPropertyID: AudioConverterPropertyID,
                                       _ ioPropertyDataSize: UnsafeMutablePointer<UInt32>, _ outPropertyData: UnsafeMutableRawPointer) -> OSStatus {
     guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    if let extra = extraConverterProperty(box, inPropertyID) {
+        guard let bytes = extra else { return kAudioConverterErr_PropertyNotSupported }
+        return writeBytes(bytes, ioPropertyDataSize, outPropertyData, sizeError: kAudioConverterErr_BadPropertySizeError)
+    }
     guard let v = converterProperty(box, inPropertyID) else { return kAudioConverterErr_PropertyNotSupported }
     let e = kAudioConverterErr_BadPropertySizeError
     switch v {
@@ -519,6 +536,7 @@ public func AudioConverterGetProperty(_ inAudioConverter: AudioConverterRef, _ i
 public func AudioConverterSetProperty(_ inAudioConverter: AudioConverterRef, _ inPropertyID: AudioConverterPropertyID,
                                       _ inPropertyDataSize: UInt32, _ inPropertyData: UnsafeRawPointer) -> OSStatus {
     guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    if let status = setExtraConverterProperty(box, inPropertyID, inPropertyDataSize, inPropertyData) { return status }
     switch inPropertyID {
     case kAudioConverterEncodeBitRate where box.isEncoder:
         guard inPropertyDataSize >= 4 else { return kAudioConverterErr_BadPropertySizeError }
@@ -623,15 +641,16 @@ public func AudioConverterNewSpecific(_ inSourceFormat: UnsafePointer<AudioStrea
 }
 
 /// Converts `inNumberPCMFrames` frames of PCM between buffer lists at the same sample rate
-/// (Apple's `AudioConverterConvertComplexBuffer`). Different: both formats must be interleaved
-/// (one buffer each); non-interleaved lists return `kAudioConverterErr_OperationNotSupported`.
+/// (Apple's `AudioConverterConvertComplexBuffer`): interleaved (one buffer) or non-interleaved
+/// (one buffer per channel) on either side; the channel map applies.
 @discardableResult
 public func AudioConverterConvertComplexBuffer(_ inAudioConverter: AudioConverterRef, _ inNumberPCMFrames: UInt32,
                                                _ inInputData: UnsafePointer<AudioBufferList>,
                                                _ outOutputData: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
     guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
     let src = box.source, dst = box.destination
-    guard src.isInterleaved, dst.isInterleaved, inInputData.pointee.mNumberBuffers >= 1, outOutputData.pointee.mNumberBuffers >= 1 else {
+    if !src.isInterleaved || !dst.isInterleaved { return convertComplexPlanar(box, Int(inNumberPCMFrames), inInputData, outOutputData) }
+    guard inInputData.pointee.mNumberBuffers >= 1, outOutputData.pointee.mNumberBuffers >= 1 else {
         return kAudioConverterErr_OperationNotSupported
     }
     guard let input = inInputData.pointee.mBuffers.mData, let output = outOutputData.pointee.mBuffers.mData else { return kAudio_ParamError }

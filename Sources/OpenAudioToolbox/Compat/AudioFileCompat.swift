@@ -371,6 +371,13 @@ final class CompatFileWriter: @unchecked Sendable {
         }
     }
 
+    /// Forgets a handle whose file was never written (the file stays as created, empty).
+    static func discard(_ id: AudioFileID) {
+        guard from(id) != nil else { return }
+        _ = handles.withLock { $0.remove(Int(bitPattern: UnsafeRawPointer(id))) }
+        Unmanaged<CompatFileWriter>.fromOpaque(UnsafeRawPointer(id)).release()
+    }
+
     /// Finishes the file and forgets the handle (Apple's `AudioFileClose` on a created file).
     static func close(_ id: AudioFileID) -> OSStatus {
         guard let w = from(id) else { return kAudio_ParamError }
@@ -531,6 +538,10 @@ private func fileProperty(_ f: AudioFile, _ id: AudioFilePropertyID, input: Unsa
             }
         }
         return .success(.framePacket(AudioFramePacketTranslation(mFrame: t.mFrame, mPacket: packet, mFrameOffsetInPacket: UInt32(clamping: t.mFrame - first))))
+    case kAudioFilePropertyPacketToRollDistance, kAudioFilePropertyPreviousIndependentPacket,
+         kAudioFilePropertyNextIndependentPacket, kAudioFilePropertyPacketToDependencyInfo:
+        return packetDependencyProperty(id, format: f.dataFormat, packetCount: f.packetCount, input: input,
+                                        invalidPacket: kAudioFileInvalidPacketOffsetError) ?? unsupported
     default:
         return unsupported
     }

@@ -134,13 +134,17 @@ public let kAudioFileStreamProperty_PacketToFrame: AudioFileStreamPropertyID = f
 public let kAudioFileStreamProperty_FrameToPacket: AudioFileStreamPropertyID = fourCC("frpk")
 /// `UInt32` 0/1 (`'rrap'`).
 public let kAudioFileStreamProperty_RestrictsRandomAccess: AudioFileStreamPropertyID = fourCC("rrap")
-/// Not supported (`'pkrl'`).
+/// `AudioPacketRollDistanceTranslation`, in/out (`'pkrl'`): every packet decodes independently, with the pre-roll this
+/// project's decoders need.
 public let kAudioFileStreamProperty_PacketToRollDistance: AudioFileStreamPropertyID = fourCC("pkrl")
-/// Not supported (`'pind'`).
+/// `AudioIndependentPacketTranslation`, in/out (`'pind'`): every packet decodes independently, with the pre-roll this
+/// project's decoders need.
 public let kAudioFileStreamProperty_PreviousIndependentPacket: AudioFileStreamPropertyID = fourCC("pind")
-/// Not supported (`'nind'`).
+/// `AudioIndependentPacketTranslation`, in/out (`'nind'`): every packet decodes independently, with the pre-roll this
+/// project's decoders need.
 public let kAudioFileStreamProperty_NextIndependentPacket: AudioFileStreamPropertyID = fourCC("nind")
-/// Not supported (`'pkdp'`).
+/// `AudioPacketDependencyInfoTranslation`, in/out (`'pkdp'`): every packet decodes independently, with the pre-roll this
+/// project's decoders need.
 public let kAudioFileStreamProperty_PacketToDependencyInfo: AudioFileStreamPropertyID = fourCC("pkdp")
 /// `AudioBytePacketTranslation`, in/out (`'pkby'`).
 public let kAudioFileStreamProperty_PacketToByte: AudioFileStreamPropertyID = fourCC("pkby")
@@ -366,6 +370,11 @@ private func streamProperty(_ s: AudioFileStream, _ id: AudioFileStreamPropertyI
         let start = s.byteOffset(forPacket: p.packet)?.offset ?? t.mByte
         return .success(.bytePacket(AudioBytePacketTranslation(mByte: t.mByte, mPacket: p.packet, mByteOffsetInPacket: UInt32(clamping: max(0, t.mByte - start)),
                                                                mFlags: p.isEstimated ? .bytePacketTranslationFlag_IsEstimate : [])))
+    case kAudioFileStreamProperty_PacketToRollDistance, kAudioFileStreamProperty_PreviousIndependentPacket,
+         kAudioFileStreamProperty_NextIndependentPacket, kAudioFileStreamProperty_PacketToDependencyInfo:
+        guard let f = s.dataFormat else { return unknown }
+        return packetDependencyProperty(id, format: f, packetCount: s.audioDataPacketCount, input: input,
+                                        invalidPacket: kAudioFileStreamError_InvalidPacketOffset) ?? unknown
     default:
         return .failure(OSErr(kAudioFileStreamError_UnsupportedProperty))
     }

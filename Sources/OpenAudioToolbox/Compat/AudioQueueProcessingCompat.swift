@@ -111,6 +111,7 @@ final class CompatTap: @unchecked Sendable {
     func run(_ tap: AudioQueueProcessingTap, frames: Int, time: AudioTimeStamp,
              buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, flags: inout AudioQueueProcessingTapFlags) -> Int {
         current = (tap, buffers)
+        currentQueueTime = (time.sampleTime, UInt32(frames))
         defer { current = nil }
         setList(buffers, frames: frames)
         var t = time
@@ -134,6 +135,8 @@ final class CompatTap: @unchecked Sendable {
     }
 
     var current: (AudioQueueProcessingTap, UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>)?
+    /// The queue time of the chunk being processed (``AudioQueueProcessingTapGetQueueTime``).
+    var currentQueueTime: (sampleTime: Double, frames: UInt32) = (0, 0)
 }
 
 /// Creates a processing tap on a queue (Apple's `AudioQueueProcessingTapNew`). `inFlags` holds

@@ -299,6 +299,8 @@ public let kAUGraphErr_InvalidAudioUnit: OSStatus = -10864
 
 enum CompatUnitKind: Sendable {
     case output(generic: Bool), mixer, eq, reverb, delay, varispeed, converter, dynamics, limiter, splitter
+    /// Units defined in other files (time-pitch, players, AudioComponentRegister): a node factory.
+    case custom(@Sendable (CompatUnit) -> AudioUnits.AUNode?)
 }
 
 struct CompatComponent: Sendable {
@@ -307,7 +309,7 @@ struct CompatComponent: Sendable {
     let name: String
 }
 
-let compatComponents: [CompatComponent] = {
+let builtinCompatComponents: [CompatComponent] = {
     func d(_ t: UInt32, _ s: UInt32) -> AudioComponentDescription {
         AudioComponentDescription(componentType: t, componentSubType: s, componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
     }
@@ -403,6 +405,8 @@ final class CompatUnit: @unchecked Sendable {
     weak var owner: CompatGraph?
     var renderPointers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>?
     var running = false
+    /// State of the calls in AudioUnitExtrasCompat.swift (listeners, notifies, players).
+    var extras = CompatUnitExtras()
     /// The input side (I/O units with input enabled, once initialised; AudioUnitInputCompat.swift).
     var inputCallback: AURenderCallbackStruct?
     var io: CompatInputIO?
@@ -450,6 +454,7 @@ final class CompatUnit: @unchecked Sendable {
         case .dynamics: n = AUDynamicsNode(channels: inCh)
         case .limiter: n = AUPeakLimiterNode(channels: inCh)
         case .splitter: n = AUSplitterNode(channels: inCh, outputs: outputCount)
+        case .custom(let make): n = make(self)
         }
         if let n {
             for (k, v) in parameterValues { n.parameter(id: k.id, scope: AUScope(rawValue: k.scope) ?? .global, element: Int(k.element))?.value = v }
@@ -655,7 +660,7 @@ public func AudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
 /// be non-interleaved Float32 buffers (the default stream format), pulling the unit's inputs
 /// through their render callbacks. Works on standalone units (effects, mixers, a generic output).
 @discardableResult
-public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>?,
+func builtinAudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>?,
                             _ inTimeStamp: UnsafePointer<AudioTimeStamp>, _ inOutputBusNumber: UInt32, _ inNumberFrames: UInt32,
                             _ ioData: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
     let unit = compatUnit(inUnit)
@@ -688,7 +693,7 @@ public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
 
 /// The size and writability of a property.
 @discardableResult
-public func AudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
+func builtinAudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                      _ outDataSize: UnsafeMutablePointer<UInt32>?, _ outWritable: UnsafeMutablePointer<DarwinBoolean>?) -> OSStatus {
     let size: Int
     var writable = true
@@ -712,7 +717,7 @@ public func AudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
 
 /// Reads a property (see the `kAudioUnitProperty_*` constants for the ones provided).
 @discardableResult
-public func AudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
+func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                  _ outData: UnsafeMutableRawPointer, _ ioDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
     let unit = compatUnit(inUnit)
     func put<T>(_ value: T) -> OSStatus {
@@ -763,7 +768,7 @@ public func AudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
 /// generic output nor of an output unit inside an AUGraph), the input callback, the
 /// voice-processing properties, the EQ's band count.
 @discardableResult
-public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
+func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                  _ inData: UnsafeRawPointer?, _ inDataSize: UInt32) -> OSStatus {
     let unit = compatUnit(inUnit)
     func get<T>(_ type: T.Type) -> T? {
@@ -896,6 +901,8 @@ final class CompatGraph: @unchecked Sendable {
     var units: [(id: AUNode, unit: CompatUnit)] = []
     var nextID: AUNode = 1
     var connections: [(source: AUNode, output: UInt32, destination: AUNode, input: UInt32)] = []
+    /// `AUGraphAddRenderNotify` callbacks (AudioUnitExtrasCompat.swift).
+    var renderNotifies: [AURenderCallbackStruct] = []
     var opened = false
     var initialized = false
     var running = false

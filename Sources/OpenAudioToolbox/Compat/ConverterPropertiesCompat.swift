@@ -1,0 +1,205 @@
+// Audio Toolbox–compatible AudioConverter encoder capability properties, the channel map, and
+// AudioConverterConvertComplexBuffer for non-interleaved PCM.
+
+import AudioCore
+import AudioConversion
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A range of values (Apple's `AudioValueRange`): bit rates or sample rates here.
+public struct AudioValueRange: Hashable, Sendable {
+    /// The smallest value.
+    public var mMinimum: Float64
+    /// The largest value.
+    public var mMaximum: Float64
+    /// A zeroed range.
+    public init() { self.init(mMinimum: 0, mMaximum: 0) }
+    /// Apple's memberwise initialiser.
+    public init(mMinimum: Float64, mMaximum: Float64) {
+        self.mMinimum = mMinimum
+        self.mMaximum = mMaximum
+    }
+}
+
+/// The bit rates the encoder takes with the current input (rate, channels): array of
+/// `AudioValueRange` (`'aebr'`).
+public let kAudioConverterApplicableEncodeBitRates: AudioConverterPropertyID = fourCC("aebr")
+/// Every bit rate the encoder takes: array of `AudioValueRange` (`'vebr'`).
+public let kAudioConverterAvailableEncodeBitRates: AudioConverterPropertyID = fourCC("vebr")
+/// The output sample rates the encoder takes with the current input: array of `AudioValueRange`
+/// (`'aesr'`).
+public let kAudioConverterApplicableEncodeSampleRates: AudioConverterPropertyID = fourCC("aesr")
+/// Every output sample rate the encoder takes: array of `AudioValueRange` (`'vesr'`).
+public let kAudioConverterAvailableEncodeSampleRates: AudioConverterPropertyID = fourCC("vesr")
+/// Which input channel feeds each output channel: array of `SInt32`, -1 for silence (`'chmp'`).
+public let kAudioConverterChannelMap: AudioConverterPropertyID = fourCC("chmp")
+
+/// Discrete values as Apple lists them: one range per value.
+private func ranges(_ values: [Double]) -> [AudioValueRange] { values.map { AudioValueRange(mMinimum: $0, mMaximum: $0) } }
+
+private let aacBitRates: [Double] = [16000, 24000, 32000, 40000, 48000, 56000, 64000, 80000, 96000, 112000, 128000, 160000, 192000,
+                                     224000, 256000, 288000, 320000]
+private let mp3Layer3Rates: [Double] = [32000, 40000, 48000, 56000, 64000, 80000, 96000, 112000, 128000, 160000, 192000, 224000, 256000, 320000]
+private let mp3Layer3LowRates: [Double] = [8000, 16000, 24000, 32000, 40000, 48000, 56000, 64000, 80000, 96000, 112000, 128000, 144000, 160000]
+
+/// Bit rates of the encoder for `format` (the converter's destination); `applicable` narrows
+/// them to the destination's rate and channel count. nil: bit rate does not apply (lossless,
+/// PCM, G.711).
+func encodeBitRates(_ format: AudioStreamBasicDescription, applicable: Bool) -> [AudioValueRange]? {
+    let channels = Double(max(1, format.channelsPerFrame))
+    let rate = format.sampleRate
+    switch format.formatID {
+    case .mpeg4AAC:
+        guard applicable else { return ranges(aacBitRates) }
+        // AAC-LC carries at most 6144 bits per channel per 1024-frame packet.
+        return ranges(aacBitRates.filter { $0 >= 8000 * channels && $0 <= 6 * rate * channels })
+    case .mpegLayer3:
+        guard applicable else { return ranges(Array(Set(mp3Layer3Rates + mp3Layer3LowRates)).sorted()) }
+        return ranges(rate >= 32000 ? mp3Layer3Rates : mp3Layer3LowRates.filter { rate >= 16000 || $0 <= 64000 })
+    case .opus:
+        return [AudioValueRange(mMinimum: 6000, mMaximum: applicable ? min(510_000, 256_000 * channels) : 510_000)]
+    default:
+        return nil
+    }
+}
+
+/// Output sample rates the encoder for `format` takes; nil when not an encoder format here.
+func encodeSampleRates(_ format: AudioStreamBasicDescription) -> [AudioValueRange]? {
+    switch format.formatID {
+    case .mpeg4AAC: return ranges([8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000])
+    case .mpegLayer3: return ranges([8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000])
+    case .opus: return ranges([8000, 12000, 16000, 24000, 48000])
+    case .appleLossless, .flac, .ulaw, .alaw: return [AudioValueRange(mMinimum: 1000, mMaximum: 768_000)]
+    default: return nil
+    }
+}
+
+/// The properties this file adds, for ``AudioConverterGetProperty(_:_:_:_:)`` and friends:
+/// the value (`SInt32` map or `AudioValueRange`s as bytes) or nil when `id` is not one of them
+/// or does not apply (then `kAudioConverterErr_PropertyNotSupported`).
+func extraConverterProperty(_ box: CompatConverter, _ id: AudioConverterPropertyID) -> [UInt8]?? {
+    func bytes<T>(_ values: [T]) -> [UInt8] { values.withUnsafeBytes { Array($0) } }
+    switch id {
+    case kAudioConverterApplicableEncodeBitRates, kAudioConverterAvailableEncodeBitRates:
+        guard box.isEncoder else { return .some(nil) }
+        let format = box.encoder?.outputFormat ?? box.destination
+        return .some(encodeBitRates(format, applicable: id == kAudioConverterApplicableEncodeBitRates).map(bytes))
+    case kAudioConverterApplicableEncodeSampleRates, kAudioConverterAvailableEncodeSampleRates:
+        guard box.isEncoder else { return .some(nil) }
+        return .some(encodeSampleRates(box.destination).map(bytes))
+    case kAudioConverterChannelMap:
+        let outputs = Int(box.destination.channelsPerFrame), inputs = Int(box.source.channelsPerFrame)
+        let map = box.channelMap ?? (0..<outputs).map { $0 < inputs ? $0 : -1 }
+        return .some(bytes(map.map { Int32($0) }))
+    default:
+        return nil
+    }
+}
+
+/// Sets the channel map (`kAudioConverterChannelMap`, one `SInt32` per output channel, each an
+/// input channel or -1); nil for other properties. Takes effect for the next conversion (the
+/// converter restarts).
+func setExtraConverterProperty(_ box: CompatConverter, _ id: AudioConverterPropertyID, _ size: UInt32, _ data: UnsafeRawPointer) -> OSStatus? {
+    switch id {
+    case kAudioConverterChannelMap:
+        let outputs = Int(box.destination.channelsPerFrame)
+        guard Int(size) >= outputs * 4 else { return kAudioConverterErr_BadPropertySizeError }
+        let map = (0..<outputs).map { Int(data.loadUnaligned(fromByteOffset: $0 * 4, as: Int32.self)) }
+        guard map.allSatisfy({ $0 >= -1 && $0 < Int(box.source.channelsPerFrame) }) else { return kAudio_ParamError }
+        box.channelMap = map
+        box.converter = nil
+        box.planar = nil
+        if box.isEncoder {
+            guard box.pendingPackets.isEmpty, (box.encoder?.inputFrameCount ?? 0) == 0 else { return kAudioConverterErr_OperationNotSupported }
+            box.encoder = nil
+            box.encoderInput = nil
+            do throws(AudioError) {
+                _ = try box.makeEncoder()
+            } catch {
+                return error.osStatus ?? kAudioConverterErr_FormatNotSupported
+            }
+        }
+        return noErr
+    case kAudioConverterApplicableEncodeBitRates, kAudioConverterAvailableEncodeBitRates,
+         kAudioConverterApplicableEncodeSampleRates, kAudioConverterAvailableEncodeSampleRates:
+        return kAudioConverterErr_PropertyNotSupported
+    default:
+        return nil
+    }
+}
+
+/// The interleaved twin of a PCM format (itself when interleaved or mono).
+func interleavedTwin(_ f: AudioStreamBasicDescription) -> AudioStreamBasicDescription {
+    guard f.isPCM, !f.isInterleaved, f.channelsPerFrame > 1 else { return f }
+    var t = f
+    t.formatFlags.remove(.isNonInterleaved)
+    t.bytesPerFrame = f.bytesPerFrame * f.channelsPerFrame
+    t.bytesPerPacket = t.bytesPerFrame
+    return t
+}
+
+/// ``AudioConverterConvertComplexBuffer(_:_:_:_:)`` when either side is non-interleaved: the
+/// input planes are interleaved, converted at the same rate, and the output written per plane.
+func convertComplexPlanar(_ box: CompatConverter, _ frames: Int, _ input: UnsafePointer<AudioBufferList>,
+                          _ output: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
+    let src = box.source, dst = box.destination
+    guard src.isPCM, dst.isPCM, src.sampleRate == dst.sampleRate, src.bytesPerFrame > 0, dst.bytesPerFrame > 0 else {
+        return kAudioConverterErr_OperationNotSupported
+    }
+    let inList = UnsafeMutableAudioBufferListPointer(UnsafeMutablePointer(mutating: input))
+    let outList = UnsafeMutableAudioBufferListPointer(output)
+    guard inList.count >= src.bufferCount, outList.count >= dst.bufferCount else { return kAudio_ParamError }
+    // Interleave the input.
+    let interleavedSource = interleavedTwin(src)
+    let width = Int(src.isInterleaved ? src.bytesPerFrame / max(1, src.channelsPerFrame) : src.bytesPerFrame)
+    let channels = Int(src.channelsPerFrame)
+    let frameBytes = Int(interleavedSource.bytesPerFrame)
+    var bytes = [UInt8](repeating: 0, count: frames * frameBytes)
+    let planeBytes = frames * (src.isInterleaved ? frameBytes : width)
+    for i in 0..<src.bufferCount {
+        guard inList[i].mData != nil, Int(inList[i].mDataByteSize) >= planeBytes else { return kAudioConverterErr_InvalidInputSize }
+    }
+    bytes.withUnsafeMutableBytes { out in
+        if src.isInterleaved {
+            out.baseAddress!.copyMemory(from: inList[0].mData!, byteCount: out.count)
+        } else {
+            for ch in 0..<channels {
+                let plane = inList[ch].mData!
+                for f in 0..<frames {
+                    (out.baseAddress! + (f * channels + ch) * width).copyMemory(from: plane + f * width, byteCount: width)
+                }
+            }
+        }
+    }
+    for i in 0..<dst.bufferCount where Int(outList[i].mDataByteSize) < frames * Int(dst.bytesPerFrame) || outList[i].mData == nil {
+        return kAudioConverterErr_InvalidOutputSize
+    }
+    do throws(AudioError) {
+        let converter: AudioConverter
+        if let c = box.planar { converter = c } else {
+            converter = try AudioConverter(from: interleavedSource, to: dst)
+            converter.channelMap = box.channelMap
+            box.planar = converter
+        }
+        converter.reset()
+        var failure: AudioError?
+        bytes.withUnsafeBytes { raw in
+            do throws(AudioError) { try converter.decode(packet: raw) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        try converter.endOfInput()
+        let out = try AudioPCMBuffer(format: dst, frameCapacity: max(1, frames))
+        let n = converter.read(into: out, maxFrames: frames)
+        for i in 0..<dst.bufferCount {
+            outList[i].mData!.copyMemory(from: out.mutableBytes(i).baseAddress!, byteCount: n * Int(dst.bytesPerFrame))
+            var b = outList[i]
+            b.mDataByteSize = UInt32(n * Int(dst.bytesPerFrame))
+            outList[i] = b
+        }
+        converter.reset()
+        return noErr
+    } catch {
+        return error.osStatus ?? kAudioConverterErr_UnspecifiedError
+    }
+}

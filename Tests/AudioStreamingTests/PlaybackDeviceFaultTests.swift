@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AudioCore
+import AudioDevices
+import AudioQueueEngine
+import AudioStreaming
+import AudioTestSupport
+import Testing
+
+/// Device faults under the streaming path: the PulseAudio server killed (SIGKILL) and restarted
+/// on the same socket while `afplay URL` and StreamingPlayer play into it.
+@Suite(.serialized) struct PlaybackDeviceFaultTests {
+    /// `afplay http://…` (a 6 s on-demand MP3 from the loopback server) plays into a private
+    /// PulseAudio; after 1.5 s the daemon is killed with SIGKILL, 0.5 s later a new one starts on
+    /// the same socket. afplay neither crashes nor hangs: it reconnects, the new daemon's sink
+    /// monitor hears the rest of the file to its last frame, in order, and afplay exits 0.
+    @Test func afplayURLSurvivesAPulseAudioKillAndRestart() throws {
+        if let reason = PulseTestDaemon.unavailableReason {
+            print("skipped: \(reason)")
+            return
+        }
+        let afplay = try #require(AfplayURLTests.afplayPath(), "afplay is not built (swift build)")
+        let dir = try ScratchDirectory("pulse-kill-afplay")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 6, codec: ["-c:a", "libmp3lame", "-b:a", "192k"]))
+        let reference = try decodeWithToolbox(file)
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.route("/a.mp3", TestHTTPServer.Route(body: .file(file), contentType: "audio/mpeg"))
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let p = try ToolProcess(afplay, ["--json-events", "--output", "pulse:\(daemon.sinkName)", server.url("/a.mp3")],
+                                environment: daemon.environment, outputPath: dir.path + "/out.txt")
+        usleep(1_500_000)
+        daemon.kill()
+        usleep(500_000)
+        try daemon.start()
+        let recording = try daemon.recordMonitor(to: dir.path + "/monitor.raw")
+        let code = p.wait(timeout: 30)
+        if code == nil { p.stop() }
+        usleep(300_000)
+        let samples = recording.stop()
+        #expect(code == 0, "afplay exit \(String(describing: code)): \(p.output)")
+        let alignment = alignSegments(recording: samples, reference: reference.samples, channels: 2, tolerance: 1e-4)
+        print("afplay pulse kill/restart: exit \(String(describing: code)); \(alignment)")
+        #expect(alignment.unmatchedFrames == 0, "\(alignment)")
+        let last = try #require(alignment.segments.last, "the new daemon heard nothing: \(p.output)")
+        #expect(last.referenceEnd == reference.samples.count / 2, "\(alignment)")
+        for (a, b) in zip(alignment.segments, alignment.segments.dropFirst()) {
+            #expect(b.referenceFrame == a.referenceEnd, "frames lost or repeated after the restart: \(a) then \(b)")
+        }
+    }
+
+    /// The PulseAudio server killed and never restarted: a StreamingPlayer keeps its state (no
+    /// crash, no hang), `stop()` returns promptly, and the process can play again once a server
+    /// is back.
+    @Test func streamingPlayerStopsPromptlyWhileTheServerIsGone() async throws {
+        if let reason = PulseTestDaemon.unavailableReason {
+            print("skipped: \(reason)")
+            return
+        }
+        let dir = try ScratchDirectory("pulse-kill-player")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 4, codec: ["-c:a", "libmp3lame", "-b:a", "128k"]))
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let sink = daemon.sinkName, pulseServer = daemon.server
+        let output: AudioOutputDeviceFactory = { format throws(AudioError) in
+            try AudioOutput.open(.pulse(sink: sink), format: format, options: AudioOutput.Options(pulseServer: pulseServer)).device
+        }
+        let log = StreamingEventLog()
+        let player = StreamingPlayer(output: output, onEvent: log.handler)
+        let task = log.attach(player)
+        await player.play(file)
+        #expect(await log.waitFor(10, isPlaying))
+        try await Task.sleep(for: .seconds(0.5))
+        daemon.kill()
+        try await Task.sleep(for: .seconds(1))
+        let t0 = HostTime.now()
+        await player.stop()
+        let stopSeconds = HostTime.seconds(ticks: HostTime.now() - t0)
+        #expect(stopSeconds < 2, "stop took \(stopSeconds) s with the server gone")
+        // A new server and a new play: audio reaches it.
+        try daemon.start()
+        let recording = try daemon.recordMonitor(to: dir.path + "/monitor.raw")
+        await player.play(file)
+        #expect(await log.waitFor(15) { e in
+            if case .state(.stopped(.ended)) = e { return true }
+            return false
+        })
+        usleep(300_000)
+        let samples = recording.stop()
+        task.cancel()
+        let reference = try decodeWithToolbox(file)
+        let alignment = alignSegments(recording: samples, reference: reference.samples, channels: 2, tolerance: 1e-4)
+        print("player stop with the server gone: \(stopSeconds) s; replay after restart: \(alignment)")
+        #expect(alignment.unmatchedFrames == 0 && alignment.segments.count >= 1, "\(alignment)")
+    }
+
+    /// The PulseAudio server killed and not restarted while a StreamingPlayer plays: the device
+    /// keeps retrying, and after ``BufferingPolicy/deviceLostTimeout`` (2 s here, 30 s by
+    /// default) the player stops with a `deviceUnavailable` error naming the device: no hang.
+    @Test func aServerThatStaysGoneStopsThePlayerWithAClearError() async throws {
+        if let reason = PulseTestDaemon.unavailableReason {
+            print("skipped: \(reason)")
+            return
+        }
+        let dir = try ScratchDirectory("pulse-gone")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 8, codec: ["-c:a", "libmp3lame", "-b:a", "128k"]))
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let sink = daemon.sinkName, pulseServer = daemon.server
+        let output: AudioOutputDeviceFactory = { format throws(AudioError) in
+            try AudioOutput.open(.pulse(sink: sink), format: format, options: AudioOutput.Options(pulseServer: pulseServer)).device
+        }
+        var policy = BufferingPolicy()
+        policy.deviceLostTimeout = 2
+        let log = StreamingEventLog()
+        let player = StreamingPlayer(policy: policy, output: output, onEvent: log.handler)
+        let task = log.attach(player)
+        await player.play(file)
+        #expect(await log.waitFor(10, isPlaying))
+        try await Task.sleep(for: .seconds(0.5))
+        let killed = log.timed.last?.seconds ?? 0
+        daemon.kill()
+        #expect(await log.waitFor(15, isStopped))
+        await player.stop()
+        task.cancel()
+        let timed = log.timed
+        let stoppedAt = timed.last { isStopped($0.event) }?.seconds ?? 99
+        guard case .error(let e) = log.stopReason else {
+            Issue.record("expected an error stop, got \(String(describing: log.stopReason))")
+            return
+        }
+        print("pulse gone: stopped \(stoppedAt - killed) s after the kill: \(e)")
+        #expect(e.code == .deviceUnavailable, "\(e)")
+        #expect(e.message.contains("pulse") && e.message.contains("gone"), "\(e)")
+        #expect(stoppedAt - killed < 8, "stopped \(stoppedAt - killed) s after the kill")
+    }
+}
