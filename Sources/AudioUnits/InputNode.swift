@@ -68,7 +68,7 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
     private let ring: SPSCRingBuffer<Float>
     private let safety: Atomic<Int>
     private let captured = Atomic<Int64>(0)
-    private let largestWrite = Atomic<Int>(0)
+    private let lastWrite = Atomic<Int>(0)
     private let overruns = AtomicCounter()
     private let underrunFramesCounter = AtomicCounter()
     private let underrunCounter = AtomicCounter()
@@ -144,7 +144,7 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
     public func write(_ samples: UnsafeBufferPointer<Float>, frames: Int) {
         let n = min(frames, samples.count / channels)
         guard n > 0, let base = samples.baseAddress else { return }
-        if n > largestWrite.load(ordering: .relaxed) { largestWrite.store(n, ordering: .relaxed) }
+        lastWrite.store(n, ordering: .relaxed)
         let fit = min(n, ring.availableToWrite / channels)
         if fit > 0 { ring.write(UnsafeBufferPointer(start: base, count: fit * channels)) }
         if fit < n { overruns.add(n - fit) }
@@ -219,9 +219,9 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
         let reserve = safetyFrames
         var available = ring.availableToRead / ch
         if !primed {
-            // Start with a capture block in hand on top of the reserve (the window control
-            // takes off what turns out not to be needed).
-            let block = min(largestWrite.load(ordering: .relaxed), capacityFrames / 2)
+            // Start with a capture block (the latest write's size) in hand on top of the reserve
+            // (the window control takes off what turns out not to be needed).
+            let block = min(lastWrite.load(ordering: .relaxed), capacityFrames / 2)
             guard available >= frames + reserve + block else {
                 if hasPlayed { underrunFramesCounter.add(frames) }
                 for c in 0..<channelCount { buffers[c].update(repeating: 0, count: frames) }

@@ -23,13 +23,16 @@ struct Options {
     var frames = 256
     var warmup = 200
     var players = 8
+    var input = false
     var json = false
     static let usage = """
-    usage: graph-bench [--quanta N] [--frames N] [--warmup N] [--players N] [--json]
+    usage: graph-bench [--quanta N] [--frames N] [--warmup N] [--players N] [--input] [--json]
       --quanta N   render calls counted and timed after warm-up (default 20000)
       --frames N   frames per render call (the quantum, default 256 at 48 kHz)
       --warmup N   render calls before counting (default 200)
       --players N  player inputs (default 8)
+      --input      one more mixer input: an AUInputNode (the microphone) whose ring a feeder
+                   thread fills in 240-frame captures, as an input device's thread would
     Exit status: 0 when no allocation was counted on the render thread, 1 otherwise, 2 on errors.
     """
     static func parse(_ args: [String]) -> Options {
@@ -46,6 +49,7 @@ struct Options {
             case "--frames": o.frames = value()
             case "--warmup": o.warmup = value()
             case "--players": o.players = value()
+            case "--input": o.input = true
             case "--json": o.json = true
             case "-h", "--help": print(usage); exit(0)
             default: note("graph-bench: unknown argument \(args[i])\n\(usage)"); exit(2)
@@ -58,6 +62,8 @@ struct Options {
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
 let rate = 48000.0
+/// With --input: the microphone node (see startMicrophoneFeeder).
+let microphone: AUInputNode? = options.input ? AUInputNode(channels: 2, capacityFrames: 8192) : nil
 
 // The shim must be active.
 oat_mc_reset()
@@ -71,7 +77,7 @@ oat_mc_reset()
 
 func build() throws(AudioError) -> (AudioGraph, [AUPlayerNode], [AUNBandEQNode], [AUDynamicsNode], AUMixerNode, AUPeakLimiterNode) {
     let g = try AudioGraph(sampleRate: rate, channels: 2, maxFramesPerSlice: max(options.frames, 256))
-    let mixer = AUMixerNode(inputs: options.players, inputChannels: 2, outputChannels: 2)
+    let mixer = AUMixerNode(inputs: options.players + (options.input ? 1 : 0), inputChannels: 2, outputChannels: 2)
     let limiter = AUPeakLimiterNode(channels: 2, ceiling: -1)
     try g.add(mixer)
     try g.add(limiter)
@@ -86,10 +92,38 @@ func build() throws(AudioError) -> (AudioGraph, [AUPlayerNode], [AUNBandEQNode],
         try g.connect(comp, to: mixer, input: i)
         players.append(p); eqs.append(eq); comps.append(comp)
     }
+    if let microphone {
+        try g.add(microphone)
+        try g.connect(microphone, to: mixer, input: options.players)
+    }
     try g.connect(mixer, to: limiter)
     try g.connect(limiter, to: g.output)
     try g.commit()
     return (g, players, eqs, comps, mixer, limiter)
+}
+
+/// With --input: the microphone node's feeder (a tone in 240-frame captures, topping the ring
+/// up to 4096 frames; its own thread, not counted).
+let feederRunning = Atomic<Bool>(true)
+func startMicrophoneFeeder(_ node: AUInputNode) {
+    let t = Thread {
+        var capture = [Float](repeating: 0, count: 480)
+        var n = 0
+        while feederRunning.load(ordering: .relaxed) {
+            if node.statistics.fillFrames < 4096 {
+                for f in 0..<240 {
+                    let v = Float(0.2 * sin(2 * Double.pi * 300 * Double(n + f) / rate))
+                    capture[2 * f] = v
+                    capture[2 * f + 1] = v
+                }
+                capture.withUnsafeBufferPointer { node.write($0, frames: 240) }
+                n += 240
+            } else {
+                usleep(100)
+            }
+        }
+    }
+    t.start()
 }
 
 let graph: AudioGraph, players: [AUPlayerNode], eqs: [AUNBandEQNode], comps: [AUDynamicsNode], mixer: AUMixerNode, limiter: AUPeakLimiterNode
@@ -113,6 +147,7 @@ func tone(frequency freq: Double) -> AUPlayerNode.Pull {
     }
 }
 for (i, p) in players.enumerated() { p.play(from: tone(frequency: 110.0 * Double(i + 1)), chunkFrames: 2048) }
+if let microphone { startMicrophoneFeeder(microphone) }
 
 // Control thread: parameter sweeps and graph edits.
 final class Control: @unchecked Sendable {
@@ -178,6 +213,7 @@ for q in 0..<(options.warmup + options.quanta) {
     while !ready {
         ready = true
         for p in players where p.bufferedFrames < frames { ready = false }
+        if let microphone, microphone.statistics.fillFrames < frames + microphone.safetyFrames + 240 { ready = false }
         if !ready { waited += 1; _ = oat_mc_set_flags(0); usleep(200); if q >= options.warmup { _ = oat_mc_set_flags(3) } }
     }
     let t0 = HostTime.now()
@@ -192,6 +228,8 @@ _ = oat_mc_set_flags(0)
 controller.running.store(false, ordering: .relaxed)
 while !controller.finished.load(ordering: .acquiring) { usleep(1000) }
 for p in players { p.stop() }
+feederRunning.store(false, ordering: .relaxed)
+if let microphone { note("graph-bench: input node: \(microphone.statistics)") }
 
 let names = ["malloc", "calloc", "realloc", "free", "memalign"]
 var allocations: [String: Int] = [:]
