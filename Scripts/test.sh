@@ -26,7 +26,7 @@ for group in '^PlaybackTests\.' '^AudioDevicesTests\.' '^AudioStreamingTests\.Pl
   realtime --filter "$group" --skip 'PlaybackRecordingTests' || status=1
 done
 # Real-time suites of the other test targets (a suite whose name has Playback in it).
-realtime --filter '\.Playback' --skip '^PlaybackTests\.|^AudioDevicesTests\.|^AudioStreamingTests\.|^AudioUnitsTests\.|PlaybackRecordingTests' || status=1
+realtime --filter '\.Playback' --skip '^PlaybackTests\.|^AudioDevicesTests\.|^AudioStreamingTests\.|^AudioUnitsTests\.|^CompatTests\.|PlaybackRecordingTests' || status=1
 # Recording runs several afrecord processes and encoders at once: alone, so it cannot starve
 # (or be starved by) the playback tests.
 realtime --filter 'PlaybackRecordingTests' || status=1
