@@ -28,43 +28,6 @@ struct GraphOptions {
       --mix                play the files at the same time, mixed, instead of one after another
     """
 
-    static let presets: [String: [Float]] = [
-        "flat": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-        "rock": [5, 4, 2, -1, -2, -1, 2, 3, 4, 4],
-        "pop": [-1, 1, 3, 4, 3, 0, -1, -1, 1, 2],
-        "jazz": [3, 2, 1, 2, -1, -1, 0, 1, 2, 3],
-        "classical": [4, 3, 2, 1, 0, 0, 0, 1, 2, 3],
-        "bass": [7, 6, 4, 2, 0, 0, 0, 0, 0, 0],
-        "vocal": [-2, -2, -1, 1, 3, 4, 3, 1, 0, -1],
-        "treble": [0, 0, 0, 0, 0, 0, 2, 4, 6, 7],
-    ]
-
-    /// Parses an --eq value into bands, or nil when it is not valid.
-    static func parseEQ(_ text: String) -> [AUEQBand]? {
-        if let gains = presets[text.lowercased()] {
-            return AUNBandEQNode.graphicFrequencies.enumerated().map { AUEQBand(.parametric, frequency: $1, gain: gains[$0], bandwidth: 1) }
-        }
-        let parts = text.split(separator: ",").map { $0.trimmingSpaces() }
-        if parts.count == 10, parts.allSatisfy({ Float($0) != nil }) {
-            let gains = parts.compactMap { Float($0) }
-            guard gains.allSatisfy({ abs($0) <= 24 }) else { return nil }
-            return AUNBandEQNode.graphicFrequencies.enumerated().map { AUEQBand(.parametric, frequency: $1, gain: gains[$0], bandwidth: 1) }
-        }
-        var bands: [AUEQBand] = []
-        for p in parts {
-            guard let sign = p.firstIndex(where: { $0 == "+" || $0 == "-" }) else { return nil }
-            let name = p[..<sign].lowercased()
-            guard let gain = Float(p[sign...].replacingPlus()), abs(gain) <= 24 else { return nil }
-            switch name {
-            case "bass", "low": bands.append(AUEQBand(.lowShelf, frequency: 120, gain: gain))
-            case "mid", "middle": bands.append(AUEQBand(.parametric, frequency: 1000, gain: gain, bandwidth: 1.5))
-            case "treble", "high": bands.append(AUEQBand(.highShelf, frequency: 6000, gain: gain))
-            default: return nil
-            }
-        }
-        return bands.isEmpty ? nil : bands
-    }
-
     /// The effect nodes the options ask for, in processing order: EQ, compressor and limiter, reverb.
     func makeEffects() -> [AudioUnits.AUNode] {
         var chain: [AudioUnits.AUNode] = []
@@ -87,8 +50,8 @@ struct GraphOptions {
             let a = arguments[i]
             switch a {
             case "--eq":
-                guard i + 1 < arguments.count, let bands = parseEQ(arguments[i + 1]) else {
-                    fail("--eq takes a preset (\(presets.keys.sorted().joined(separator: ", "))), bands like bass+6,treble-3, or 10 dB values")
+                guard i + 1 < arguments.count, let bands = AUNBandEQNode.bands(parsing: arguments[i + 1]) else {
+                    fail("--eq takes a preset (\(AUNBandEQNode.presets.keys.sorted().joined(separator: ", "))), bands like bass+6,treble-3, or 10 dB values")
                 }
                 o.eq = bands
                 i += 1
@@ -107,11 +70,6 @@ struct GraphOptions {
         }
         return o
     }
-}
-
-extension Substring {
-    fileprivate func trimmingSpaces() -> String { String(self.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }
-    fileprivate func replacingPlus() -> String { first == "+" ? String(dropFirst()) : String(self) }
 }
 
 /// A flag the render thread reads.

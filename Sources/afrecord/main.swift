@@ -98,8 +98,8 @@ while let arg = args.next() {
         monitorOptions.options.gainDB = db
     case "--eq":
         let v = value(arg)
-        guard let bands = MonitorCommand.parseEQ(v) else {
-            fail("--eq \(v): expected a preset (\(MonitorCommand.presets.keys.sorted().joined(separator: ", "))), bands like bass+6,treble-3, or 10 dB values")
+        guard let bands = AUNBandEQNode.bands(parsing: v) else {
+            fail("--eq \(v): expected a preset (\(AUNBandEQNode.presets.keys.sorted().joined(separator: ", "))), bands like bass+6,treble-3, or 10 dB values")
         }
         monitorOptions.options.eq = bands
     case "--reverb":
