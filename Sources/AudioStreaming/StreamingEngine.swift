@@ -1106,14 +1106,8 @@ final class DecoderThread {
         item.pendingMetadata.removeAll()
         converter.reset(discardingFrames: discard)
         converter.limitRemainingFrames(parser.packetTableInfo.map { $0.numberValidFrames - target })
-        resetQueue()
         let landed = Double(target) / rate
-        item.outputFrames = 0
-        item.baseSeconds = landed
-        segment = (0, item.index, landed)
-        marks.append((0, .segment(item.index, landed)))
-        phase = .starting
-        engine.control.withLock { $0.position = landed }
+        restartTimeline(item, at: landed)
         if reportEvent {
             engine.emit(.seeked(index: item.index, seconds: landed, isEstimated: result.isEstimated, newRequest: newRequest))
         }
@@ -1151,17 +1145,23 @@ final class DecoderThread {
         item.finishMarked = false
         item.discontinuityNext = false
         item.pendingMetadata.removeAll()
-        resetQueue()
-        item.outputFrames = 0
-        item.baseSeconds = target
-        segment = (0, item.index, target)
-        marks.append((0, .segment(item.index, target)))
-        phase = .starting
-        engine.control.withLock { $0.position = target }
+        restartTimeline(item, at: target)
         if reportEvent {
             engine.emit(.seeked(index: item.index, seconds: target, isEstimated: false, newRequest: true))
         }
         item.seekGeneration += 1
+    }
+
+    /// After a seek: drops the queued audio and starts the timeline again with output frame 0
+    /// at `seconds` of the item.
+    func restartTimeline(_ item: ItemDecoder, at seconds: Double) {
+        resetQueue()
+        item.outputFrames = 0
+        item.baseSeconds = seconds
+        segment = (0, item.index, seconds)
+        marks.append((0, .segment(item.index, seconds)))
+        phase = .starting
+        engine.control.withLock { $0.position = seconds }
     }
 
     // MARK: Waiting, the timeline and transport
