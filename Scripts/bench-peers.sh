@@ -218,7 +218,7 @@ table=$(awk -v runs="$runs" '
 
 machine="$(uname -srm), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 versions="afplay $(git rev-parse --short HEAD), mpg123 $(mpg123 --version 2>/dev/null | awk '{print $2; exit}'), mpv $(mpv --version 2>/dev/null | awk '{print $2; exit}'), GStreamer $(gst-launch-1.0 --version 2>/dev/null | awk '/GStreamer/ {print $2; exit}'), ffplay $(ffplay -version 2>/dev/null | awk '{print $3; exit}'), PulseAudio $(pulseaudio --version | awk '{print $2}'), Icecast $(dpkg-query -W -f='${Version}' icecast2)"
-report="### Whole-process comparison ($(date -u +%Y-%m-%d %H:%M) UTC)
+report="### Whole-process comparison ($(date -u '+%Y-%m-%d %H:%M') UTC)
 
 Command: \`Scripts/bench-peers.sh$( [ "$runs" != 5 ] || [ "$seconds" != 60 ] && echo " --runs $runs --seconds $seconds")\`.
 Machine: $machine. Versions: $versions.
