@@ -32,3 +32,17 @@ realtime --filter 'PlaybackRecordingTests' || status=1
 if [ -x Fuzz/regress.sh ]; then
   Fuzz/regress.sh
 fi
+# Sanitizers (docs/reliability.md), in their own build directories: AddressSanitizer over the
+# parsers and the fuzz regressions, ThreadSanitizer over the concurrency stress tests and the
+# streaming player (with
+# -DOAT_TSAN: Mutex becomes a pthread mutex TSan can see). Any report fails the run. They cost
+# two more builds (about 2 x 5 minutes on 2 cores); OAT_SANITIZERS=0 skips them.
+if [ "${OAT_SANITIZERS:-1}" != 0 ]; then
+  swift build --build-tests --sanitize=address --build-path .build-asan -Xswiftc -warnings-as-errors
+  swift test --skip-build --sanitize=address --build-path .build-asan \
+    --filter 'FuzzRegressionTests|AudioFileStreamTests|MPEGAudioTests|PCMContainerTests|FLACOggTests|MP4ParserTests|ICYTests|PlaylistTests|MPEGTSTests|StreamFormatDetectorTests'
+  swift build --build-tests --sanitize=thread -Xswiftc -DOAT_TSAN --build-path .build-tsan -Xswiftc -warnings-as-errors
+  TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 exitcode=66}" \
+    swift test --skip-build --sanitize=thread --build-path .build-tsan \
+    --filter 'ConcurrencyStressTests|AudioStreamingTests\.StreamingPlayerTests|AudioStreamingTests\.StreamingPlayerHTTPTests'
+fi
