@@ -142,4 +142,62 @@ import Testing
         #expect(e.message.contains("pulse") && e.message.contains("gone"), "\(e)")
         #expect(stoppedAt - killed < 8, "stopped \(stoppedAt - killed) s after the kill")
     }
+
+    /// An ALSA device that disappears: the ALSA `pulse` plugin PCM pointed at a private daemon
+    /// (ALSA configuration given to the device). The daemon is killed mid-play: the device reports
+    /// the loss and reopens every 0.5 s; restarted, it comes back and the rest of the file reaches
+    /// the new daemon; never restarted, the player stops after `deviceLostTimeout` (2 s here)
+    /// with a clear error. Neither case hangs.
+    @Test(arguments: [true, false])
+    func alsaPulsePCMWhoseServerDies(restart: Bool) async throws {
+        if let reason = PulseTestDaemon.unavailableReason {
+            print("skipped: \(reason)")
+            return
+        }
+        let dir = try ScratchDirectory("alsa-gone")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 5, codec: ["-c:a", "libmp3lame", "-b:a", "128k"]))
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let config = "pcm.oatpulse { type pulse server \"\(daemon.server)\" device \"\(daemon.sinkName)\" }\n"
+        let output: AudioOutputDeviceFactory = { format throws(AudioError) in
+            try ALSAOutputDevice(device: "oatpulse", format: format, periodFrames: 1024, configText: config)
+        }
+        var policy = BufferingPolicy()
+        policy.deviceLostTimeout = 2
+        let log = StreamingEventLog()
+        let player = StreamingPlayer(policy: policy, output: output, onEvent: log.handler)
+        let task = log.attach(player)
+        await player.play(file)
+        #expect(await log.waitFor(10, isPlaying))
+        try await Task.sleep(for: .seconds(1))
+        daemon.kill()
+        var recording: MonitorRecording?
+        if restart {
+            try await Task.sleep(for: .seconds(0.5))
+            try daemon.start()
+            recording = try daemon.recordMonitor(to: dir.path + "/monitor.raw")
+        }
+        let stopped = await log.waitFor(20, isStopped)
+        #expect(stopped, "the player hung: \(log.states)")
+        await player.stop()
+        task.cancel()
+        let samples = recording?.stop() ?? []
+        print("ALSA pulse PCM, server killed\(restart ? " and restarted" : ""): \(String(describing: log.stopReason))")
+        if restart {
+            #expect(log.stopReason == .ended, "\(String(describing: log.stopReason))")
+            let reference = try decodeWithToolbox(file)
+            let alignment = alignSegments(recording: samples, reference: reference.samples, channels: 2, tolerance: 1e-3)
+            print("  after the restart: \(alignment)")
+            let last = try #require(alignment.segments.last, "the new daemon heard nothing")
+            #expect(last.referenceEnd == reference.samples.count / 2, "\(alignment)")
+        } else {
+            guard case .error(let e) = log.stopReason else {
+                Issue.record("expected an error stop, got \(String(describing: log.stopReason))")
+                return
+            }
+            #expect(e.code == .deviceUnavailable && e.message.contains("alsa:oatpulse"), "\(e)")
+        }
+    }
 }
