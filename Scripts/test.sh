@@ -47,5 +47,5 @@ if [ "${OAT_SANITIZERS:-1}" != 0 ]; then
   swift build --build-tests --sanitize=thread -Xswiftc -DOAT_TSAN --build-path .build-tsan -Xswiftc -warnings-as-errors
   TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 exitcode=66}" \
     swift test --skip-build --sanitize=thread --build-path .build-tsan \
-    --filter 'ConcurrencyStressTests|AudioStreamingTests\.StreamingPlayerTests|AudioStreamingTests\.StreamingPlayerHTTPTests'
+    --filter 'ConcurrencyStressTests|StreamingPlayerStressTests|AudioStreamingTests\.StreamingPlayerTests|AudioStreamingTests\.StreamingPlayerHTTPTests'
 fi
