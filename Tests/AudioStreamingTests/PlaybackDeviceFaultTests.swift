@@ -200,4 +200,36 @@ import Testing
             #expect(e.code == .deviceUnavailable && e.message.contains("alsa:oatpulse"), "\(e)")
         }
     }
+
+    /// `afplay FILE` (the file player) into a PulseAudio server that is killed and stays gone:
+    /// after `OAT_DEVICE_LOST_TIMEOUT` (2 s here; 30 s by default) afplay says so and exits 1,
+    /// instead of waiting forever; its stderr is not flooded meanwhile.
+    @Test func afplayFileGivesUpWhenTheServerStaysGone() throws {
+        if let reason = PulseTestDaemon.unavailableReason {
+            print("skipped: \(reason)")
+            return
+        }
+        let afplay = try #require(AfplayURLTests.afplayPath(), "afplay is not built (swift build)")
+        let dir = try ScratchDirectory("pulse-gone-afplay")
+        defer { dir.remove() }
+        let file = dir.path + "/a.wav"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 6, codec: ["-c:a", "pcm_s16le"]))
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        var environment = daemon.environment
+        environment["OAT_DEVICE_LOST_TIMEOUT"] = "2"
+        let p = try ToolProcess(afplay, ["--output", "pulse:\(daemon.sinkName)", file], environment: environment, outputPath: dir.path + "/out.txt")
+        usleep(1_500_000)
+        daemon.kill()
+        let t0 = HostTime.now()
+        let code = p.wait(timeout: 20)
+        let seconds = HostTime.seconds(ticks: HostTime.now() - t0)
+        if code == nil { p.stop() }
+        let output = p.output
+        print("afplay file, server gone: exit \(String(describing: code)) after \(seconds) s: \(output.prefix(300))")
+        #expect(code == 1, "\(output.prefix(500))")
+        #expect(output.contains("has been gone for 2 s"), "\(output.prefix(500))")
+        #expect(seconds < 8)
+        #expect(output.split(separator: "\n").count < 20, "stderr flooded: \(output.split(separator: "\n").count) lines")
+    }
 }
