@@ -23,8 +23,10 @@ realtime() {
   swift test --skip-build "$@"
 }
 for group in '^PlaybackTests\.' '^AudioDevicesTests\.' '^AudioStreamingTests\.Playback' '^AudioUnitsTests\.Playback'; do
-  realtime --filter "$group" --skip 'PlaybackRecordingTests' || status=1
+  realtime --filter "$group" --skip 'PlaybackRecordingTests|PlaybackSoakTests' || status=1
 done
+# The soak checks this process's memory: alone (docs/reliability.md).
+realtime --filter 'PlaybackSoakTests' || status=1
 # Recording runs several afrecord processes and encoders at once: alone, so it cannot starve
 # (or be starved by) the playback tests.
 realtime --filter 'PlaybackRecordingTests' || status=1
