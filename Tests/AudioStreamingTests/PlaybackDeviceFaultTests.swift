@@ -232,4 +232,29 @@ import Testing
         #expect(seconds < 8)
         #expect(output.split(separator: "\n").count < 20, "stderr flooded: \(output.split(separator: "\n").count) lines")
     }
+
+    /// While the server is gone the PulseAudio output retries on its backoff (0.1 s doubling to
+    /// 2 s): about 10 attempts in 12 s. (A connect failing at once used to schedule two retries,
+    /// doubling the timers each round until the main loop spun about 30 s after the server died.)
+    @Test func pulseReconnectAttemptsStayOnTheBackoff() throws {
+        if let reason = PulseTestDaemon.unavailableReason {
+            print("skipped: \(reason)")
+            return
+        }
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let device = try PulseAudioOutputDevice(format: AudioDeviceFormat(sampleRate: 44100, channels: 2), sink: daemon.sinkName, server: daemon.server)
+        defer { device.close() }
+        try device.start { buffers, frames, _ in
+            for c in 0..<buffers.count { buffers[c].update(repeating: 0, count: frames) }
+            return AudioRenderResult(frames: frames)
+        }
+        usleep(500_000)
+        daemon.kill()
+        usleep(12_000_000)
+        let attempts = device.reconnectAttempts
+        print("pulse reconnect attempts in 12 s without a server: \(attempts)")
+        #expect(device.isLost)
+        #expect(attempts >= 4 && attempts <= 14, "\(attempts) attempts")
+    }
 }
