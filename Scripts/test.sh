@@ -23,14 +23,33 @@ realtime() {
   swift test --skip-build "$@"
 }
 for group in '^PlaybackTests\.' '^AudioDevicesTests\.' '^AudioStreamingTests\.Playback' '^AudioUnitsTests\.Playback' '^CompatTests\.Playback'; do
-  realtime --filter "$group" --skip 'PlaybackRecordingTests' || status=1
+  realtime --filter "$group" --skip 'PlaybackRecordingTests|PlaybackSoakTests' || status=1
 done
 # Real-time suites of the other test targets (a suite whose name has Playback in it).
-realtime --filter '\.Playback' --skip '^PlaybackTests\.|^AudioDevicesTests\.|^AudioStreamingTests\.|^AudioUnitsTests\.|^CompatTests\.|PlaybackRecordingTests' || status=1
+realtime --filter '\.Playback' --skip '^PlaybackTests\.|^AudioDevicesTests\.|^AudioStreamingTests\.|^AudioUnitsTests\.|^CompatTests\.|PlaybackRecordingTests|PlaybackSoakTests' || status=1
+# The soak checks this process's memory: alone (docs/reliability.md).
+realtime --filter 'PlaybackSoakTests' || status=1
 # Recording runs several afrecord processes and encoders at once: alone, so it cannot starve
 # (or be starved by) the playback tests.
 realtime --filter 'PlaybackRecordingTests' || status=1
 [ "$status" -eq 0 ] || { echo "test: real-time tests failed" >&2; exit 1; }
 if [ -x Fuzz/regress.sh ]; then
   Fuzz/regress.sh
+fi
+# Sanitizers (docs/reliability.md), in their own build directories: AddressSanitizer over the
+# parsers and the fuzz regressions, ThreadSanitizer over the concurrency stress tests and the
+# streaming player (with
+# -DOAT_TSAN: Mutex becomes a pthread mutex TSan can see). Any report fails the run. They cost
+# two more builds (about 2 x 5 minutes on 2 cores); OAT_SANITIZERS=0 skips them.
+if [ "${OAT_SANITIZERS:-1}" != 0 ]; then
+  swift build --build-tests --sanitize=address --build-path .build-asan -Xswiftc -warnings-as-errors
+  asan='FuzzRegressionTests|AudioFileStreamTests|MPEGAudioTests|PCMContainerTests|FLACOggTests|MP4ParserTests|ICYTests|PlaylistTests|MPEGTSTests|StreamFormatDetectorTests'
+  # OAT_SANITIZERS=full adds every corpus file, whole and split (about 7 more minutes).
+  if [ "${OAT_SANITIZERS:-1}" = full ]; then asan="$asan|CorpusSplitTests|CorpusProbeTests"; fi
+  LSAN_OPTIONS="suppressions=$PWD/Scripts/lsan.supp" \
+    swift test --skip-build --sanitize=address --build-path .build-asan --filter "$asan"
+  swift build --build-tests --sanitize=thread -Xswiftc -DOAT_TSAN --build-path .build-tsan -Xswiftc -warnings-as-errors
+  TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 exitcode=66}" \
+    swift test --skip-build --sanitize=thread --build-path .build-tsan \
+    --filter 'ConcurrencyStressTests|StreamingPlayerStressTests|AudioStreamingTests\.StreamingPlayerTests|AudioStreamingTests\.StreamingPlayerHTTPTests'
 fi

@@ -98,6 +98,9 @@ public final class PulseAudioOutputDevice: AudioOutputDevice {
     public var hasDrained: Bool { core.drainedFlag.load(ordering: .acquiring) }
     /// True while the server is away and the device is reconnecting.
     public var isLost: Bool { core.lostFlag.load(ordering: .acquiring) }
+    /// Reconnection attempts scheduled since the device was created (one per backoff step while
+    /// the server is away: 0.1 s doubling to 2 s).
+    public var reconnectAttempts: Int { core.reconnectAttempts.load(ordering: .relaxed) }
 
     /// Lists the server's sinks (connecting for the call, at most `timeout` seconds).
     public static func listSinks(server: String? = nil, timeout: Double = 2) throws(AudioError) -> [PulseAudioSinkInfo] {
@@ -126,6 +129,7 @@ private final class PulseCore: @unchecked Sendable {
     let latencyMicros = Atomic<UInt64>(0)
     let drainedFlag = Atomic<Bool>(false)
     let lostFlag = Atomic<Bool>(false)
+    let reconnectAttempts = Atomic<Int>(0)
     private let buffers: RenderBuffers
 
     private var mainloop: OpaquePointer?
@@ -274,7 +278,11 @@ private final class PulseCore: @unchecked Sendable {
     }
 
     private func scheduleReconnect() {
-        guard !closing else { return }
+        // One pending attempt at most: a connect that fails at once reports the failure twice
+        // (the state callback, then the return value), and scheduling both doubled the timers
+        // on every attempt, until the main loop spun (about 30 s after the server died).
+        guard !closing, reconnectEvent == nil else { return }
+        reconnectAttempts.add(1, ordering: .relaxed)
         let api = pa_threaded_mainloop_get_api(mainloop)!
         var tv = timeval()
         pa_gettimeofday(&tv)

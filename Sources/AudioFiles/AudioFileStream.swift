@@ -124,6 +124,12 @@ public final class AudioFileStream {
 
     private func deliver(_ handler: (AudioFileStreamEvent) -> Void) {
         out.flushBatch()
+        handOut(handler)
+    }
+
+    /// Hands the pending events to `handler`, with ``currentEventDataFormat`` and
+    /// ``currentEventMagicCookie`` as of each event.
+    private func handOut(_ handler: (AudioFileStreamEvent) -> Void) {
         let events = out.events
         let snapshots = out.formatSnapshots
         out.events.removeAll(keepingCapacity: true)
@@ -238,9 +244,7 @@ public final class AudioFileStream {
             }
             if !out.events.isEmpty {
                 // Report committed property changes as they happen (packets are batched).
-                let events = out.events
-                out.events.removeAll(keepingCapacity: true)
-                for e in events { handler(e) }
+                handOut(handler)
             }
             switch status {
             case .consumed(let n):

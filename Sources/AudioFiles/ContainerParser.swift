@@ -231,6 +231,7 @@ struct ParseOutput {
             }
         }
         events.removeSubrange(m.eventCount...)
+        formatSnapshots.removeAll { $0.event >= m.eventCount }
         batch = restored
         info = m.info
         nextPacketIndex = m.nextPacketIndex

@@ -685,7 +685,14 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 chain.configure(settings, taps: taps)
             }
             handleDeviceEvents(&ended)
-            guard let next = control.withLock({ s -> Pending? in s.pending.first }) else {
+            // The buffer's contents are copied while it is certainly still pending: once a
+            // concurrent stop or reset has handed it back, the app may refill it at once.
+            let claimed = control.withLock { s -> (Pending, [UInt8], [AudioStreamPacketDescription])? in
+                guard let p = s.pending.first else { return nil }
+                let b = p.buffer
+                return (p, Array(UnsafeRawBufferPointer(rebasing: b.audioData[0..<b.audioDataByteSize])), b.packetDescriptions)
+            }
+            guard case let (next, contents, descriptions)? = claimed else {
                 let (flush, stopAfter) = control.withLock { ($0.flushRequested, $0.stopAfterQueued) }
                 if flush || stopAfter, let c = converter {
                     try? c.endOfInput()
@@ -708,7 +715,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
             feederIdle.store(false, ordering: .releasing)
             ended = false
             if let c = converter {
-                decode(next, with: c, scratch: scratch, generation: generation)
+                decode(next, contents: contents, descriptions: descriptions, with: c, scratch: scratch, generation: generation)
             } else {
                 converter = try? makeConverter()
             }
@@ -722,16 +729,16 @@ public final class AudioOutputQueue: @unchecked Sendable {
         }
     }
 
-    private func decode(_ item: Pending, with converter: AudioConverter, scratch: AudioPCMBuffer, generation: Int) {
-        let b = item.buffer
+    private func decode(_ item: Pending, contents: [UInt8], descriptions: [AudioStreamPacketDescription],
+                        with converter: AudioConverter, scratch: AudioPCMBuffer, generation: Int) {
         var batch = AudioPacketBatch()
-        batch.data = Array(UnsafeRawBufferPointer(rebasing: b.audioData[0..<b.audioDataByteSize]))
-        if b.packetDescriptions.isEmpty {
+        batch.data = contents
+        if descriptions.isEmpty {
             let bpp = max(1, Int(format.bytesPerPacket))
-            batch.packetCount = b.audioDataByteSize / bpp
+            batch.packetCount = contents.count / bpp
         } else {
-            batch.packetDescriptions = b.packetDescriptions
-            batch.packetCount = b.packetDescriptions.count
+            batch.packetDescriptions = descriptions
+            batch.packetCount = descriptions.count
         }
         let before = converter.decodedFrameCount
         do {

@@ -131,6 +131,9 @@ final class ItemDecoder {
     var sourceCookie: [UInt8]?
     /// The format or cookie was reported again: compared before the next packets.
     var formatCheckPending = false
+    /// The data format and cookie as of the parser event being handled.
+    var eventFormat: AudioStreamBasicDescription?
+    var eventCookie: [UInt8]?
     /// Audio byte offset of the next byte to parse.
     var fedOffset: Int64 = 0
     /// Bytes already parsed, from `retainedStart`, kept for seeks inside them.
@@ -727,7 +730,8 @@ final class DecoderThread {
         retain(item, bytes)
         let flags: AudioFileStreamParseFlags = item.discontinuityNext ? .discontinuity : []
         item.discontinuityNext = false
-        let events = try parser.parse(bytes, flags: flags)
+        var events: [ParsedEvent] = []
+        try parser.parse(bytes, flags: flags) { events.append(($0, parser.currentEventDataFormat, parser.currentEventMagicCookie)) }
         try handle(item, events)
         try jumpOverSkippedBytes(item, parser, parsedEnd: item.fedOffset + Int64(bytes.count))
         if parser.isNotOptimized && parser.isReadyToProducePackets && !item.notOptimizedHandled {
@@ -768,10 +772,16 @@ final class DecoderThread {
         item.seekGeneration += 1
     }
 
-    func handle(_ item: ItemDecoder, _ events: [AudioFileStreamEvent]) throws {
+    /// A parser event with the data format and cookie as of that event (one parse call can hold
+    /// two links of a chained stream: the parser's own properties are already the newest).
+    typealias ParsedEvent = (event: AudioFileStreamEvent, format: AudioStreamBasicDescription?, cookie: [UInt8]?)
+
+    func handle(_ item: ItemDecoder, _ events: [ParsedEvent]) throws {
         guard let parser = item.parser else { return }
-        for event in events {
-            switch event {
+        for parsed in events {
+            item.eventFormat = parsed.format
+            item.eventCookie = parsed.cookie
+            switch parsed.event {
             case .propertyChanged(.readyToProducePackets):
                 try prepareDecoder(item, parser)
                 if let seconds = item.pendingSeek, !parser.isNotOptimized {
@@ -801,10 +811,10 @@ final class DecoderThread {
     /// or codec setup): the audio of the old format plays out of its decoder, and a new decoder
     /// takes the packets that follow (resampled to the queue's format, like a gapless next item).
     func formatChanged(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
-        guard let old = item.converter, let format = parser.currentEventDataFormat, parser.isReadyToProducePackets else { return }
+        guard let old = item.converter, let format = item.eventFormat ?? parser.currentEventDataFormat, parser.isReadyToProducePackets else { return }
         // Only a real change: another codec, rate or channel count, or a new codec setup (cookie)
         // replacing one; refinements of the same stream (a cookie arriving late) keep the decoder.
-        let cookie = parser.currentEventMagicCookie
+        let cookie = item.eventFormat != nil ? item.eventCookie : parser.currentEventMagicCookie
         let changedShape = item.sourceFormat.map {
             $0.formatID != format.formatID || $0.sampleRate != format.sampleRate || $0.channelsPerFrame != format.channelsPerFrame
         } ?? false
@@ -813,7 +823,7 @@ final class DecoderThread {
         debug("format change to \(format)")
         try old.endOfInput()
         try drainConverter(item, old)
-        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.currentEventMagicCookie)
+        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: cookie)
         item.converter = converter
         item.sourceFormat = format
         item.sourceCookie = cookie
@@ -821,13 +831,16 @@ final class DecoderThread {
 
     /// Creates the converter (and the output queue for the first item).
     func prepareDecoder(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
-        guard item.converter == nil, let format = parser.currentEventDataFormat else { return }
+        guard item.converter == nil, let format = item.eventFormat ?? parser.currentEventDataFormat else { return }
+        let cookie = item.eventFormat != nil ? item.eventCookie : parser.currentEventMagicCookie
         debug("decoder for \(format)")
         try ensureQueue(for: format)
-        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: parser.currentEventMagicCookie)
-        item.sourceCookie = parser.currentEventMagicCookie
+        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: cookie)
+        item.sourceCookie = cookie
         // A live stream's header (a looping file's LAME tag) says nothing about where it ends.
-        if let info = parser.packetTableInfo, !item.isLive {
+        // Nor does the packet table of a later link of a chained stream parsed in the same call.
+        let movedOn = item.eventFormat != nil && (parser.dataFormat != format || parser.magicCookie != cookie)
+        if let info = parser.packetTableInfo, !item.isLive, !movedOn {
             converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: max(0, Int64(info.primingFrames))),
                                                           trailingFrames: UInt32(clamping: max(0, Int64(info.remainderFrames))))
             converter.validFrameCount = info.numberValidFrames
@@ -1015,9 +1028,9 @@ final class DecoderThread {
     /// The end of an item's input: flushes the parser and the decoder.
     func drainEnd(_ item: ItemDecoder) throws {
         if let parser = item.parser, item.converter == nil || !item.drained {
-            let events: [AudioFileStreamEvent]
+            var events: [ParsedEvent] = []
             do {
-                events = try parser.finish()
+                try parser.finish { events.append(($0, parser.currentEventDataFormat, parser.currentEventMagicCookie)) }
             } catch {
                 if item.converter == nil { throw error }
                 events = []

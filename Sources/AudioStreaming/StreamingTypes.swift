@@ -21,8 +21,9 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// Largest number of already-decoded bytes of the current item kept so that a seek back
     /// inside them needs no new request. Default 16 MiB.
     public var maximumRetainedBytes: Int = 16 << 20
-    /// Seconds without a single byte while buffering before the player gives up with a
-    /// `timedOut` error (the source's own reconnects happen inside this time). Default 15 s.
+    /// Seconds without a single byte, and without a new request from the source, while
+    /// buffering before the player gives up with a `timedOut` error (a source still retrying
+    /// through an outage is bounded by its own reconnect policy instead). Default 15 s.
     public var stallTimeout: Double = 15
     /// Seconds the output device may stay lost (a PulseAudio server gone, reconnecting) before
     /// the player stops with a `deviceUnavailable` error naming the device and the reason,

@@ -67,6 +67,7 @@ private func streamingMain(_ options: Options, output: @escaping AudioOutputDevi
     var policy = BufferingPolicy()
     if let s = options.prebuffer { policy.startSeconds = s }
     if let c = options.crossfade { policy.crossfadeSeconds = c }
+    policy.deviceLostTimeout = deviceLostTimeout
     let player = StreamingPlayer(policy: policy, output: output, sourceFactory: afplaySource)
     let files = options.files
     let events = Task.detached {

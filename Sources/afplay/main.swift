@@ -105,6 +105,11 @@ func emitJSON(_ fields: [(String, String)]) {
 
 let anyFailed = Atomic<Bool>(false)
 let interrupted = Atomic<Bool>(false)
+/// Seconds the output device may stay lost (server gone, reconnecting) before afplay gives up:
+/// 30, or `OAT_DEVICE_LOST_TIMEOUT`.
+let deviceLostTimeout = getenv("OAT_DEVICE_LOST_TIMEOUT").flatMap { Double(String(cString: $0)) } ?? 30
+/// When the output device was lost (host time) and why; nil while it works.
+let deviceLost = Mutex<(since: UInt64, reason: String)?>(nil)
 
 @Sendable func handle(_ event: AudioFilePlayer.Event) {
     switch event {
@@ -123,7 +128,10 @@ let interrupted = Atomic<Bool>(false)
     case .queue(let e):
         switch e {
         case .underrun(let count): emitJSON([("event", jsonString("underrun")), ("count", String(count))])
-        case .device(let d): emitJSON([("event", jsonString("device")), ("detail", jsonString("\(d)"))])
+        case .device(let d):
+            emitJSON([("event", jsonString("device")), ("detail", jsonString("\(d)"))])
+            if case .lost(let reason) = d { deviceLost.withLock { if $0 == nil { $0 = (HostTime.now(), reason) } } }
+            if d == .restored { deviceLost.withLock { $0 = nil } }
         case .converterError(let error): emitJSON([("event", jsonString("decode_error")), ("message", jsonString(error.description))])
         default: break
         }
@@ -235,6 +243,12 @@ while true {
     let state = player.currentState
     if state == .ended || state == .stopped { break }
     if interrupted.load(ordering: .relaxed) { break }
+    if let lost = deviceLost.withLock({ $0 }), HostTime.seconds(ticks: HostTime.now() &- lost.since) > deviceLostTimeout {
+        if ui { writeStdout("\n") }
+        writeStderr("afplay: the output device has been gone for \(Int(deviceLostTimeout)) s (\(lost.reason)); giving up")
+        anyFailed.store(true, ordering: .relaxed)
+        break
+    }
     if ui {
         writeStdout(statusLine())
         var fds = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)

@@ -142,4 +142,119 @@ import Testing
         #expect(e.message.contains("pulse") && e.message.contains("gone"), "\(e)")
         #expect(stoppedAt - killed < 8, "stopped \(stoppedAt - killed) s after the kill")
     }
+
+    /// An ALSA device that disappears: the ALSA `pulse` plugin PCM pointed at a private daemon
+    /// (ALSA configuration given to the device). The daemon is killed mid-play: the device reports
+    /// the loss and reopens every 0.5 s; restarted, it comes back and the rest of the file reaches
+    /// the new daemon; never restarted, the player stops after `deviceLostTimeout` (2 s here)
+    /// with a clear error. Neither case hangs.
+    @Test(arguments: [true, false])
+    func alsaPulsePCMWhoseServerDies(restart: Bool) async throws {
+        if let reason = PulseTestDaemon.unavailableReason {
+            print("skipped: \(reason)")
+            return
+        }
+        let dir = try ScratchDirectory("alsa-gone")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 5, codec: ["-c:a", "libmp3lame", "-b:a", "128k"]))
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let config = "pcm.oatpulse { type pulse server \"\(daemon.server)\" device \"\(daemon.sinkName)\" }\n"
+        let output: AudioOutputDeviceFactory = { format throws(AudioError) in
+            try ALSAOutputDevice(device: "oatpulse", format: format, periodFrames: 1024, configText: config)
+        }
+        var policy = BufferingPolicy()
+        policy.deviceLostTimeout = 2
+        let log = StreamingEventLog()
+        let player = StreamingPlayer(policy: policy, output: output, onEvent: log.handler)
+        let task = log.attach(player)
+        await player.play(file)
+        #expect(await log.waitFor(10, isPlaying))
+        try await Task.sleep(for: .seconds(1))
+        daemon.kill()
+        var recording: MonitorRecording?
+        if restart {
+            try await Task.sleep(for: .seconds(0.5))
+            try daemon.start()
+            recording = try daemon.recordMonitor(to: dir.path + "/monitor.raw")
+        }
+        let stopped = await log.waitFor(20, isStopped)
+        #expect(stopped, "the player hung: \(log.states)")
+        await player.stop()
+        task.cancel()
+        let samples = recording?.stop() ?? []
+        print("ALSA pulse PCM, server killed\(restart ? " and restarted" : ""): \(String(describing: log.stopReason))")
+        if restart {
+            #expect(log.stopReason == .ended, "\(String(describing: log.stopReason))")
+            let reference = try decodeWithToolbox(file)
+            let alignment = alignSegments(recording: samples, reference: reference.samples, channels: 2, tolerance: 1e-3)
+            print("  after the restart: \(alignment)")
+            let last = try #require(alignment.segments.last, "the new daemon heard nothing")
+            #expect(last.referenceEnd == reference.samples.count / 2, "\(alignment)")
+        } else {
+            guard case .error(let e) = log.stopReason else {
+                Issue.record("expected an error stop, got \(String(describing: log.stopReason))")
+                return
+            }
+            #expect(e.code == .deviceUnavailable && e.message.contains("alsa:oatpulse"), "\(e)")
+        }
+    }
+
+    /// `afplay FILE` (the file player) into a PulseAudio server that is killed and stays gone:
+    /// after `OAT_DEVICE_LOST_TIMEOUT` (2 s here; 30 s by default) afplay says so and exits 1,
+    /// instead of waiting forever; its stderr is not flooded meanwhile.
+    @Test func afplayFileGivesUpWhenTheServerStaysGone() throws {
+        if let reason = PulseTestDaemon.unavailableReason {
+            print("skipped: \(reason)")
+            return
+        }
+        let afplay = try #require(AfplayURLTests.afplayPath(), "afplay is not built (swift build)")
+        let dir = try ScratchDirectory("pulse-gone-afplay")
+        defer { dir.remove() }
+        let file = dir.path + "/a.wav"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 6, codec: ["-c:a", "pcm_s16le"]))
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        var environment = daemon.environment
+        environment["OAT_DEVICE_LOST_TIMEOUT"] = "2"
+        let p = try ToolProcess(afplay, ["--output", "pulse:\(daemon.sinkName)", file], environment: environment, outputPath: dir.path + "/out.txt")
+        usleep(1_500_000)
+        daemon.kill()
+        let t0 = HostTime.now()
+        let code = p.wait(timeout: 20)
+        let seconds = HostTime.seconds(ticks: HostTime.now() - t0)
+        if code == nil { p.stop() }
+        let output = p.output
+        print("afplay file, server gone: exit \(String(describing: code)) after \(seconds) s: \(output.prefix(300))")
+        #expect(code == 1, "\(output.prefix(500))")
+        #expect(output.contains("has been gone for 2 s"), "\(output.prefix(500))")
+        #expect(seconds < 8)
+        #expect(output.split(separator: "\n").count < 20, "stderr flooded: \(output.split(separator: "\n").count) lines")
+    }
+
+    /// While the server is gone the PulseAudio output retries on its backoff (0.1 s doubling to
+    /// 2 s): about 10 attempts in 12 s. (A connect failing at once used to schedule two retries,
+    /// doubling the timers each round until the main loop spun about 30 s after the server died.)
+    @Test func pulseReconnectAttemptsStayOnTheBackoff() throws {
+        if let reason = PulseTestDaemon.unavailableReason {
+            print("skipped: \(reason)")
+            return
+        }
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let device = try PulseAudioOutputDevice(format: AudioDeviceFormat(sampleRate: 44100, channels: 2), sink: daemon.sinkName, server: daemon.server)
+        defer { device.close() }
+        try device.start { buffers, frames, _ in
+            for c in 0..<buffers.count { buffers[c].update(repeating: 0, count: frames) }
+            return AudioRenderResult(frames: frames)
+        }
+        usleep(500_000)
+        daemon.kill()
+        usleep(12_000_000)
+        let attempts = device.reconnectAttempts
+        print("pulse reconnect attempts in 12 s without a server: \(attempts)")
+        #expect(device.isLost)
+        #expect(attempts >= 4 && attempts <= 14, "\(attempts) attempts")
+    }
 }

@@ -34,7 +34,7 @@ func httpSources(_ policy: ReconnectPolicy) -> ByteSourceFactory {
 /// the suite runs serially with the other `Playback` suites): outages of 2 s and of 60 s (at a
 /// tenth of the time scale, with the policy scaled alike) on on-demand and live streams, a
 /// 1 byte/s trickle, and a format change mid-stream.
-@Suite struct PlaybackNetworkFaultTests {
+@Suite(.serialized) struct PlaybackNetworkFaultTests {
     /// An on-demand MP3 whose network drops after 20 011 bytes for `outage` seconds: the player
     /// resumes with a Range request at the next byte, every frame plays exactly once.
     func onDemandOutage(seconds outage: Double, policy: ReconnectPolicy, playerStall: Double) async throws {

@@ -31,7 +31,8 @@ func tenths(_ x: Double) -> String {
 /// 16 MiB of the first quarter's), every fault recovered (no error, every item finished), and no
 /// drift: the device played exactly items x frames per item and the final position is the last
 /// item's end (the running difference between the position and the device count is logged: it is
-/// the decoder's 20 ms tick times the speed, about 1 s of audio at 60x). `Scripts/soak.sh --minutes N` runs it.
+/// the decoder's 20 ms tick times the speed, about 1 s of audio at 60x). `Scripts/soak.sh --minutes N` runs it. RSS is the whole test process's: run it alone
+/// (Scripts/test.sh does), other tests in the same process would count.
 @Suite struct PlaybackSoakTests {
     @Test func soakWithInjectedFaults() async throws {
         let environment = { (name: String) -> String? in getenv(name).map { String(cString: $0) } }

@@ -1,0 +1,39 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A mutex guarding a value, with the API of `Synchronization.Mutex` (`init(_:)`, `withLock`),
+/// built on `pthread_mutex_t`.
+///
+/// Why: `Synchronization.Mutex` locks with raw futex system calls, which ThreadSanitizer does not
+/// intercept, so TSan reports every access it protects as a data race. ThreadSanitizer builds
+/// (`-Xswiftc -DOAT_TSAN`, see Scripts/test.sh) alias `Mutex` to this type in each module
+/// (`Mutex+TSan.swift`), making the locking visible; normal builds keep `Synchronization.Mutex`.
+///
+/// Thread safety: `withLock` may be called from any thread; it is not recursive.
+public struct PthreadMutex<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let value: UnsafeMutablePointer<Value>
+
+    /// Creates a mutex holding `initialValue`.
+    public init(_ initialValue: consuming sending Value) {
+        mutex = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        value = .allocate(capacity: 1)
+        value.initialize(to: initialValue)
+    }
+
+    deinit {
+        value.deinitialize(count: 1)
+        value.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with exclusive access to the value.
+    public borrowing func withLock<Result: ~Copyable, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value.pointee)
+    }
+}
