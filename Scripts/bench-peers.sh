@@ -174,7 +174,7 @@ done
 # (the best of mpg123, mpv, gstreamer and ffplay for that input; paplay is the floor, not a peer).
 table=$(awk -v runs="$runs" '
   function field(line, name,   m) {
-    if (match(line, "\"" name "\":[-0-9.a-z]+")) { m = substr(line, RSTART, RLENGTH); sub(/^[^:]*:/, "", m); return m }
+    if (match(line, "\"" name "\":(\"[^\"]*\"|[-0-9.a-z]+)")) { m = substr(line, RSTART, RLENGTH); sub(/^[^:]*:/, "", m); gsub(/"/, "", m); return m }
     return "null"
   }
   function median(list, n,   i, j, t, a) {
@@ -216,6 +216,8 @@ table=$(awk -v runs="$runs" '
     }
   }' "$results")
 
+# Keep the raw results next to the build (not in git), so a table can be checked afterwards.
+mkdir -p "$root/.build" && cp "$results" "$root/.build/bench-peers-results.jsonl"
 machine="$(uname -srm), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 versions="afplay $(git rev-parse --short HEAD), mpg123 $(mpg123 --version 2>/dev/null | awk '{print $2; exit}'), mpv $(mpv --version 2>/dev/null | awk '{print $2; exit}'), GStreamer $(gst-launch-1.0 --version 2>/dev/null | awk '/GStreamer/ {print $2; exit}'), ffplay $(ffplay -version 2>/dev/null | awk '{print $3; exit}'), PulseAudio $(pulseaudio --version | awk '{print $2}'), Icecast $(dpkg-query -W -f='${Version}' icecast2)"
 report="### Whole-process comparison ($(date -u '+%Y-%m-%d %H:%M') UTC)
