@@ -141,12 +141,15 @@ let deviceLost = Mutex<(since: UInt64, reason: String)?>(nil)
 // MARK: Output
 
 let spec = options.output
+let streaming = options.record != nil || options.crossfade != nil || options.files.contains(where: needsStreaming)
 let factory: AudioOutputDeviceFactory = { format throws(AudioError) in
     // A file player can buffer more than the 0.1 s default: 0.4 s lets PulseAudio ask for audio
     // every 100 ms instead of every 25 ms (fewer wakeups). Pause is a cork and seeks flush, so
-    // only volume changes are heard that much later.
+    // only volume changes are heard that much later. Streams keep the default: the streaming
+    // player starts after 0.15 s of audio, and a 0.4 s first request would be padded with
+    // silence that delays the first audio at the speaker by about 0.3 s.
     var outputOptions = AudioOutput.Options()
-    outputOptions.pulseLatency = 0.4
+    if !streaming { outputOptions.pulseLatency = 0.4 }
     let opened = try AudioOutput.open(spec, format: format, options: outputOptions)
     if let notice = opened.notice { writeStderr("afplay: \(notice)") }
     if options.debug { writeStderr("afplay: output \(opened.device.name), \(opened.device.format), latency \(Int(opened.device.latency * 1000)) ms") }
@@ -159,7 +162,6 @@ let factory: AudioOutputDeviceFactory = { format throws(AudioError) in
 signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
 signal(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
 
-let streaming = options.record != nil || options.crossfade != nil || options.files.contains(where: needsStreaming)
 // Streams with --eq/--reverb/--compress: the streaming player's output device is wrapped in an
 // effect chain (AUProcessingOutputDevice), processed on the device's render thread.
 if streaming && graphOptions.isActive {
