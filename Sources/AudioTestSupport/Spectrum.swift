@@ -106,3 +106,20 @@ public func bestLag(_ a: [Float], _ b: [Float], range: Range<Int>, maxLag: Int) 
     }
     return best
 }
+
+/// The amplitude of the `freq` component of channel `channel` of interleaved `x` (`channels`
+/// per frame) over `count` frames from frame `from`: a single-bin DFT over the whole periods
+/// that fit.
+public func toneAmplitude(_ x: [Float], freq: Double, rate: Double, from: Int, count: Int,
+                          channels: Int = 1, channel: Int = 0) -> Double {
+    let periods = (Double(count) * freq / rate).rounded(.down)
+    let n = max(1, Int((periods * rate / freq).rounded()))
+    var re = 0.0, im = 0.0
+    for i in 0..<min(n, x.count / channels - from) {
+        let v = Double(x[(from + i) * channels + channel])
+        let w = 2 * Double.pi * freq * Double(i) / rate
+        re += v * cos(w)
+        im += v * sin(w)
+    }
+    return 2 * (re * re + im * im).squareRoot() / Double(n)
+}

@@ -72,18 +72,6 @@ import Testing
 /// `afplay --eq/--compress/--reverb URL`: the effects apply to streams too (the streaming
 /// player's device wrapped in an effect chain), checked by tone levels in the played audio.
 @Suite struct AfplayURLEffectsTests {
-    /// The amplitude of the `frequency` component of channel 0 over `frames` frames from `start`.
-    func toneAmplitude(_ samples: [Float], channels: Int, rate: Double, frequency: Double, start: Int, frames: Int) -> Double {
-        var re = 0.0, im = 0.0
-        for i in 0..<frames {
-            let x = Double(samples[(start + i) * channels])
-            let w = 2 * Double.pi * frequency * Double(i) / rate
-            re += x * cos(w)
-            im += x * sin(w)
-        }
-        return 2 * (re * re + im * im).squareRoot() / Double(frames)
-    }
-
     @Test func eqAppliesToAnHTTPStream() throws {
         let afplay = try #require(AfplayURLTests.afplayPath(), "afplay is not built (swift build)")
         let dir = try ScratchDirectory("afplay-url-eq")
@@ -103,8 +91,8 @@ import Testing
             #expect(code == 0, "afplay \(extra): \(p.output)")
             let played = try decodeWithToolbox(out)
             try #require(played.samples.count / played.channels >= 80_000, "\(name): only \(played.samples.count / max(1, played.channels)) frames")
-            let low = toneAmplitude(played.samples, channels: played.channels, rate: 44100, frequency: 100, start: 22050, frames: 44100)
-            let high = toneAmplitude(played.samples, channels: played.channels, rate: 44100, frequency: 5000, start: 22050, frames: 44100)
+            let low = toneAmplitude(played.samples, freq: 100, rate: 44100, from: 22050, count: 44100, channels: played.channels)
+            let high = toneAmplitude(played.samples, freq: 5000, rate: 44100, from: 22050, count: 44100, channels: played.channels)
             levels[name] = (low, high)
         }
         let plain = try #require(levels["plain"]), eq = try #require(levels["eq"])

@@ -474,14 +474,7 @@ func readFloatWAV(_ path: String) throws -> (samples: [Float], channels: Int) {
 @Suite struct StreamingPlayerCrossfadeTests {
     /// The amplitude of `frequency` in channel 0 over `frames` frames from `start`.
     func amplitude(_ samples: [Float], frequency: Double, start: Int, frames: Int) -> Double {
-        var re = 0.0, im = 0.0
-        for i in 0..<frames {
-            let x = Double(samples[(start + i) * 2])
-            let w = 2 * Double.pi * frequency * Double(i + start) / 44100
-            re += x * cos(w)
-            im += x * sin(w)
-        }
-        return 2 * (re * re + im * im).squareRoot() / Double(frames)
+        toneAmplitude(samples, freq: frequency, rate: 44100, from: start, count: frames, channels: 2)
     }
 
     /// Two 2 s items (440 Hz, then 880 Hz, both at 0.5) with a 1 s crossfade: 3 s in all, only

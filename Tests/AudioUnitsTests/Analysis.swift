@@ -33,19 +33,6 @@ func rms(_ x: [Float], from: Int = 0, to: Int? = nil) -> Double {
 
 func toDB(_ v: Double) -> Double { 20 * log10(max(v, 1e-12)) }
 
-/// The amplitude of the `freq` component of `x[from..<to]` (single-bin DFT over whole periods).
-func toneAmplitude(_ x: [Float], freq: Double, rate: Double, from: Int, count: Int) -> Double {
-    let periods = (Double(count) * freq / rate).rounded(.down)
-    let n = max(1, Int((periods * rate / freq).rounded()))
-    var re = 0.0, im = 0.0
-    for i in 0..<min(n, x.count - from) {
-        let w = 2 * Double.pi * freq * Double(i) / rate
-        re += Double(x[from + i]) * cos(w)
-        im += Double(x[from + i]) * sin(w)
-    }
-    return 2 * (re * re + im * im).squareRoot() / Double(n)
-}
-
 /// The dominant frequency of `x` by zero-crossing counting with linear interpolation.
 func zeroCrossingFrequency(_ x: [Float], rate: Double, from: Int, to: Int) -> Double {
     var first: Double?, last = 0.0, count = 0

@@ -1,3 +1,4 @@
+import AudioTestSupport
 import AudioCore
 import AudioUnits
 import Foundation
