@@ -945,14 +945,19 @@ final class DecoderThread {
         }
     }
 
+    /// Equal-power gains at frame `k` of an `n`-frame fade: sin and cos of (k + 0.5)/n · 90°.
+    func fadeGains(_ k: Int, of n: Int) -> (incoming: Float, outgoing: Float) {
+        let x = (Double(k) + 0.5) / Double(n) * Double.pi / 2
+        return (Float(sin(x)), Float(cos(x)))
+    }
+
     /// Mixes the held tail of the previous item into `frames` held frames from `at` (equal power).
     func mixFadeTail(into at: Int, frames: Int) {
         guard !fadeTail.isEmpty else { return }
         let tailFrames = fadeTail.count / channels
         let m = min(frames, tailFrames - fadeMixed)
         for i in 0..<m {
-            let x = (Double(fadeMixed + i) + 0.5) / Double(tailFrames) * Double.pi / 2
-            let gIn = Float(sin(x)), gOut = Float(cos(x))
+            let (gIn, gOut) = fadeGains(fadeMixed + i, of: tailFrames)
             for c in 0..<channels {
                 let h = (at + i) * channels + c
                 fadeHold[h] = fadeHold[h] * gIn + fadeTail[(fadeMixed + i) * channels + c] * gOut
@@ -996,7 +1001,7 @@ final class DecoderThread {
         if !fadeTail.isEmpty {
             let tailFrames = fadeTail.count / channels
             for k in fadeMixed..<tailFrames {
-                let gOut = Float(cos((Double(k) + 0.5) / Double(tailFrames) * Double.pi / 2))
+                let gOut = fadeGains(k, of: tailFrames).outgoing
                 for c in 0..<channels { fadeHold.append(fadeTail[k * channels + c] * gOut) }
             }
             fadeTail.removeAll()
