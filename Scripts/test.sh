@@ -11,16 +11,20 @@ swift build --build-tests -Xswiftc -warnings-as-errors
 # Everything but the real-time playback tests, in parallel; then the tests that play through
 # PulseAudio/ALSA in real time, alone, so CPU-heavy corpus tests cannot starve them.
 swift test --skip-build --skip 'PlaybackTests|AudioDevicesTests|\.Playback'
-# Real-time groups one after another (suites inside a group may overlap; groups never do), so
-# PulseAudio, Icecast and several encoders are never all competing for the two cores at once.
+# Real-time groups one after another, so PulseAudio, Icecast and several encoders are never all
+# competing for the two cores at once.
 # A real-time group that fails is run once more, saying so loudly: these tests depend on the
 # machine keeping up in real time (a dropped period under load fails an alignment), and a second
 # failure fails the run. The retries are counted in the log ("test: RETRY").
 status=0
+# Inside a group the tests run one at a time (--no-parallel): many of them wait for child
+# processes (afplay, ffmpeg, Icecast, PulseAudio) with blocking calls, and two such waits on a
+# 2-core machine hold the whole cooperative thread pool, starving a player test's own task for
+# seconds (a seek that should come at 0.5 s came after the file had ended).
 realtime() {
-  swift test --skip-build "$@" && return 0
+  swift test --skip-build --no-parallel "$@" && return 0
   echo "test: RETRY: real-time tests failed once ($*); running them again" >&2
-  swift test --skip-build "$@"
+  swift test --skip-build --no-parallel "$@"
 }
 for group in '^PlaybackTests\.' '^AudioDevicesTests\.' '^AudioStreamingTests\.Playback' '^AudioUnitsTests\.Playback' '^CompatTests\.Playback'; do
   realtime --filter "$group" --skip 'PlaybackRecordingTests|PlaybackSoakTests' || status=1

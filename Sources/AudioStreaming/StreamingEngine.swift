@@ -204,6 +204,8 @@ final class DecoderThread {
     }
     var marks: [(frame: Int64, kind: MarkKind)] = []
     var segment: (frame: Int64, index: Int, seconds: Double) = (0, 0, 0)
+    /// The most frames the queue has reported played since it was last reset.
+    var playedHighWater: Int64 = 0
 
     enum Phase { case starting, playing, rebuffering, ending }
     var phase = Phase.starting
@@ -545,6 +547,7 @@ final class DecoderThread {
         // room for the new ones.
         queue.reset()
         enqueuedFrames = 0
+        playedHighWater = 0
         marks.removeAll()
         clearFade()
         engine.queueEnded.store(false, ordering: .releasing)
@@ -1238,7 +1241,10 @@ final class DecoderThread {
         } else if paused && !queueStarted {
             engine.setState(.paused)
         }
-        let played = queue.playedStreamFrames
+        // The queue's count goes back to 0 once a drained queue has stopped at the end: the
+        // position stays where the last frame left it.
+        playedHighWater = max(playedHighWater, queue.playedStreamFrames)
+        let played = playedHighWater
         if queueStarted { processMarks(played: played) }
         if queueStarted && !firstAudioReported && played > 0 {
             firstAudioReported = true

@@ -117,12 +117,18 @@ final class ScriptedByteSource: ByteSource, @unchecked Sendable {
         return (log, try readFloatWAV(out).samples, player)
     }
 
-    static func waitForPosition(_ player: StreamingPlayer, _ seconds: Double) async {
+    static func waitForPosition(_ player: StreamingPlayer, _ seconds: Double,
+                                sourceLocation: SourceLocation = #_sourceLocation) async {
         let deadline = HostTime.now() + HostTime.ticks(seconds: 20)
         while HostTime.now() < deadline {
             if await player.position.seconds >= seconds { return }
+            if case .stopped = await player.state {
+                Issue.record("the player stopped before reaching \(seconds) s (at \(await player.position.seconds) s): this task was starved", sourceLocation: sourceLocation)
+                return
+            }
             try? await Task.sleep(for: .milliseconds(5))
         }
+        Issue.record("the position did not reach \(seconds) s in 20 s", sourceLocation: sourceLocation)
     }
 
     /// Non-silent frames from frame `from` on.
