@@ -194,6 +194,21 @@ final class ScriptedByteSource: ByteSource, @unchecked Sendable {
         #expect(last.referenceFrame == 2 * Self.rate && last.referenceEnd == total, "the last run is \(last)")
     }
 
+    /// Once the last item has played out, the position is its end, not 0 (the drained queue's
+    /// own count restarts when it stops).
+    @Test func positionAtTheEndIsTheDuration() async throws {
+        let dir = try ScratchDirectory("splayer-end")
+        defer { dir.remove() }
+        let source = dir.path + "/a.wav"
+        try #require(makeFixture(source, rate: Self.rate, channels: 2, seconds: 1, codec: ["-c:a", "pcm_s16le"]))
+        _ = try await Self.play([source], dir: dir.path) { player, log in
+            #expect(await log.waitFor(10, isStopped))
+            try await Task.sleep(for: .milliseconds(100))
+            let position = await player.position
+            #expect(abs(position.seconds - 1.0) < 1e-6 && position.duration == 1.0, "at the end: \(position)")
+        }
+    }
+
     /// Titles are reported when their audio plays: a title at the byte where 1.5 s of audio
     /// begins arrives about 1.5 s after the first audio, not when the bytes were read (at once).
     @Test func titlesAreTimedToPlayback() async throws {
