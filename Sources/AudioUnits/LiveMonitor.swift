@@ -367,15 +367,3 @@ final class MonitorReferenceSend: AUNode, @unchecked Sendable {
         target.frames = n
     }
 }
-
-/// `value` with `digits` decimals (no Foundation: String(format:) is not used in this module).
-func fixed(_ value: Double, _ digits: Int) -> String {
-    guard value.isFinite else { return "\(value)" }
-    var scale = 1.0
-    for _ in 0..<digits { scale *= 10 }
-    let scaled = (abs(value) * scale).rounded()
-    let whole = Int(scaled / scale)
-    var frac = String(Int(scaled.truncatingRemainder(dividingBy: scale)))
-    while frac.count < digits { frac = "0" + frac }
-    return (value < 0 && scaled > 0 ? "-" : "") + "\(whole)" + (digits > 0 ? "." + frac : "")
-}

@@ -50,7 +50,7 @@ struct MonitorCommand {
             if let seconds, HostTime.seconds(ticks: now - started) >= seconds { break }
             if verbose && HostTime.seconds(ticks: now - lastReport) >= 1 {
                 lastReport = now
-                writeStandardError("afrecord: input \(monitor.input.statistics); output latency \(String(format: "%.1f", opened.output.device.latency * 1000)) ms")
+                writeStandardError("afrecord: input \(monitor.input.statistics); output latency \(fixed(opened.output.device.latency * 1000, 1)) ms")
             }
         }
         let stats = monitor.input.statistics

@@ -1,5 +1,4 @@
 // afrecord: records audio from an input device into a file (the recording side of afconvert).
-import Foundation
 import AudioToolboxKit
 import Synchronization
 #if canImport(Glibc)
@@ -274,9 +273,9 @@ func meterLine() -> String {
     let levels = queue.currentLevelsDB()
     let minutes = Int(elapsed) / 60
     let secs = elapsed - Double(minutes * 60)
-    var text = String(format: "%02d:%04.1f", minutes, secs)
+    var text = leftPadded(String(minutes), 2, "0") + ":" + leftPadded(fixed(secs, 1), 4, "0")
     for (i, l) in levels.enumerated() {
-        text += "  \(levels.count == 1 ? "M" : i == 0 ? "L" : i == 1 ? "R" : String(i + 1)) [\(meterBar(l.peakPower, width: 20))] \(String(format: "%6.1f", max(-120, l.peakPower))) dB"
+        text += "  \(levels.count == 1 ? "M" : i == 0 ? "L" : i == 1 ? "R" : String(i + 1)) [\(meterBar(l.peakPower, width: 20))] \(leftPadded(fixed(Double(max(-120, l.peakPower)), 1), 6)) dB"
     }
     return text
 }
@@ -308,7 +307,7 @@ do {
 if let e = recording.error { fail("\(e) (\(output) holds what was written before)", code: 1) }
 if let e = queue.encoderError { fail("\(e) (\(output) holds what was written before)", code: 1) }
 let valid = writer.packetTableInfo.map { $0.numberValidFrames > 0 ? $0.numberValidFrames : writer.frameCount } ?? writer.frameCount
-print("\(output): \(type.displayName), \(format), \(valid) frames (\(String(format: "%.3f", Double(valid) / rate)) s), \(writer.packetCount) packets, \(writer.audioDataByteCount) bytes of audio")
+print("\(output): \(type.displayName), \(format), \(valid) frames (\(fixed(Double(valid) / rate, 3)) s), \(writer.packetCount) packets, \(writer.audioDataByteCount) bytes of audio")
 
 func writeRaw(_ text: String) {
     _ = text.withCString { write(2, $0, strlen($0)) }
