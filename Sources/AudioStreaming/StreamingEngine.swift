@@ -269,6 +269,9 @@ final class DecoderThread {
                     if !item.finishMarked {
                         item.finishMarked = true
                         marks.append((enqueuedFrames, .itemFinished(item.index, item.url)))
+                        // The session's stop reason follows the last item: one that played to
+                        // its end clears the error of an earlier one.
+                        lastError = nil
                     }
                     let hasNext = engine.control.withLock { item.index + 1 < $0.items.count }
                     if hasNext {
@@ -462,7 +465,9 @@ final class DecoderThread {
         }
         if engine.queueEnded.load(ordering: .acquiring) || !queue.isRunning {
             processMarks(played: Int64.max)
-            engine.setState(.stopped(reason: .ended))
+            // An item that failed mid-way still plays what it had decoded; the session then
+            // stops with its error (nil when the last item played to its end).
+            engine.setState(.stopped(reason: lastError.map { .error($0) } ?? .ended))
             return true
         }
         return false

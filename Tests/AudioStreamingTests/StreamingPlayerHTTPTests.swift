@@ -113,3 +113,72 @@ import Testing
         #expect(e.description.contains("404"), "\(e)")
     }
 }
+
+/// An item that fails mid-way (its connection drops and the reconnect gets a 404): the session's
+/// stop reason follows the last item of the queue, and the failed item keeps its error event.
+@Suite struct StreamingPlayerMidwayFailureTests {
+    /// Serves `good.mp3` normally and `bad.mp3` (the same bytes) dropping after 20 011 bytes,
+    /// with a 404 for the reconnect; plays `names` to the end and returns the log and the frames played.
+    func play(_ names: [String]) async throws -> (log: StreamingEventLog, frames: Int, fileFrames: Int) {
+        let dir = try ScratchDirectory("splayer-midway")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 2, codec: ["-c:a", "libmp3lame", "-b:a", "128k"]))
+        let fileFrames = try decodeWithToolbox(file).samples.count / 2
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.route("/good.mp3", TestHTTPServer.Route(body: .file(file), contentType: "audio/mpeg"))
+        var bad = TestHTTPServer.Route(body: .file(file), contentType: "audio/mpeg")
+        bad.faults = [.disconnect(afterBytes: 20_011), .status(404, retryAfter: nil)]
+        server.route("/bad.mp3", bad)
+        let out = dir.path + "/out.wav"
+        let log = StreamingEventLog()
+        let player = StreamingPlayer(output: wavOutput(out), onEvent: log.handler)
+        let task = log.attach(player)
+        await player.play(names.map { server.url("/\($0)") })
+        #expect(await log.waitFor(20, isStopped))
+        await player.stop()
+        task.cancel()
+        let frames = try readFloatWAV(out).samples.count / 2
+        return (log, frames, fileFrames)
+    }
+
+    func errors(_ log: StreamingEventLog) -> [(Int, AudioError)] {
+        log.events.compactMap { if case .error(let i, let e) = $0 { (i, e) } else { nil } }
+    }
+
+    /// The only item fails after some audio played: the session stops with its error.
+    @Test func theLastItemFailingMidWayStopsWithItsError() async throws {
+        let (log, frames, fileFrames) = try await play(["bad.mp3"])
+        let errors = errors(log)
+        #expect(errors.count == 1 && errors.first?.0 == 0, "\(log.events)")
+        #expect(frames > 0 && frames < fileFrames, "played \(frames) of \(fileFrames) frames")
+        guard case .error(let e) = log.stopReason else {
+            Issue.record("expected an error stop, got \(String(describing: log.stopReason))")
+            return
+        }
+        #expect(e == errors.first?.1)
+        #expect(e.description.contains("404"), "\(e)")
+    }
+
+    /// A good item, then one failing mid-way: the session stops with the second one's error.
+    @Test func aQueueWhoseLastItemFailsStopsWithTheError() async throws {
+        let (log, frames, fileFrames) = try await play(["good.mp3", "bad.mp3"])
+        #expect(errors(log).map(\.0) == [1], "\(log.events)")
+        #expect(frames > fileFrames && frames < 2 * fileFrames, "played \(frames) frames")
+        guard case .error = log.stopReason else {
+            Issue.record("expected an error stop, got \(String(describing: log.stopReason))")
+            return
+        }
+    }
+
+    /// An item failing mid-way, then a good one that plays to its end: the error event stays,
+    /// the session ends normally.
+    @Test func aFailedItemFollowedByAGoodOneEnds() async throws {
+        let (log, frames, fileFrames) = try await play(["bad.mp3", "good.mp3"])
+        #expect(errors(log).map(\.0) == [0], "\(log.events)")
+        #expect(frames > fileFrames && frames < 2 * fileFrames, "played \(frames) frames")
+        #expect(log.stopReason == .ended)
+        #expect(log.events.contains(.itemFinished(index: 1, url: log.events.compactMap { if case .itemStarted(1, let u, _) = $0 { u } else { nil } }.first ?? "")))
+    }
+}
