@@ -97,6 +97,8 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var taps: [AudioQueueProcessingTap] = []
         var processingVersion = 0
         var offline = false
+        /// A reset is waiting for new audio before it flushes the device: since when (host time).
+        var flushPendingSince: UInt64?
     }
 
     /// Feeder-side processing: taps and time-pitch (QueueProcessing.swift).
@@ -289,6 +291,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 return s.device
             }
             device?.stop(drain: false)
+            cancelFlushAfterReset()
             renderer.discardAll()
             returnPendingBuffers()
             control.withLock { s in
@@ -323,20 +326,61 @@ public final class AudioOutputQueue: @unchecked Sendable {
 
     /// Drops everything enqueued and buffered and resets the decoder, keeping the queue running;
     /// the timeline restarts with a discontinuity (Apple's `AudioQueueReset`). Enqueued buffers
-    /// come back through the callback.
+    /// come back through the callback. What the device (or its sound server) still holds is
+    /// dropped too (``AudioOutputDevice/flush()``): the old audio stops within about a device
+    /// period, and audio enqueued next is heard from the point where the timeline restarts.
     public func reset() {
         transport.withLock { resetLocked() }
     }
 
     private func resetLocked() {
-        control.withLock { s in
+        let holds = control.withLock { s -> Bool in
             s.generation += 1
             s.discontinuity = true
             s.playedAtStart = s.device?.playedFrames ?? 0
+            // A device with a playback buffer of its own (a sound server, a PCM) is flushed
+            // once the new audio is in the ring (or nothing more comes): flushed now, it would
+            // at once ask for its whole buffer again, and get silence.
+            let holds = s.isRunning && (s.device?.isRealTime ?? false)
+            s.flushPendingSince = holds ? HostTime.now() : nil
+            return holds
         }
+        if holds { renderer.holding.store(true, ordering: .releasing) }
         renderer.discardAll()
         returnPendingBuffers()
         wake.signal()
+    }
+
+    /// Feeder: flushes the device for a pending reset once the ring holds the device's
+    /// latency of new audio (it refills its whole buffer at once), the end of the data is in
+    /// it (`final`), or a device period has passed (the new audio is slow to come, or never
+    /// comes: the old audio stops anyway).
+    private func flushAfterReset(final: Bool) {
+        guard let since = control.withLock({ $0.flushPendingSince }) else { return }
+        transport.withLock {
+            let device = control.withLock { s -> (any AudioOutputDevice)? in
+                guard s.flushPendingSince == since else { return nil }
+                return s.device
+            }
+            guard let device else { return }
+            let period = Double(device.framesPerRender) / deviceFormat.sampleRate
+            let latency = max(device.latency, period)
+            let ready = Double(renderer.freshFrames) / deviceFormat.sampleRate >= latency
+            let late = HostTime.seconds(ticks: HostTime.now() - since) >= period
+            guard ready || final || late else { return }
+            device.flush { renderer.holding.store(false, ordering: .releasing) }
+            control.withLock { s in
+                s.flushPendingSince = nil
+                // The new audio is heard from here: the timeline restarts at the flush.
+                s.playedAtStart = device.playedFrames
+            }
+        }
+    }
+
+    /// Control: no reset waits for a flush any more (the queue stops or the device goes).
+    private func cancelFlushAfterReset() {
+        control.withLock { $0.flushPendingSince = nil }
+        renderer.holding.store(false, ordering: .releasing)
     }
 
     /// Disposes of the queue: immediately stops and releases everything; otherwise plays out what
@@ -701,6 +745,8 @@ public final class AudioOutputQueue: @unchecked Sendable {
                     c.reset()
                     control.withLock { $0.flushRequested = false }
                 }
+                // Everything enqueued before the end is in the ring: nothing more will come.
+                flushAfterReset(final: stopAfter)
                 if stopAfter && !ended {
                     renderer.markEnd()
                     ended = true
@@ -726,6 +772,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 return true
             }
             if stillOurs { outputCallback(self, next.buffer) }
+            flushAfterReset(final: false)
         }
     }
 
@@ -863,6 +910,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         }
         device?.stop(drain: false)
         device?.close()
+        cancelFlushAfterReset()
         renderer.discardAll()
         renderer.startHostTime.store(0, ordering: .releasing)
         setRunning(false)
