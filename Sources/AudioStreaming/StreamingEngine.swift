@@ -464,6 +464,10 @@ final class DecoderThread {
             return false
         }
         if engine.queueEnded.load(ordering: .acquiring) || !queue.isRunning {
+            // Everything enqueued has played: the position is its end (the last render may
+            // have come after the last tick looked, and the stopped queue's count is 0).
+            playedHighWater = max(playedHighWater, enqueuedFrames)
+            processMarks(played: playedHighWater)
             processMarks(played: Int64.max)
             // An item that failed mid-way still plays what it had decoded; the session then
             // stops with its error (nil when the last item played to its end).
@@ -1126,6 +1130,8 @@ final class DecoderThread {
             item.retainedStart = result.byteOffset
             newRequest = true
         }
+        // The reader's end was already taken: replayed bytes are followed by it again.
+        let endTaken = item.inputEnded && !newRequest
         item.inputEnded = false
         item.drained = false
         item.finishMarked = false
@@ -1145,6 +1151,7 @@ final class DecoderThread {
             item.fedOffset = result.byteOffset
             item.retained.removeAll()
             item.retainedStart = result.byteOffset
+            if endTaken { item.reader.pushBack(.end) }
             item.reader.pushBack(.bytes(replay, offset: result.byteOffset))
         }
     }
