@@ -161,6 +161,8 @@ private final class PulseCore: @unchecked Sendable {
     private var reconnectEvent: OpaquePointer?
     /// `streamWritten` when the stream was last flushed (main-loop lock).
     private var writtenAtFlush: Int64 = 0
+    /// Frames the server held at the last flush, as the clock tells (main-loop lock).
+    private var heldAtFlush: Int64 = 0
     /// The next write goes at the read index, replacing what the server holds (main-loop lock).
     private var writeAtReadIndex = false
 
@@ -459,11 +461,12 @@ private final class PulseCore: @unchecked Sendable {
         runsDryAt = now &+ latencyMicros.load(ordering: .relaxed) &* 1000
     }
 
-    /// Main-loop thread, after a flush: writes, from the read index, the target length and a
-    /// period (more than the server holds), less what write requests since the flush brought.
+    /// Main-loop thread, after a flush: writes, from the read index, what the server held and
+    /// 10 ms more (the clock's error; old audio left after it would play), less what write
+    /// requests since the flush brought.
     private func refillAfterFlush() {
         guard !closing, let s = stream, pa_stream_get_state(s) == PA_STREAM_READY else { return }
-        let owed = targetFrames + buffers.frames - Int(streamWritten - writtenAtFlush)
+        let owed = Int(heldAtFlush) + Int(format.sampleRate / 100) - Int(streamWritten - writtenAtFlush)
         if owed > 0 { writeRequested(s, owed * frameBytes) }
     }
 
@@ -581,8 +584,9 @@ private final class PulseCore: @unchecked Sendable {
         // Not pa_stream_flush: after it the server waits to prebuffer and counts the dropped
         // bytes as still requested, and the audio written next came with a gap (28 ms at a
         // 0.4 s target). The next write goes at the read index instead, replacing what the
-        // server holds, and at once enough to cover all of it (the target and a period).
+        // server holds, and at once enough to cover all of it.
         updateTiming(s)
+        heldAtFlush = max(0, streamWritten - streamPlayed)
         streamWritten = streamPlayed
         writtenAtFlush = streamWritten
         writeAtReadIndex = true
