@@ -131,6 +131,8 @@ final class ItemDecoder {
     var sourceCookie: [UInt8]?
     /// The format or cookie was reported again: compared before the next packets.
     var formatCheckPending = false
+    /// A magic cookie was reported while a decoder ran: in Ogg, a new link of a chain.
+    var cookieReported = false
     /// The data format and cookie as of the parser event being handled.
     var eventFormat: AudioStreamBasicDescription?
     var eventCookie: [UInt8]?
@@ -803,6 +805,7 @@ final class DecoderThread {
                 }
             case .propertyChanged(.dataFormat), .propertyChanged(.magicCookieData):
                 item.formatCheckPending = item.converter != nil
+                if parsed.event == .propertyChanged(.magicCookieData) && item.converter != nil { item.cookieReported = true }
             case .propertyChanged:
                 break
             case .packets(let batch):
@@ -831,11 +834,19 @@ final class DecoderThread {
             $0.formatID != format.formatID || $0.sampleRate != format.sampleRate || $0.channelsPerFrame != format.channelsPerFrame
         } ?? false
         let newSetup = !(item.sourceCookie ?? []).isEmpty && !(cookie ?? []).isEmpty && cookie != item.sourceCookie
-        guard changedShape || newSetup else { return }
+        // A new link of a chained Ogg stream, even with the same setup: a new encoder's stream,
+        // decoded afresh with its own priming trimmed (Opus's pre-skip).
+        let oggLink = item.cookieReported && parser.fileFormat == .ogg
+        item.cookieReported = false
+        guard changedShape || newSetup || oggLink else { return }
         debug("format change to \(format)")
         try old.endOfInput()
         try drainConverter(item, old)
         let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: cookie)
+        if parser.fileFormat == .ogg {
+            let priming = AudioFileStream.primingFrames(ofOggLink: format, magicCookie: cookie)
+            converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: priming), trailingFrames: 0)
+        }
         item.converter = converter
         item.sourceFormat = format
         item.sourceCookie = cookie
@@ -856,6 +867,10 @@ final class DecoderThread {
             converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: max(0, Int64(info.primingFrames))),
                                                           trailingFrames: UInt32(clamping: max(0, Int64(info.remainderFrames))))
             converter.validFrameCount = info.numberValidFrames
+        } else if parser.fileFormat == .ogg {
+            // No packet table (a live stream, or not known yet): the link's own priming.
+            let priming = AudioFileStream.primingFrames(ofOggLink: format, magicCookie: cookie)
+            converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: priming), trailingFrames: 0)
         }
         if let seconds = item.hlsDiscardSeconds {
             // After an HLS seek: decode from the segment's start, drop what precedes the target.
