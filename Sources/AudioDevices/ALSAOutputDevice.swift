@@ -67,6 +67,11 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     private let delayFrames = Atomic<Int64>(-1)
     private let state = Atomic<Int>(0) // 0 idle, 1 running, 2 paused, 3 stopping, 4 finished
     private let drainOnStop = Atomic<Bool>(false)
+    /// Flushes asked for (control) and done (device thread).
+    private let flushesAsked = Atomic<Int>(0)
+    private let flushesDone = Atomic<Int>(0)
+    /// Frames rendered that a flush dropped before they played (device thread).
+    private let droppedFrames = Atomic<Int64>(0)
     private let events = AudioDeviceEventQueue()
     private let thread = Mutex<DeviceThread?>(nil)
     private let buffers: RenderBuffers
@@ -149,6 +154,17 @@ public final class ALSAOutputDevice: AudioOutputDevice {
         while true {
             let s = state.load(ordering: .acquiring)
             if s >= 3 { break }
+            let asked = flushesAsked.load(ordering: .acquiring)
+            if asked != flushesDone.load(ordering: .relaxed) {
+                // Drop what the PCM holds; the clock stays at the frames heard so far.
+                updateDelay()
+                snd_pcm_drop(pcm.pcm)
+                snd_pcm_prepare(pcm.pcm)
+                droppedFrames.store(rendered.load(ordering: .relaxed) - played.load(ordering: .relaxed), ordering: .relaxed)
+                delayFrames.store(0, ordering: .relaxed)
+                if pcmPaused { usedHardwarePause = false }
+                flushesDone.store(asked, ordering: .releasing)
+            }
             if s == 2 {
                 if !pcmPaused {
                     pcmPaused = true
@@ -202,7 +218,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
         if ended || drainOnStop.load(ordering: .acquiring) {
             if pcmPaused { if !usedHardwarePause || snd_pcm_pause(pcm.pcm, 0) < 0 { snd_pcm_prepare(pcm.pcm) } }
             snd_pcm_drain(pcm.pcm)
-            played.store(rendered.load(ordering: .relaxed), ordering: .releasing)
+            played.store(rendered.load(ordering: .relaxed) - droppedFrames.load(ordering: .relaxed), ordering: .releasing)
             delayFrames.store(0, ordering: .relaxed)
             if ended { events.post(.drained) }
         } else {
@@ -251,7 +267,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
 
     private func updateDelay() {
         var delay: snd_pcm_sframes_t = 0
-        let total = rendered.load(ordering: .relaxed)
+        let total = rendered.load(ordering: .relaxed) - droppedFrames.load(ordering: .relaxed)
         if snd_pcm_delay(pcm.pcm, &delay) == 0 {
             let d = Int64(max(0, min(delay, bufferFrames)))
             delayFrames.store(d, ordering: .relaxed)
@@ -272,6 +288,20 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     public func resume() throws(AudioError) {
         guard state.compareExchange(expected: 2, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
             throw AudioError(.invalidState, component: "ALSA output", "resume while not paused")
+        }
+    }
+
+    /// Drops what the PCM holds (`snd_pcm_drop` and `snd_pcm_prepare`, done by the device
+    /// thread between two periods; waits for it, at most about a buffer and a half), then
+    /// runs `resume`.
+    public func flush(_ resume: () -> Void) {
+        defer { resume() }
+        let s = state.load(ordering: .acquiring)
+        guard s == 1 || s == 2 else { return }
+        let asked = flushesAsked.add(1, ordering: .acquiringAndReleasing).newValue
+        let deadline = HostTime.now() + HostTime.ticks(seconds: max(0.05, 1.5 * Double(bufferFrames) / format.sampleRate))
+        while flushesDone.load(ordering: .acquiring) < asked, state.load(ordering: .acquiring) < 3, HostTime.now() < deadline {
+            sleepUntil(hostTime: HostTime.now() + 1_000_000)
         }
     }
 

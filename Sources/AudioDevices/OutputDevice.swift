@@ -100,6 +100,15 @@ public protocol AudioOutputDevice: AnyObject, Sendable {
     func resume() throws(AudioError)
     /// Stops; with `drain`, first plays what the device still holds.
     func stop(drain: Bool)
+    /// Drops what the device (or its sound server) holds but has not played yet, and keeps
+    /// running: what the render callback gives after `resume` ran is heard next.
+    /// `resume` runs once the held audio is dropped, before the device asks the render
+    /// callback for more (PulseAudio: under the main-loop lock, right after the flush request;
+    /// a PCM's device thread may render one more period of what the callback gives before it).
+    /// ``playedFrames`` stays monotonic and goes on counting frames heard. Control thread only
+    /// (never the render callback). Devices without a buffer of their own (files, the null
+    /// output) just run `resume`.
+    func flush(_ resume: () -> Void)
     /// Releases the device.
     func close()
     /// Takes the events that happened since the last call (bounded; excess events are counted
@@ -112,6 +121,8 @@ public protocol AudioOutputDevice: AnyObject, Sendable {
 extension AudioOutputDevice {
     /// Devices are real time unless they say otherwise.
     public var isRealTime: Bool { true }
+    /// Devices hold nothing beyond what they render unless they say otherwise.
+    public func flush(_ resume: () -> Void) { resume() }
 }
 
 /// Which output to open.

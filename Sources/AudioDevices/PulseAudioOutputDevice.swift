@@ -87,6 +87,11 @@ public final class PulseAudioOutputDevice: AudioOutputDevice {
     public func resume() throws(AudioError) { try core.setCorked(false) }
     /// Stops; with `drain`, first plays what the server holds (at most about a second of waiting).
     public func stop(drain: Bool) { core.stop(drain: drain) }
+    /// Replaces what the server holds but has not played: the next write goes at the stream's
+    /// read index (`PA_SEEK_RELATIVE_ON_READ`), at once and covering all of it, from the
+    /// main-loop thread; `resume` runs under the main-loop lock before it. The old audio stops
+    /// within the sink's own latency (about 20 ms on a null sink), with no gap.
+    public func flush(_ resume: () -> Void) { core.flush(resume) }
     /// Disconnects and ends the main loop.
     public func close() { core.close() }
     /// Takes pending events.
@@ -154,6 +159,12 @@ private final class PulseCore: @unchecked Sendable {
     private var missedAt: UInt64 = 0
     private var deadContexts: [OpaquePointer] = []
     private var reconnectEvent: OpaquePointer?
+    /// `streamWritten` when the stream was last flushed (main-loop lock).
+    private var writtenAtFlush: Int64 = 0
+    /// Frames the server held at the last flush, as the clock tells (main-loop lock).
+    private var heldAtFlush: Int64 = 0
+    /// The next write goes at the read index, replacing what the server holds (main-loop lock).
+    private var writeAtReadIndex = false
 
     init(format: AudioDeviceFormat, sink: String?, server: String?, targetFrames: Int, renderFrames: Int) {
         self.format = format
@@ -424,7 +435,8 @@ private final class PulseCore: @unchecked Sendable {
                         j &+= channels
                     }
                 }
-                pa_stream_write(s, data, frames * frameBytes, nil, 0, PA_SEEK_RELATIVE)
+                pa_stream_write(s, data, frames * frameBytes, nil, 0, writeAtReadIndex ? PA_SEEK_RELATIVE_ON_READ : PA_SEEK_RELATIVE)
+                writeAtReadIndex = false
             } else {
                 pa_stream_cancel_write(s)
             }
@@ -447,6 +459,15 @@ private final class PulseCore: @unchecked Sendable {
         }
         updateTiming(s)
         runsDryAt = now &+ latencyMicros.load(ordering: .relaxed) &* 1000
+    }
+
+    /// Main-loop thread, after a flush: writes, from the read index, what the server held and
+    /// 10 ms more (the clock's error; old audio left after it would play), less what write
+    /// requests since the flush brought.
+    private func refillAfterFlush() {
+        guard !closing, let s = stream, pa_stream_get_state(s) == PA_STREAM_READY else { return }
+        let owed = Int(heldAtFlush) + Int(format.sampleRate / 100) - Int(streamWritten - writtenAtFlush)
+        if owed > 0 { writeRequested(s, owed * frameBytes) }
     }
 
     private func startDrain(_ s: OpaquePointer) {
@@ -551,6 +572,34 @@ private final class PulseCore: @unchecked Sendable {
            let op = pa_stream_cork(s, cork ? 1 : 0, nil, nil) {
             pa_operation_unref(op)
         }
+    }
+
+    func flush(_ resume: () -> Void) {
+        guard mainloop != nil else { return resume() }
+        lock()
+        defer { unlock() }
+        guard render != nil, !stopping, !ended, let s = stream, pa_stream_get_state(s) == PA_STREAM_READY else {
+            return resume()
+        }
+        // Not pa_stream_flush: after it the server waits to prebuffer and counts the dropped
+        // bytes as still requested, and the audio written next came with a gap (28 ms at a
+        // 0.4 s target). The next write goes at the read index instead, replacing what the
+        // server holds, and at once enough to cover all of it.
+        updateTiming(s)
+        heldAtFlush = max(0, streamWritten - streamPlayed)
+        streamWritten = streamPlayed
+        writtenAtFlush = streamWritten
+        writeAtReadIndex = true
+        // The write callback cannot run before the lock is released: what it renders next is
+        // what replaces the old audio.
+        resume()
+        let api = pa_threaded_mainloop_get_api(mainloop)!
+        var tv = timeval()
+        pa_gettimeofday(&tv)
+        _ = api.pointee.time_new(api, &tv, { api, event, _, ud in
+            api!.pointee.time_free(event)
+            Unmanaged<PulseCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.refillAfterFlush() }
+        }, userdata)
     }
 
     func stop(drain: Bool) {

@@ -69,6 +69,9 @@ public final class AudioOutputQueue: @unchecked Sendable {
 
     struct ControlState {
         var pending: [Pending] = []
+        /// Buffers decoded while the queue was not running (a prime, or enqueued before start):
+        /// Apple's queue hands nothing back before it runs, so they wait for the start.
+        var held: [AudioQueueBuffer] = []
         var buffers: [Int: AudioQueueBuffer] = [:]
         var nextBufferID = 0
         var device: (any AudioOutputDevice)?
@@ -97,6 +100,8 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var taps: [AudioQueueProcessingTap] = []
         var processingVersion = 0
         var offline = false
+        /// A reset is waiting for new audio before it flushes the device: since when (host time).
+        var flushPendingSince: UInt64?
     }
 
     /// Feeder-side processing: taps and time-pitch (QueueProcessing.swift).
@@ -181,12 +186,16 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// Frees a buffer (it must not be enqueued).
     public func freeBuffer(_ buffer: AudioQueueBuffer) {
         control.withLock { s in
-            if !s.pending.contains(where: { $0.buffer === buffer }) { s.buffers[buffer.id] = nil }
+            if !s.pending.contains(where: { $0.buffer === buffer }) && !s.held.contains(where: { $0 === buffer }) {
+                s.buffers[buffer.id] = nil
+            }
         }
     }
 
     /// Enqueues a filled buffer (Apple's `AudioQueueEnqueueBuffer` /
-    /// `AudioQueueEnqueueBufferWithParameters`).
+    /// `AudioQueueEnqueueBufferWithParameters`). Like Apple's queue, a queue that is not running
+    /// keeps the buffers it has used (decoded ahead, or primed) and returns them through the
+    /// callback only once it runs (``start(at:)``); ``reset()`` and ``stop(immediately:)`` return them.
     public func enqueue(_ buffer: AudioQueueBuffer, options: AudioQueueEnqueueOptions = AudioQueueEnqueueOptions()) throws(AudioError) {
         guard buffer.audioDataByteSize >= 0, buffer.audioDataByteSize <= buffer.audioDataBytesCapacity else {
             throw AudioError(.invalidArgument, component: component, "audioDataByteSize \(buffer.audioDataByteSize) exceeds the capacity", osStatus: -50)
@@ -199,7 +208,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
             guard s.buffers[buffer.id] === buffer else {
                 throw AudioError(.invalidArgument, component: component, "the buffer does not belong to this queue", osStatus: -66687)
             }
-            guard !s.pending.contains(where: { $0.buffer === buffer }) else {
+            guard !s.pending.contains(where: { $0.buffer === buffer }) && !s.held.contains(where: { $0 === buffer }) else {
                 throw AudioError(.invalidState, component: component, "the buffer is already enqueued", osStatus: -66687)
             }
             s.pending.append(Pending(buffer: buffer, options: options))
@@ -289,6 +298,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 return s.device
             }
             device?.stop(drain: false)
+            cancelFlushAfterReset()
             renderer.discardAll()
             returnPendingBuffers()
             control.withLock { s in
@@ -323,20 +333,64 @@ public final class AudioOutputQueue: @unchecked Sendable {
 
     /// Drops everything enqueued and buffered and resets the decoder, keeping the queue running;
     /// the timeline restarts with a discontinuity (Apple's `AudioQueueReset`). Enqueued buffers
-    /// come back through the callback.
+    /// come back through the callback. What the device (or its sound server) still holds is
+    /// dropped too (``AudioOutputDevice/flush()``): the old audio stops within about a device
+    /// period, and audio enqueued next is heard from the point where the timeline restarts.
     public func reset() {
         transport.withLock { resetLocked() }
     }
 
     private func resetLocked() {
-        control.withLock { s in
+        let holds = control.withLock { s -> Bool in
             s.generation += 1
             s.discontinuity = true
             s.playedAtStart = s.device?.playedFrames ?? 0
+            // A device with a playback buffer of its own (a sound server, a PCM) is flushed
+            // once the new audio is in the ring (or nothing more comes): flushed now, it would
+            // at once ask for its whole buffer again, and get silence.
+            let holds = s.isRunning && (s.device?.isRealTime ?? false)
+            s.flushPendingSince = holds ? HostTime.now() : nil
+            return holds
         }
+        if holds { renderer.holding.store(true, ordering: .releasing) }
         renderer.discardAll()
         returnPendingBuffers()
         wake.signal()
+    }
+
+    /// Feeder: flushes the device for a pending reset once the ring holds the device's
+    /// latency of new audio and a period (it refills what it held at once), the end of the
+    /// data is in it (`final`), or the device's latency has passed (the new audio is slow to
+    /// come, or never comes: the old audio stops then, no later than it did without a flush;
+    /// flushing earlier would only trade it for silence).
+    private func flushAfterReset(final: Bool) {
+        guard let since = control.withLock({ $0.flushPendingSince }) else { return }
+        transport.withLock {
+            let device = control.withLock { s -> (any AudioOutputDevice)? in
+                guard s.flushPendingSince == since else { return nil }
+                return s.device
+            }
+            guard let device else { return }
+            let period = Double(device.framesPerRender) / deviceFormat.sampleRate
+            // The device refills what it held (at most its latency) at once: have that much and
+            // a period more, or the refill ends in silence.
+            let latency = max(device.latency, period)
+            let ready = Double(renderer.freshFrames) / deviceFormat.sampleRate >= latency + period
+            let late = HostTime.seconds(ticks: HostTime.now() - since) >= latency
+            guard ready || final || late else { return }
+            device.flush { renderer.holding.store(false, ordering: .releasing) }
+            control.withLock { s in
+                s.flushPendingSince = nil
+                // The new audio is heard from here: the timeline restarts at the flush.
+                s.playedAtStart = device.playedFrames
+            }
+        }
+    }
+
+    /// Control: no reset waits for a flush any more (the queue stops or the device goes).
+    private func cancelFlushAfterReset() {
+        control.withLock { $0.flushPendingSince = nil }
+        renderer.holding.store(false, ordering: .releasing)
     }
 
     /// Disposes of the queue: immediately stops and releases everything; otherwise plays out what
@@ -591,6 +645,9 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// Frames waiting in the play ring.
     public var bufferedFrames: Int64 { renderer.queuedFrames }
 
+    /// Buffers enqueued and not decoded yet.
+    public var pendingBufferCount: Int { control.withLock { $0.pending.count } }
+
     /// Times the device found the ring empty mid-stream.
     public var underrunCount: Int { renderer.underruns.load(ordering: .relaxed) }
 
@@ -639,11 +696,22 @@ public final class AudioOutputQueue: @unchecked Sendable {
     }
 
     private func returnPendingBuffers() {
-        let pending = control.withLock { s -> [Pending] in
-            defer { s.pending.removeAll() }
-            return s.pending
+        let (held, pending) = control.withLock { s -> ([AudioQueueBuffer], [Pending]) in
+            defer { s.pending.removeAll(); s.held.removeAll() }
+            return (s.held, s.pending)
         }
+        for b in held { outputCallback(self, b) }
         for p in pending { outputCallback(self, p.buffer) }
+    }
+
+    /// Feeder: once the queue runs, hands back the buffers it used before (in order).
+    private func returnHeldBuffers() {
+        let held = control.withLock { s -> [AudioQueueBuffer] in
+            guard s.isRunning, !s.held.isEmpty else { return [] }
+            defer { s.held.removeAll() }
+            return s.held
+        }
+        for b in held { outputCallback(self, b) }
     }
 
     private let feederIdle = Atomic<Bool>(true)
@@ -685,6 +753,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 chain.configure(settings, taps: taps)
             }
             handleDeviceEvents(&ended)
+            returnHeldBuffers()
             // The buffer's contents are copied while it is certainly still pending: once a
             // concurrent stop or reset has handed it back, the app may refill it at once.
             let claimed = control.withLock { s -> (Pending, [UInt8], [AudioStreamPacketDescription])? in
@@ -701,6 +770,8 @@ public final class AudioOutputQueue: @unchecked Sendable {
                     c.reset()
                     control.withLock { $0.flushRequested = false }
                 }
+                // Everything enqueued before the end is in the ring: nothing more will come.
+                flushAfterReset(final: stopAfter)
                 if stopAfter && !ended {
                     renderer.markEnd()
                     ended = true
@@ -719,13 +790,19 @@ public final class AudioOutputQueue: @unchecked Sendable {
             } else {
                 converter = try? makeConverter()
             }
-            // Hand the buffer back unless a reset/stop already did.
+            // Hand the buffer back unless a reset/stop already did; a queue not running yet
+            // keeps it until it starts.
             let stillOurs = control.withLock { s -> Bool in
                 guard s.generation == generation, let i = s.pending.firstIndex(where: { $0.buffer === next.buffer }) else { return false }
                 s.pending.remove(at: i)
+                if !s.isRunning {
+                    s.held.append(next.buffer)
+                    return false
+                }
                 return true
             }
             if stillOurs { outputCallback(self, next.buffer) }
+            flushAfterReset(final: false)
         }
     }
 
@@ -863,9 +940,12 @@ public final class AudioOutputQueue: @unchecked Sendable {
         }
         device?.stop(drain: false)
         device?.close()
+        cancelFlushAfterReset()
         renderer.discardAll()
         renderer.startHostTime.store(0, ordering: .releasing)
         setRunning(false)
+        // A queue that ended without running (stopped before any start) gives back what it kept.
+        returnPendingBuffers()
         post(.ended)
     }
 }

@@ -33,6 +33,10 @@ final class QueueRenderer: @unchecked Sendable {
     /// False for devices that are not paced: a short render returns fewer frames instead of
     /// padding with silence, and is not an underrun.
     let padsShortRenders = Atomic<Bool>(true)
+    /// After a reset, until the device is flushed: render plays silence and takes nothing from
+    /// the ring, so that the new audio waits there instead of queueing behind the old audio
+    /// the device still holds (the flush would drop it).
+    let holding = Atomic<Bool>(false)
     /// Level snapshots: per render call, peak then mean square per channel.
     let levels: SPSCRingBuffer<Float>
     // Render-thread-only state (never touched elsewhere after start).
@@ -66,6 +70,13 @@ final class QueueRenderer: @unchecked Sendable {
 
     /// Frames written but not yet consumed.
     var queuedFrames: Int64 { written.load(ordering: .acquiring) - consumed.load(ordering: .acquiring) }
+
+    /// Frames written since the last reset or stop and not yet consumed (the stale frames
+    /// render has not skipped yet left out).
+    var freshFrames: Int64 {
+        let from = max(consumed.load(ordering: .acquiring), discardUntil.load(ordering: .acquiring))
+        return max(0, written.load(ordering: .acquiring) - from)
+    }
 
     /// Feeder: appends interleaved frames; returns frames written (may be fewer when full).
     func write(_ frames: UnsafeBufferPointer<Float>) -> Int {
@@ -102,6 +113,14 @@ final class QueueRenderer: @unchecked Sendable {
             let wait = Double(startAt - time.hostTime) / 1e9 * sampleRate
             out = min(count, Int(wait.rounded()))
             for c in 0..<buffers.count { buffers[c].update(repeating: 0, count: out) }
+        }
+        if holding.load(ordering: .acquiring) {
+            if padsShortRenders.load(ordering: .relaxed) {
+                for c in 0..<buffers.count { (buffers[c] + out).update(repeating: 0, count: count - out) }
+                out = count
+            }
+            rendered.add(Int64(out), ordering: .releasing)
+            return AudioRenderResult(frames: out, isEndOfStream: false)
         }
         let end = endFrame.load(ordering: .acquiring)
         let consumedNow = consumed.load(ordering: .relaxed)

@@ -131,6 +131,8 @@ final class ItemDecoder {
     var sourceCookie: [UInt8]?
     /// The format or cookie was reported again: compared before the next packets.
     var formatCheckPending = false
+    /// A magic cookie was reported while a decoder ran: in Ogg, a new link of a chain.
+    var cookieReported = false
     /// The data format and cookie as of the parser event being handled.
     var eventFormat: AudioStreamBasicDescription?
     var eventCookie: [UInt8]?
@@ -269,6 +271,9 @@ final class DecoderThread {
                     if !item.finishMarked {
                         item.finishMarked = true
                         marks.append((enqueuedFrames, .itemFinished(item.index, item.url)))
+                        // The session's stop reason follows the last item: one that played to
+                        // its end clears the error of an earlier one.
+                        lastError = nil
                     }
                     let hasNext = engine.control.withLock { item.index + 1 < $0.items.count }
                     if hasNext {
@@ -461,8 +466,14 @@ final class DecoderThread {
             return false
         }
         if engine.queueEnded.load(ordering: .acquiring) || !queue.isRunning {
+            // Everything enqueued has played: the position is its end (the last render may
+            // have come after the last tick looked, and the stopped queue's count is 0).
+            playedHighWater = max(playedHighWater, enqueuedFrames)
+            processMarks(played: playedHighWater)
             processMarks(played: Int64.max)
-            engine.setState(.stopped(reason: .ended))
+            // An item that failed mid-way still plays what it had decoded; the session then
+            // stops with its error (nil when the last item played to its end).
+            engine.setState(.stopped(reason: lastError.map { .error($0) } ?? .ended))
             return true
         }
         return false
@@ -794,6 +805,7 @@ final class DecoderThread {
                 }
             case .propertyChanged(.dataFormat), .propertyChanged(.magicCookieData):
                 item.formatCheckPending = item.converter != nil
+                if parsed.event == .propertyChanged(.magicCookieData) && item.converter != nil { item.cookieReported = true }
             case .propertyChanged:
                 break
             case .packets(let batch):
@@ -822,11 +834,19 @@ final class DecoderThread {
             $0.formatID != format.formatID || $0.sampleRate != format.sampleRate || $0.channelsPerFrame != format.channelsPerFrame
         } ?? false
         let newSetup = !(item.sourceCookie ?? []).isEmpty && !(cookie ?? []).isEmpty && cookie != item.sourceCookie
-        guard changedShape || newSetup else { return }
+        // A new link of a chained Ogg stream, even with the same setup: a new encoder's stream,
+        // decoded afresh with its own priming trimmed (Opus's pre-skip).
+        let oggLink = item.cookieReported && parser.fileFormat == .ogg
+        item.cookieReported = false
+        guard changedShape || newSetup || oggLink else { return }
         debug("format change to \(format)")
         try old.endOfInput()
         try drainConverter(item, old)
         let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: cookie)
+        if parser.fileFormat == .ogg {
+            let priming = AudioFileStream.primingFrames(ofOggLink: format, magicCookie: cookie)
+            converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: priming), trailingFrames: 0)
+        }
         item.converter = converter
         item.sourceFormat = format
         item.sourceCookie = cookie
@@ -847,6 +867,10 @@ final class DecoderThread {
             converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: max(0, Int64(info.primingFrames))),
                                                           trailingFrames: UInt32(clamping: max(0, Int64(info.remainderFrames))))
             converter.validFrameCount = info.numberValidFrames
+        } else if parser.fileFormat == .ogg {
+            // No packet table (a live stream, or not known yet): the link's own priming.
+            let priming = AudioFileStream.primingFrames(ofOggLink: format, magicCookie: cookie)
+            converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: priming), trailingFrames: 0)
         }
         if let seconds = item.hlsDiscardSeconds {
             // After an HLS seek: decode from the segment's start, drop what precedes the target.
@@ -1121,6 +1145,8 @@ final class DecoderThread {
             item.retainedStart = result.byteOffset
             newRequest = true
         }
+        // The reader's end was already taken: replayed bytes are followed by it again.
+        let endTaken = item.inputEnded && !newRequest
         item.inputEnded = false
         item.drained = false
         item.finishMarked = false
@@ -1140,6 +1166,7 @@ final class DecoderThread {
             item.fedOffset = result.byteOffset
             item.retained.removeAll()
             item.retainedStart = result.byteOffset
+            if endTaken { item.reader.pushBack(.end) }
             item.reader.pushBack(.bytes(replay, offset: result.byteOffset))
         }
     }

@@ -48,11 +48,13 @@ public struct BufferingPolicy: Sendable, Equatable {
 
 /// Why a ``StreamingPlayer`` stopped.
 public enum StreamingStopReason: Sendable, Equatable {
-    /// Everything in the queue played to its end.
+    /// The queue played out and its last item played to its end (earlier items may have
+    /// failed: their ``StreamingPlayerEvent/error(index:_:)`` events say so).
     case ended
     /// ``StreamingPlayer/stop()`` was called.
     case stopped
-    /// Playback failed; the error names what and where.
+    /// Playback failed: the last item of the queue failed (at open or mid-way, after what it
+    /// had decoded played out), or the device went away; the error names what and where.
     case error(AudioError)
 }
 

@@ -151,9 +151,12 @@ public final class AudioFilePlayer: @unchecked Sendable {
         _ = try queue.prime(frames: 0)
         // Let the feeder fill some audio before the device starts pulling: the device's first
         // request is its whole target buffer (up to half a second for afplay's PulseAudio
-        // stream), which decodes in a few milliseconds.
+        // stream), which decodes in a few milliseconds. The queue keeps the buffers it used
+        // until it starts (as Apple's does): once all of them are decoded, nothing more comes.
         let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
+        let pool = self.pool
         while queue.bufferedFrames < Int64(deviceFormat.sampleRate / 2) && HostTime.now() < deadline
+                && !(pool.buffers.withLock { $0.isEmpty } && queue.pendingBufferCount == 0 && queue.bufferedFrames > 0)
                 && !(state.withLock { $0.state == .ended || $0.stopRequested || $0.feederDone }) {
             sleepMillis(2)
         }

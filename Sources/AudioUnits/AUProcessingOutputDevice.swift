@@ -89,6 +89,8 @@ public final class AUProcessingOutputDevice: AudioOutputDevice, @unchecked Senda
     public func pause() throws(AudioError) { try inner.pause() }
     public func resume() throws(AudioError) { try inner.resume() }
     public func stop(drain: Bool) { inner.stop(drain: drain) }
+    /// Drops what the wrapped device holds (the effects keep their state).
+    public func flush(_ resume: () -> Void) { inner.flush(resume) }
     public func close() { inner.close() }
     public func takeEvents() -> [AudioDeviceEvent] { inner.takeEvents() }
     public var droppedEventCount: Int { inner.droppedEventCount }

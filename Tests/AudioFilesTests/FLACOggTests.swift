@@ -263,6 +263,24 @@ private let opusTags: [UInt8] = Array("OpusTags".utf8) + vorbisComment(["TITLE=O
         #expect(formatEvents == 2)
     }
 
+    /// Two Opus links with the same setup: the second is reported all the same (a magic cookie
+    /// event per link), and each link's priming is its OpusHead pre-skip.
+    @Test func chainedLinksWithTheSameSetupAreEachReported() {
+        let b = Self.opusFile(serial: 1) + Self.opusFile(serial: 2)
+        let (ev, error, s) = events(b)
+        #expect(error == nil)
+        #expect(packets(ev).count == 8)
+        #expect(ev.filter { $0 == .propertyChanged(.magicCookieData) }.count == 2)
+        guard let format = s.dataFormat else {
+            Issue.record("no data format")
+            return
+        }
+        let preSkip = Int(UInt16(opusHead[10]) | UInt16(opusHead[11]) << 8)
+        #expect(preSkip > 0)
+        #expect(AudioFileStream.primingFrames(ofOggLink: format, magicCookie: s.magicCookie) == preSkip)
+        #expect(AudioFileStream.primingFrames(ofOggLink: format, magicCookie: nil) == 0)
+    }
+
     @Test func brokenInputsFailClearly() {
         #expect(events([]).error != nil)
         #expect(events(Array("OggS".utf8)).error != nil)

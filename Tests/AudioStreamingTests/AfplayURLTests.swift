@@ -67,6 +67,31 @@ import Testing
         #expect(code == 1)
         #expect(p.output.contains("404"), "\(p.output)")
     }
+
+    /// A URL that fails mid-way (the connection drops after some audio, the reconnect gets a
+    /// 404): exit status 1, the error on stderr, and the final state a stop with the error.
+    @Test func urlFailingMidWayExitsWithAnError() throws {
+        let afplay = try #require(Self.afplayPath(), "afplay is not built (swift build)")
+        let dir = try ScratchDirectory("afplay-url-midway")
+        defer { dir.remove() }
+        let file = dir.path + "/a.mp3"
+        try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 2, codec: ["-c:a", "libmp3lame", "-b:a", "128k"]))
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        var route = TestHTTPServer.Route(body: .file(file), contentType: "audio/mpeg")
+        route.faults = [.disconnect(afterBytes: 20_011), .status(404, retryAfter: nil)]
+        server.route("/a.mp3", route)
+        let p = try ToolProcess(afplay, ["--json-events", "--output", "null:fast", server.url("/a.mp3")], outputPath: dir.path + "/out.txt")
+        let code = p.wait(timeout: 20)
+        if code == nil { p.stop() }
+        #expect(code == 1, "afplay output: \(p.output)")
+        let lines = p.output.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.contains("\"event\": \"first_audio\"") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("afplay: ") && $0.contains("404") }, "\(lines)")
+        let stop = lines.last { $0.contains("\"state\": \"stopped\"") }
+        #expect(stop?.contains("\"reason\": \"error\"") == true, "\(lines)")
+        #expect(!lines.contains { $0.contains("\"event\": \"end\"") }, "\(lines)")
+    }
 }
 
 /// `afplay --eq/--compress/--reverb URL`: the effects apply to streams too (the streaming

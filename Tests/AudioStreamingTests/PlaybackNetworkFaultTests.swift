@@ -151,13 +151,14 @@ func httpSources(_ policy: ReconnectPolicy) -> ByteSourceFactory {
         task.cancel()
         let timed = log.timed
         let seconds = (timed.last { isStopped($0.event) }?.seconds ?? 99) - (timed.first?.seconds ?? 0)
-        // The item fails with the source's error (the queue then ends: some audio had played).
+        // The item fails with the source's error; what it had decoded plays out, then the
+        // session stops with that error.
         let failure = log.events.compactMap { if case .error(_, let e) = $0 { e } else { nil } }.first
         guard let e = failure else {
             Issue.record("expected an error event, got \(log.events)")
             return
         }
-        #expect(log.stopReason != nil)
+        #expect(log.stopReason == .error(e), "\(String(describing: log.stopReason))")
         #expect(e.description.contains("gave up"), "\(e)")
         #expect(e.description.contains("/a.mp3"), "\(e)")
         #expect(seconds > 3 && seconds < 10, "stopped after \(seconds) s")

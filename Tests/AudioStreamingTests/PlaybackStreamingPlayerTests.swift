@@ -160,7 +160,11 @@ final class ScriptedByteSource: ByteSource, @unchecked Sendable {
         }
         try #require(seeks.count == 2)
         #expect(seeks[0].0 == 0.5 && !seeks[0].1 && !seeks[0].2, "back into received bytes: \(seeks[0])")
-        #expect(seeks[1].0 == 3.0 && !seeks[1].1 && seeks[1].2, "past them: \(seeks[1])")
+        // By then the decoder has taken in the whole 4 s file (the reader's 64 KiB bound does not
+        // hold it back), so the bytes at 3 s are received and reused: no request either. (This
+        // asked for a new request, which came only because the replayed item then failed with
+        // "stopped without an end" and was reopened: the stop reason hid that error.)
+        #expect(seeks[1].0 == 3.0 && !seeks[1].1, "past them: \(seeks[1])")
         #expect(await player.statistics.requests == 0) // the session is over; counters reset with it
         let reference = try decodeWithToolbox(source).samples
         let alignment = alignSegments(recording: samples, reference: reference, channels: 2)

@@ -293,7 +293,13 @@ struct OggParser: ContainerParser {
             break
         }
         out.set(\.dataFormat, l.format, .dataFormat)
-        out.set(\.magicCookie, l.cookie, .magicCookieData)
+        if linkCount > 1 && out.info.magicCookie == l.cookie {
+            // A later link of a chain with the same setup is reported all the same: it is a new
+            // encoder's stream, with its own priming (``AudioFileStream/primingFrames(ofOggLink:magicCookie:)``).
+            out.report(.magicCookieData)
+        } else {
+            out.set(\.magicCookie, l.cookie, .magicCookieData)
+        }
         if dataOffset == nil {
             dataOffset = start
             out.set(\.dataOffset, start, .dataOffset)
@@ -541,5 +547,16 @@ func opusFrames(_ p: UnsafeRawBufferPointer) -> UInt32 {
     default:
         guard p.count >= 2 else { return 0 }
         return size * UInt32(p[1] & 0x3F)
+    }
+}
+
+extension AudioFileStream {
+    /// The priming frames that begin one link of an Ogg stream, from its setup (the format and
+    /// magic cookie reported when the link's headers are complete): Opus's pre-skip (OpusHead
+    /// bytes 10-11, at 48 kHz); 0 for Vorbis and FLAC. Every link of a chain starts with its
+    /// own priming; a `.magicCookieData` change is reported at each link.
+    public static func primingFrames(ofOggLink format: AudioStreamBasicDescription, magicCookie: [UInt8]?) -> Int {
+        guard format.formatID == .opus, let c = magicCookie, c.count >= 12, c.starts(with: Array("OpusHead".utf8)) else { return 0 }
+        return Int(UInt16(c[10]) | UInt16(c[11]) << 8)
     }
 }
