@@ -70,6 +70,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     /// Flushes asked for (control) and done (device thread).
     private let flushesAsked = Atomic<Int>(0)
     private let flushesDone = Atomic<Int>(0)
+    private let flushesResumed = Atomic<Int>(0)
     /// Frames rendered that a flush dropped before they played (device thread).
     private let droppedFrames = Atomic<Int64>(0)
     private let events = AudioDeviceEventQueue()
@@ -164,6 +165,13 @@ public final class ALSAOutputDevice: AudioOutputDevice {
                 delayFrames.store(0, ordering: .relaxed)
                 if pcmPaused { usedHardwarePause = false }
                 flushesDone.store(asked, ordering: .releasing)
+                // Render nothing before the control side has run its `resume` (the source would
+                // still give the silence it gives while waiting for the flush): at most 20 ms,
+                // the PCM is stopped meanwhile.
+                let until = HostTime.now() + 20_000_000
+                while flushesResumed.load(ordering: .acquiring) < asked, HostTime.now() < until {
+                    sleepUntil(hostTime: HostTime.now() + 200_000)
+                }
             }
             if s == 2 {
                 if !pcmPaused {
@@ -293,16 +301,17 @@ public final class ALSAOutputDevice: AudioOutputDevice {
 
     /// Drops what the PCM holds (`snd_pcm_drop` and `snd_pcm_prepare`, done by the device
     /// thread between two periods; waits for it, at most about a buffer and a half), then
-    /// runs `resume`.
+    /// runs `resume`; the device thread renders again once `resume` ran.
     public func flush(_ resume: () -> Void) {
-        defer { resume() }
         let s = state.load(ordering: .acquiring)
-        guard s == 1 || s == 2 else { return }
+        guard s == 1 || s == 2 else { return resume() }
         let asked = flushesAsked.add(1, ordering: .acquiringAndReleasing).newValue
         let deadline = HostTime.now() + HostTime.ticks(seconds: max(0.05, 1.5 * Double(bufferFrames) / format.sampleRate))
         while flushesDone.load(ordering: .acquiring) < asked, state.load(ordering: .acquiring) < 3, HostTime.now() < deadline {
-            sleepUntil(hostTime: HostTime.now() + 1_000_000)
+            sleepUntil(hostTime: HostTime.now() + 500_000)
         }
+        resume()
+        flushesResumed.store(asked, ordering: .releasing)
     }
 
     /// Stops the device thread; with `drain`, the PCM first plays what it holds.
