@@ -56,6 +56,13 @@ public struct AUInputStatistics: Sendable, Hashable, CustomStringConvertible {
 /// tens of milliseconds, no click). With equal clocks this only happens at start; with a 100 ppm mismatch it
 /// moves about 5 frames a second at 48 kHz.
 ///
+/// **Input at its own rate.** With `inputSampleRate` set (a voice app capturing at 16 kHz
+/// under a 48 kHz graph), the device is opened at that rate and the ring holds frames at
+/// that rate: ``pull(into:channelCount:frames:)`` hands them out as they are (the C API's
+/// `AudioUnitRender` on element 1, whose client format names that rate), and ``render(_:)``
+/// converts them to the graph's rate by linear interpolation (preallocated buffers, no
+/// allocation on the render thread). The drift control works on the ring in input frames.
+///
 /// Thread safety: ``start(device:)``, ``start(_:options:)`` and ``stop()`` from the control
 /// plane; ``write(_:frames:)`` from one producer thread (the device's, or a test's);
 /// ``render(_:)`` / ``pull(into:channelCount:frames:)`` from the render thread;
@@ -66,6 +73,7 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
     /// The ring's size in frames.
     public let capacityFrames: Int
     private let ring: SPSCRingBuffer<Float>
+    private let requestedInputRate: Double?
     private let safety: Atomic<Int>
     private let captured = Atomic<Int64>(0)
     private let lastWrite = Atomic<Int>(0)
@@ -84,21 +92,36 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
     private var windowFrames = 0
     private var windowLength = 12000
     private var pendingAdjust = 0   // > 0: frames to drop, < 0: frames to insert
+    private var pullMax = 0
+    // Rate conversion in render(_:) (input rate != graph rate): input frames held per channel
+    // (`convertHave` of them, the first at position floor(convertPosition)).
+    private var convert: UnsafeMutablePointer<Float>
+    private var convertStride = 0
+    private var convertPointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    private var convertHave = 0
+    private var convertPosition = 0.0
 
-    /// Creates an input of `channels` channels whose ring holds `capacityFrames` frames, keeping
-    /// about `safetyFrames` frames in reserve (nil: 3 ms at the graph rate, at least 64).
-    public init(channels: Int = 1, capacityFrames: Int = 16384, safetyFrames: Int? = nil, name: String = "input") {
+    /// Creates an input of `channels` channels whose ring holds `capacityFrames` frames (at the
+    /// input rate), keeping about `safetyFrames` frames in reserve (nil: 3 ms at the input rate,
+    /// at least 64). `inputSampleRate` is the rate the device captures at (nil: the graph's).
+    public init(channels: Int = 1, capacityFrames: Int = 16384, safetyFrames: Int? = nil, inputSampleRate: Double? = nil, name: String = "input") {
         self.channels = max(1, channels)
         self.capacityFrames = max(256, capacityFrames)
         ring = SPSCRingBuffer(minimumCapacity: self.capacityFrames * self.channels, zero: 0)
         safety = Atomic(safetyFrames ?? -1)
+        requestedInputRate = inputSampleRate.flatMap { $0 > 0 ? $0 : nil }
         scratch = .allocate(capacity: 1)
+        convert = .allocate(capacity: 1)
+        convertPointers = .allocate(capacity: self.channels)
+        convertPointers.initialize(repeating: convert, count: self.channels)
         super.init(name: name, inputChannels: [], outputChannels: [self.channels])
     }
 
     deinit {
         stop()
         scratch.deallocate()
+        convert.deallocate()
+        convertPointers.deallocate()
     }
 
     /// Refuses: the channel count is fixed at creation (the ring is sized for it).
@@ -111,7 +134,7 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
     public var safetyFrames: Int {
         get {
             let s = safety.load(ordering: .relaxed)
-            return s >= 0 ? s : max(64, Int(sampleRate * 0.003))
+            return s >= 0 ? s : max(64, Int(inputSampleRate * 0.003))
         }
         set { safety.store(max(0, newValue), ordering: .relaxed) }
     }
@@ -124,17 +147,42 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
                           fillFrames: ring.availableToRead / channels)
     }
 
+    /// The rate the device captures at and the ring holds (the graph's rate unless the node was
+    /// created with another).
+    public var inputSampleRate: Double { requestedInputRate ?? sampleRate }
+
+    /// The most input frames one ``pull(into:channelCount:frames:)`` delivers: the graph's
+    /// slice at the input rate, plus a few (valid once prepared).
+    public var maxInputFrames: Int { pullMax }
+
+    /// The estimated input latency in seconds: the device's capture latency plus the reserve
+    /// and one capture block the ring keeps (control plane).
+    public var inputLatency: Double {
+        let rate = inputSampleRate
+        guard rate > 0 else { return 0 }
+        return (device?.latency ?? 0) + Double(safetyFrames + lastWrite.load(ordering: .relaxed)) / rate
+    }
+
     /// The device feeding the node, if started.
     public var device: (any AudioInputDevice)? { deviceBox.withLock { $0 } }
 
     /// Allocates the render scratch buffer.
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
         try super.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
+        let inRate = inputSampleRate
+        pullMax = inRate == sampleRate ? maxFrames : Int((Double(maxFrames) * inRate / sampleRate).rounded(.up)) + 4
         scratch.deallocate()
-        scratchFrames = maxFrames + maxFrames / 64 + 2
+        scratchFrames = pullMax + pullMax / 64 + 2
         scratch = .allocate(capacity: scratchFrames * channels)
         scratch.initialize(repeating: 0, count: scratchFrames * channels)
-        windowLength = max(maxFrames, Int(sampleRate / 4))
+        windowLength = max(pullMax, Int(inRate / 4))
+        convert.deallocate()
+        convertStride = pullMax + 8
+        convert = .allocate(capacity: convertStride * channels)
+        convert.initialize(repeating: 0, count: convertStride * channels)
+        for c in 0..<channels { convertPointers[c] = convert + c * convertStride }
+        convertHave = 0
+        convertPosition = 0
     }
 
     // MARK: Producer
@@ -151,15 +199,15 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
         captured.add(Int64(fit), ordering: .relaxed)
     }
 
-    /// Starts `device` capturing into the ring. The device must deliver the graph's rate (the
+    /// Starts `device` capturing into the ring. The device must deliver ``inputSampleRate`` (the
     /// node must be prepared: added to a graph) and the node's channel count.
     public func start(device: any AudioInputDevice) throws(AudioError) {
         guard isPrepared else {
             throw AudioError(.invalidState, component: "AUInputNode", "\(name): add the input node to a graph before starting its device", osStatus: -10867)
         }
-        guard device.format.sampleRate == sampleRate, device.format.channels == channels else {
+        guard device.format.sampleRate == inputSampleRate, device.format.channels == channels else {
             throw AudioError(.unsupportedFormat, component: "AUInputNode",
-                             "device \(device.name) delivers \(device.format), the input node takes \(channels) channels at \(sampleRate) Hz", osStatus: -10868)
+                             "device \(device.name) delivers \(device.format), the input node takes \(channels) channels at \(inputSampleRate) Hz", osStatus: -10868)
         }
         let busy = deviceBox.withLock { d -> Bool in
             if d != nil { return true }
@@ -175,14 +223,14 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
         }
     }
 
-    /// Opens `spec` at the graph's rate and the node's channel count and starts capturing from
+    /// Opens `spec` at ``inputSampleRate`` and the node's channel count and starts capturing from
     /// it; returns the opened input (with its notice when ``AudioInputSpec/auto`` fell back).
     @discardableResult
     public func start(_ spec: AudioInputSpec, options: AudioInput.Options = AudioInput.Options()) throws(AudioError) -> AudioInput.Opened {
         guard isPrepared else {
             throw AudioError(.invalidState, component: "AUInputNode", "\(name): add the input node to a graph before starting its device", osStatus: -10867)
         }
-        let opened = try AudioInput.open(spec, format: AudioDeviceFormat(sampleRate: sampleRate, channels: channels), options: options)
+        let opened = try AudioInput.open(spec, format: AudioDeviceFormat(sampleRate: inputSampleRate, channels: channels), options: options)
         do { try start(device: opened.device) } catch {
             opened.device.close()
             throw error
@@ -202,18 +250,59 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
 
     // MARK: Render
 
-    /// Renders the captured audio.
+    /// Renders the captured audio (converted to the graph's rate when the input runs at another).
     public override func render(_ context: AURenderContext) {
         let out = context.output(0)
-        pull(into: out.channels, channelCount: out.channelCount, frames: context.frames)
+        let inRate = inputSampleRate
+        if inRate == sampleRate {
+            pull(into: out.channels, channelCount: out.channelCount, frames: context.frames)
+            return
+        }
+        let frames = context.frames
+        guard frames > 0 else { return }
+        let step = inRate / sampleRate
+        let last = convertPosition + Double(frames - 1) * step
+        // Frames needed in hand: the last output's right neighbour and everything the position
+        // moves past.
+        let need = min(convertStride, max(Int(last) + 2, Int(last + step) + 1))
+        if need > convertHave {
+            for c in 0..<channels { scratchPointer(c) }
+            pull(into: convertPointers, channelCount: channels, frames: need - convertHave)
+            for c in 0..<channels { convertPointers[c] = convert + c * convertStride }
+            convertHave = need
+        }
+        for c in 0..<out.channelCount {
+            let o = out[c], b = convert + (c % channels) * convertStride
+            var x = convertPosition
+            for f in 0..<frames {
+                let i = min(Int(x), convertHave - 2)
+                let t = Float(x - Double(i))
+                o[f] = b[i] + (b[i + 1] - b[i]) * t
+                x += step
+            }
+        }
+        convertPosition += Double(frames) * step
+        let drop = min(Int(convertPosition), convertHave)
+        convertPosition -= Double(drop)
+        let keep = convertHave - drop
+        for c in 0..<channels {
+            let b = convert + c * convertStride
+            for k in 0..<keep { b[k] = b[drop + k] }
+        }
+        convertHave = keep
     }
 
-    /// Render thread: writes `frames` frames (at most the graph's slice size) of captured audio
+    /// Points channel `c`'s conversion pointer at the first free frame of its buffer.
+    private func scratchPointer(_ c: Int) {
+        convertPointers[c] = convert + c * convertStride + convertHave
+    }
+
+    /// Render thread: writes `frames` frames (at most ``maxInputFrames``) of captured audio
     /// into `channelCount` non-interleaved channels (extra channels repeat channel c mod
     /// ``channels``), with the underrun handling and drift control described above. Used by
     /// ``render(_:)`` and by the C API's `AudioUnitRender` on element 1. No allocation, no locks.
     public func pull(into buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, channelCount: Int, frames: Int) {
-        let frames = min(frames, maxFrames)
+        let frames = min(frames, pullMax)
         guard frames > 0 else { return }
         let ch = channels
         let reserve = safetyFrames

@@ -290,13 +290,29 @@ struct PlaybackIOUnitInputTests {
         var flags = AudioUnitRenderActionFlags()
         var time = AudioTimeStamp()
         #expect(AudioUnitRender(remote, &flags, &time, 1, 256, &list) == kAudioUnitErr_Uninitialized)
-        // A client format at another rate than the output is refused at initialisation.
+        // A client format at another rate than the output (16 kHz under 44.1 kHz): the capture
+        // runs at the client rate.
         var mic = AudioStreamBasicDescription(mSampleRate: 16000, mFormatID: kAudioFormatLinearPCM,
                                               mFormatFlags: kAudioFormatFlagIsSignedInteger | kAudioFormatFlagIsPacked,
                                               mBytesPerPacket: 2, mFramesPerPacket: 1, mBytesPerFrame: 2, mChannelsPerFrame: 1,
                                               mBitsPerChannel: 16, mReserved: 0)
         #expect(AudioUnitSetProperty(remote, kAudioUnitProperty_StreamFormat, kAudioUnitScope_Output, 1, &mic, UInt32(MemoryLayout<AudioStreamBasicDescription>.size)) == noErr)
-        #expect(AudioUnitInitialize(remote) == kAudioUnitErr_FormatNotSupported)
+        #expect(AudioUnitInitialize(remote) == noErr)
+        var latency = Float64(-1)
+        var latencySize = UInt32(8)
+        #expect(AudioUnitGetProperty(remote, kAudioUnitProperty_Latency, kAudioUnitScope_Input, 1, &latency, &latencySize) == noErr)
+        #expect(latency > 0 && latency < 0.05, "input latency \(latency) s")
+        // Element 1 renders at the client rate: the most per call is the largest slice (4096
+        // frames at 44.1 kHz) at 16 kHz, 1487 frames (plus a few); 4096 is too many.
+        var list16 = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: 1, mDataByteSize: 0, mData: nil))
+        #expect(AudioUnitRender(remote, &flags, &time, 1, 342, &list16) == noErr && list16.mBuffers.mDataByteSize == 342 * 2)
+        #expect(AudioUnitRender(remote, &flags, &time, 1, 4096, &list16) == kAudioUnitErr_TooManyFramesToProcess)
+        // Voice processing keeps the output's rate (its echo reference is what the unit plays).
+        let voice16 = try newUnit(kAudioUnitSubType_VoiceProcessingIO)
+        defer { AudioComponentInstanceDispose(voice16) }
+        #expect(AudioUnitSetProperty(voice16, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &one, 4) == noErr)
+        #expect(AudioUnitSetProperty(voice16, kAudioUnitProperty_StreamFormat, kAudioUnitScope_Output, 1, &mic, UInt32(MemoryLayout<AudioStreamBasicDescription>.size)) == noErr)
+        #expect(AudioUnitInitialize(voice16) == kAudioUnitErr_FormatNotSupported)
 
         let voice = try newUnit(kAudioUnitSubType_VoiceProcessingIO)
         defer { AudioComponentInstanceDispose(voice) }
