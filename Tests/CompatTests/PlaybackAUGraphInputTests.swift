@@ -311,6 +311,79 @@ struct PlaybackAUGraphInputTests {
         #expect(abs(gain - 20 * log10(0.5)) < 0.5, "1 kHz came out at \(gain) dB, expected -6.02 dB")
     }
 
+    /// The play-through listing on the I/O node itself: a render callback on its input bus 0
+    /// (no mixer) pulls element 1 into the buffers the unit is about to play.
+    @Test func playThroughOnTheIONodesOwnInputBus() throws {
+        let loop = try Loopback(secondSink: true)
+        defer { loop.stop() }
+        let rate = Double(loop.rate)
+        var graph: AUGraph?
+        #expect(NewAUGraph(&graph) == noErr)
+        let g = try #require(graph)
+        defer { DisposeAUGraph(g) }
+        let ioNode = addNode(g, kAudioUnitType_Output, kAudioUnitSubType_RemoteIO)
+        #expect(AUGraphOpen(g) == noErr)
+        let io = try #require(nodeUnit(g, ioNode))
+        var one: UInt32 = 1
+        #expect(AudioUnitSetProperty(io, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &one, 4) == noErr)
+        let stereo = pcmFormat(rate: rate, channels: 2)
+        #expect(setFormat(io, kAudioUnitScope_Output, 1, stereo) == noErr)
+        #expect(setFormat(io, kAudioUnitScope_Input, 0, stereo) == noErr)
+        let state = PlayThrough()
+        state.ioUnit = io
+        var callback = AURenderCallbackStruct(inputProc: playThroughCallback, inputProcRefCon: Unmanaged.passUnretained(state).toOpaque())
+        #expect(AUGraphSetNodeInputCallback(g, ioNode, 0, &callback) == noErr)
+        #expect(AUGraphInitialize(g) == noErr)
+        #expect(AUGraphStart(g) == noErr)
+        usleep(400_000)
+        try loop.playTone(freq: 1000, level: 0.3, seconds: 2)
+        usleep(300_000)
+        #expect(AUGraphStop(g) == noErr)
+        #expect(state.failure.load(ordering: .relaxed) == noErr)
+        let gain = try loop.measuredGain(freq: 1000, level: 0.3)
+        print("AUGraph play-through on the I/O node's bus 0: 1 kHz at \(String(format: "%+.2f", gain)) dB")
+        #expect(abs(gain) < 0.5, "1 kHz came out at \(gain) dB")
+    }
+
+    /// The microphone at 16 kHz connected from element 1 into a 48 kHz graph (mic -> mixer ->
+    /// io): converted to the graph rate, the played tone keeps its frequency and level.
+    @Test func sixteenKilohertzMicrophoneConnectedIntoA48kGraph() throws {
+        let loop = try Loopback(secondSink: true)
+        defer { loop.stop() }
+        let rate = Double(loop.rate)
+        var graph: AUGraph?
+        #expect(NewAUGraph(&graph) == noErr)
+        let g = try #require(graph)
+        defer { DisposeAUGraph(g) }
+        let ioNode = addNode(g, kAudioUnitType_Output, kAudioUnitSubType_HALOutput)
+        let mixerNode = addNode(g, kAudioUnitType_Mixer, kAudioUnitSubType_MultiChannelMixer)
+        #expect(AUGraphOpen(g) == noErr)
+        let io = try #require(nodeUnit(g, ioNode)), mixer = try #require(nodeUnit(g, mixerNode))
+        var one: UInt32 = 1
+        #expect(AudioUnitSetProperty(io, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &one, 4) == noErr)
+        let stereo = pcmFormat(rate: rate, channels: 2)
+        #expect(setFormat(io, kAudioUnitScope_Output, 1, pcmFormat(rate: 16000, channels: 2)) == noErr)
+        #expect(setFormat(io, kAudioUnitScope_Input, 0, stereo) == noErr)
+        #expect(setFormat(mixer, kAudioUnitScope_Input, 0, pcmFormat(rate: 16000, channels: 2)) == noErr)
+        #expect(setFormat(mixer, kAudioUnitScope_Output, 0, stereo) == noErr)
+        #expect(AUGraphConnectNodeInput(g, ioNode, 1, mixerNode, 0) == noErr)
+        #expect(AUGraphConnectNodeInput(g, mixerNode, 0, ioNode, 0) == noErr)
+        #expect(AUGraphInitialize(g) == noErr)
+        #expect(AUGraphStart(g) == noErr)
+        usleep(400_000)
+        try loop.playTone(freq: 1000, level: 0.3, seconds: 2)
+        usleep(300_000)
+        #expect(AUGraphStop(g) == noErr)
+        let left = try loop.recordedLeft()
+        let first = try #require(left.firstIndex { abs($0) > 0.02 }, "the graph's output is silent (\(left.count) frames)")
+        let windows = (0..<15).map { w in amplitude(left, freq: 1000, rate: rate, from: first + loop.rate / 4 + w * loop.rate / 10, count: loop.rate / 10) }
+        let gain = 20 * log10(max(windows.sorted()[7], 1e-9) / 0.3)
+        let freq = dominantFrequency(Array(left[(first + loop.rate / 4)..<min(left.count, first + loop.rate * 7 / 4)]), sampleRate: rate)
+        print("AUGraph 16 kHz mic -> mixer -> 48 kHz io: 1 kHz at \(String(format: "%+.2f", gain)) dB, \(String(format: "%.3f", freq)) Hz")
+        #expect(abs(gain) < 0.5, "1 kHz came out at \(gain) dB")
+        #expect(abs(freq - 1000) < 1, "the tone came out at \(freq) Hz")
+    }
+
     /// An input callback in a graph with a 16 kHz mono Int16 client format while the output
     /// runs at 48 kHz: the tone the graph plays comes back at its frequency, and the frames
     /// delivered match the elapsed time at 16 kHz.
