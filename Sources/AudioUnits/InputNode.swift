@@ -34,7 +34,7 @@ public struct AUInputStatistics: Sendable, Hashable, CustomStringConvertible {
 /// The microphone: a source node whose audio comes from an input device (PulseAudio or ALSA,
 /// ``AudioInputDevice``).
 ///
-/// The device's capture thread writes what it captures (interleaved Float32 at the graph rate)
+/// The device's capture thread writes what it captures (interleaved Float32 at the input rate)
 /// into a lock-free single-producer single-consumer ring (``SPSCRingBuffer``); the render
 /// thread reads it in ``render(_:)`` without allocating or locking. Frames that do not fit the
 /// ring are dropped and counted (overruns); when the ring runs dry the node renders silence,
@@ -266,7 +266,8 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
         // moves past.
         let need = min(convertStride, max(Int(last) + 2, Int(last + step) + 1))
         if need > convertHave {
-            for c in 0..<channels { scratchPointer(c) }
+            // Append after the frames in hand.
+            for c in 0..<channels { convertPointers[c] = convert + c * convertStride + convertHave }
             pull(into: convertPointers, channelCount: channels, frames: need - convertHave)
             for c in 0..<channels { convertPointers[c] = convert + c * convertStride }
             convertHave = need
@@ -290,11 +291,6 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
             for k in 0..<keep { b[k] = b[drop + k] }
         }
         convertHave = keep
-    }
-
-    /// Points channel `c`'s conversion pointer at the first free frame of its buffer.
-    private func scratchPointer(_ c: Int) {
-        convertPointers[c] = convert + c * convertStride + convertHave
     }
 
     /// Render thread: writes `frames` frames (at most ``maxInputFrames``) of captured audio
