@@ -329,4 +329,56 @@ struct PlaybackIOUnitInputTests {
         #expect(AudioUnitRender(voice, &flags, &time, 1, 256, &list) == noErr)
         #expect(list.mBuffers.mData != nil && list.mBuffers.mDataByteSize == 256 * 4)
     }
+
+    /// Input inside an AUGraph, without devices: element 1 of the I/O node is a source only with
+    /// EnableIO on it; initialising builds the input (element 1 renders silence before the
+    /// start), uninitialising removes it, and it comes back on the next initialisation.
+    @Test func inputInsideAnAUGraph() throws {
+        var graph: AUGraph?
+        #expect(NewAUGraph(&graph) == noErr)
+        let g = try #require(graph)
+        defer { DisposeAUGraph(g) }
+        var ioDesc = AudioComponentDescription(componentType: kAudioUnitType_Output, componentSubType: kAudioUnitSubType_RemoteIO,
+                                               componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
+        var mixerDesc = AudioComponentDescription(componentType: kAudioUnitType_Mixer, componentSubType: kAudioUnitSubType_MultiChannelMixer,
+                                                  componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
+        var ioNode: AUNode = 0, mixerNode: AUNode = 0
+        #expect(AUGraphAddNode(g, &ioDesc, &ioNode) == noErr)
+        #expect(AUGraphAddNode(g, &mixerDesc, &mixerNode) == noErr)
+        #expect(AUGraphOpen(g) == noErr)
+        var ioUnit: AudioUnit?
+        #expect(AUGraphNodeInfo(g, ioNode, nil, &ioUnit) == noErr)
+        let io = try #require(ioUnit)
+        var stereo = AudioStreamBasicDescription(mSampleRate: 44100, mFormatID: kAudioFormatLinearPCM,
+                                                 mFormatFlags: kAudioFormatFlagIsFloat | kAudioFormatFlagIsPacked | kAudioFormatFlagIsNonInterleaved,
+                                                 mBytesPerPacket: 4, mFramesPerPacket: 1, mBytesPerFrame: 4, mChannelsPerFrame: 2,
+                                                 mBitsPerChannel: 32, mReserved: 0)
+        #expect(AudioUnitSetProperty(io, kAudioUnitProperty_StreamFormat, kAudioUnitScope_Output, 1, &stereo, UInt32(MemoryLayout<AudioStreamBasicDescription>.size)) == noErr)
+        #expect(AUGraphConnectNodeInput(g, ioNode, 1, mixerNode, 0) == noErr)
+        #expect(AUGraphConnectNodeInput(g, mixerNode, 0, ioNode, 0) == noErr)
+        // Element 1 without EnableIO: no microphone to connect.
+        #expect(AUGraphInitialize(g) == kAUGraphErr_InvalidConnection)
+        var one: UInt32 = 1
+        #expect(AudioUnitSetProperty(io, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &one, 4) == noErr)
+        #expect(AUGraphInitialize(g) == noErr)
+        #expect(AudioUnitSetProperty(io, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &one, 4) == kAudioUnitErr_Initialized)
+        let list = AudioBufferList.allocate(maximumBuffers: 2)
+        defer { free(list.unsafeMutablePointer) }
+        var flags = AudioUnitRenderActionFlags()
+        var time = AudioTimeStamp()
+        func renderMic() -> OSStatus {
+            for b in 0..<2 { list[b] = AudioBuffer(mNumberChannels: 1, mDataByteSize: 0, mData: nil) }
+            return AudioUnitRender(io, &flags, &time, 1, 512, list.unsafeMutablePointer)
+        }
+        #expect(renderMic() == noErr)
+        #expect(list[0].mData != nil && list[1].mDataByteSize == 512 * 4)
+        var latency = Float64(-1)
+        var size = UInt32(8)
+        #expect(AudioUnitGetProperty(io, kAudioUnitProperty_Latency, kAudioUnitScope_Global, 1, &latency, &size) == noErr)
+        #expect(latency > 0 && latency < 0.01, "input latency \(latency) s before the start (the reserve only)")
+        #expect(AUGraphUninitialize(g) == noErr)
+        #expect(renderMic() == kAudioUnitErr_Uninitialized)
+        #expect(AUGraphInitialize(g) == noErr)
+        #expect(renderMic() == noErr)
+    }
 }
