@@ -60,8 +60,9 @@ public struct AUInputStatistics: Sendable, Hashable, CustomStringConvertible {
 /// under a 48 kHz graph), the device is opened at that rate and the ring holds frames at
 /// that rate: ``pull(into:channelCount:frames:)`` hands them out as they are (the C API's
 /// `AudioUnitRender` on element 1, whose client format names that rate), and ``render(_:)``
-/// converts them to the graph's rate by linear interpolation (preallocated buffers, no
-/// allocation on the render thread). The drift control works on the ring in input frames.
+/// converts them to the graph's rate with a 16-tap windowed-sinc interpolator (a low-pass at
+/// 0.45 of the lower rate; the kernel table and buffers are made in ``prepare(sampleRate:maxFrames:)``,
+/// nothing is allocated on the render thread). The drift control works on the ring in input frames.
 ///
 /// Thread safety: ``start(device:)``, ``start(_:options:)`` and ``stop()`` from the control
 /// plane; ``write(_:frames:)`` from one producer thread (the device's, or a test's);
@@ -100,6 +101,11 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
     private var convertPointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     private var convertHave = 0
     private var convertPosition = 0.0
+    // The converter's kernel: a windowed sinc of `kernelTaps` taps at `kernelPhases` + 1
+    // fractional positions (interpolated between them).
+    private static let kernelTaps = 16
+    private static let kernelPhases = 256
+    private var kernel: UnsafeMutablePointer<Float>
 
     /// Creates an input of `channels` channels whose ring holds `capacityFrames` frames (at the
     /// input rate), keeping about `safetyFrames` frames in reserve (nil: 3 ms at the input rate,
@@ -114,6 +120,7 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
         convert = .allocate(capacity: 1)
         convertPointers = .allocate(capacity: self.channels)
         convertPointers.initialize(repeating: convert, count: self.channels)
+        kernel = .allocate(capacity: 1)
         super.init(name: name, inputChannels: [], outputChannels: [self.channels])
     }
 
@@ -122,6 +129,7 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
         scratch.deallocate()
         convert.deallocate()
         convertPointers.deallocate()
+        kernel.deallocate()
     }
 
     /// Refuses: the channel count is fixed at creation (the ring is sized for it).
@@ -170,19 +178,42 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
         try super.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
         let inRate = inputSampleRate
-        pullMax = inRate == sampleRate ? maxFrames : Int((Double(maxFrames) * inRate / sampleRate).rounded(.up)) + 4
+        pullMax = inRate == sampleRate ? maxFrames : Int((Double(maxFrames) * inRate / sampleRate).rounded(.up)) + Self.kernelTaps + 4
         scratch.deallocate()
         scratchFrames = pullMax + pullMax / 64 + 2
         scratch = .allocate(capacity: scratchFrames * channels)
         scratch.initialize(repeating: 0, count: scratchFrames * channels)
         windowLength = max(pullMax, Int(inRate / 4))
         convert.deallocate()
-        convertStride = pullMax + 8
+        let taps = Self.kernelTaps, half = taps / 2
+        convertStride = pullMax + taps + 8
         convert = .allocate(capacity: convertStride * channels)
         convert.initialize(repeating: 0, count: convertStride * channels)
         for c in 0..<channels { convertPointers[c] = convert + c * convertStride }
-        convertHave = 0
-        convertPosition = 0
+        // Start with the history the kernel reaches back to (silence).
+        convertHave = half - 1
+        convertPosition = Double(half - 1)
+        // Low-pass at 0.45 of the lower of the two rates (in input samples), Blackman window,
+        // each phase normalised to unity gain at DC.
+        kernel.deallocate()
+        let phases = Self.kernelPhases
+        kernel = .allocate(capacity: (phases + 1) * taps)
+        let cutoff = 0.45 * min(1, sampleRate / inRate)
+        for p in 0...phases {
+            let frac = Double(p) / Double(phases)
+            var sum = 0.0
+            for k in 0..<taps {
+                let t = Double(k - half + 1) - frac          // tap k sits at b[i - half + 1 + k]
+                let x = 2 * cutoff * t
+                let sinc = abs(x) < 1e-12 ? 1 : sin(Double.pi * x) / (Double.pi * x)
+                let w = (t + Double(half)) / Double(taps)    // 0 ... 1 over the span
+                let window = 0.42 - 0.5 * cos(2 * Double.pi * w) + 0.08 * cos(4 * Double.pi * w)
+                let v = 2 * cutoff * sinc * max(0, window)
+                kernel[p * taps + k] = Float(v)
+                sum += v
+            }
+            for k in 0..<taps { kernel[p * taps + k] = Float(Double(kernel[p * taps + k]) / sum) }
+        }
     }
 
     // MARK: Producer
@@ -261,10 +292,11 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
         let frames = context.frames
         guard frames > 0 else { return }
         let step = inRate / sampleRate
+        let taps = Self.kernelTaps, half = taps / 2, phases = Self.kernelPhases
         let last = convertPosition + Double(frames - 1) * step
-        // Frames needed in hand: the last output's right neighbour and everything the position
-        // moves past.
-        let need = min(convertStride, max(Int(last) + 2, Int(last + step) + 1))
+        // Frames needed in hand: what the kernel reaches for the last output, and everything
+        // the position moves past.
+        let need = min(convertStride, max(Int(last) + half + 1, Int(last + step) + 1))
         if need > convertHave {
             // Append after the frames in hand.
             for c in 0..<channels { convertPointers[c] = convert + c * convertStride + convertHave }
@@ -276,14 +308,21 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
             let o = out[c], b = convert + (c % channels) * convertStride
             var x = convertPosition
             for f in 0..<frames {
-                let i = min(Int(x), convertHave - 2)
-                let t = Float(x - Double(i))
-                o[f] = b[i] + (b[i + 1] - b[i]) * t
+                let i = min(Int(x), convertHave - half - 1)
+                let p = Float(x - Double(i)) * Float(phases)
+                let pi = min(Int(p), phases - 1)
+                let pf = p - Float(pi)
+                let k0 = kernel + pi * taps, k1 = k0 + taps
+                let s = b + (i - half + 1)
+                var acc: Float = 0
+                for k in 0..<taps { acc += s[k] * (k0[k] + (k1[k] - k0[k]) * pf) }
+                o[f] = acc
                 x += step
             }
         }
         convertPosition += Double(frames) * step
-        let drop = min(Int(convertPosition), convertHave)
+        // Keep the history the kernel reaches back to.
+        let drop = max(0, min(Int(convertPosition) - (half - 1), convertHave))
         convertPosition -= Double(drop)
         let keep = convertHave - drop
         for c in 0..<channels {
