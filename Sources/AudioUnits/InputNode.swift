@@ -48,7 +48,8 @@ public struct AUInputStatistics: Sendable, Hashable, CustomStringConvertible {
 /// waits for a slice, ``safetyFrames`` and one capture block to be there and skips any
 /// backlog beyond that; afterwards, when the window minimum exceeds
 /// ``safetyFrames`` by more than the hysteresis (``safetyFrames`` or 32 frames, whichever is
-/// larger), it drops the excess, and when the minimum falls below half of ``safetyFrames`` it
+/// larger), it drops the excess (in the first second after priming at once: that is the
+/// capture's start-up backlog, not drift), and when the minimum falls below half of ``safetyFrames`` it
 /// inserts frames. A larger excess than drift can bring in one window (more than 64 frames
 /// beyond the hysteresis: start-up, a stalled renderer, bursty capture) is skipped at once;
 /// drift corrections are spread over successive slices, at most 1/64 of a slice each, by
@@ -93,6 +94,7 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
     private var windowFrames = 0
     private var windowLength = 12000
     private var pendingAdjust = 0   // > 0: frames to drop, < 0: frames to insert
+    private var settlingWindows = 0 // drift windows left in the start-up phase
     private var pullMax = 0
     // Rate conversion in render(_:) (input rate != graph rate): input frames held per channel
     // (`convertHave` of them, the first at position floor(convertPosition)).
@@ -174,7 +176,8 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
     /// The device feeding the node, if started.
     public var device: (any AudioInputDevice)? { deviceBox.withLock { $0 } }
 
-    /// Allocates the render scratch buffer.
+    /// Allocates the render buffers (and the converter's kernel when the input runs at another
+    /// rate than the graph).
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
         try super.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
         let inRate = inputSampleRate
@@ -197,6 +200,10 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
         // each phase normalised to unity gain at DC.
         kernel.deallocate()
         let phases = Self.kernelPhases
+        guard inRate != sampleRate else {
+            kernel = .allocate(capacity: 1)
+            return
+        }
         kernel = .allocate(capacity: (phases + 1) * taps)
         let cutoff = 0.45 * min(1, sampleRate / inRate)
         for p in 0...phases {
@@ -362,6 +369,7 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
             windowMin = Int.max
             windowFrames = 0
             pendingAdjust = 0
+            settlingWindows = 4
         }
         // How many ring frames this slice consumes: more to drop, fewer to insert.
         let step = max(1, frames / 64)
@@ -411,8 +419,13 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
         windowFrames += frames
         if windowFrames >= windowLength {
             let hysteresis = max(32, reserve)
+            // In the first second after (re)starting, any excess is start-up backlog (the
+            // capture's first bursts), not drift: skipped at once rather than spread (which
+            // would play the first second up to 1.6 % sharp).
+            let settling = settlingWindows > 0
+            if settling { settlingWindows -= 1 }
             if pendingAdjust == 0 {
-                if windowMin > reserve + hysteresis + 64 {
+                if windowMin > reserve + hysteresis + (settling ? 0 : 64) {
                     // More than drift brings in a window (start-up, a stalled renderer, bursty
                     // capture): skip the backlog at once.
                     ring.skip((windowMin - reserve) * ch)

@@ -431,10 +431,7 @@ struct PlaybackAUGraphInputTests {
         let first = try #require(mic.firstIndex { abs($0) > 0.05 }, "the microphone heard nothing")
         let steady = Array(mic[min(mic.count, first + 8000)..<mic.count])
         let freq = dominantFrequency(steady, sampleRate: 16000)
-        // The median of twenty 0.1 s windows: a dropout under load spoils only its windows, and
-        // so does the drift control trimming the start-up backlog (at 80-frame pulls it runs
-        // 1.25 % sharp for a few tenths of a second, which a 0.1 s single-bin DFT at 997 Hz
-        // sees as a drop of about 15 dB).
+        // The median of twenty 0.1 s windows: a dropout under load spoils only its windows.
         let windows = (0..<20).map { amplitude(steady, freq: toneFreq, rate: 16000, from: $0 * 1600, count: 1600) }.sorted()
         let level = 20 * log10(max(windows[10], 1e-9) / 0.3)
         print("16 kHz input under 48 kHz output: \(n1 - n0) frames in \(String(format: "%.3f", elapsed)) s (\(String(format: "%.4f", ratio)) of 16 kHz), largest call \(recorder.maxCallFrames.load(ordering: .relaxed)) frames; tone \(String(format: "%.3f", freq)) Hz (played \(toneFreq)), \(String(format: "%+.2f", level)) dB (median of 0.1 s windows; lowest \(String(format: "%+.1f", 20 * log10(max(windows[0], 1e-9) / 0.3))) dB)")
