@@ -380,5 +380,19 @@ struct PlaybackIOUnitInputTests {
         #expect(renderMic() == kAudioUnitErr_Uninitialized)
         #expect(AUGraphInitialize(g) == noErr)
         #expect(renderMic() == noErr)
+        // A failed initialisation (the microphone is stereo, the mixer's input 0 mono) leaves no
+        // input behind: connected to a stereo input instead, the graph initialises.
+        #expect(AUGraphUninitialize(g) == noErr)
+        var mono = stereo
+        mono.mChannelsPerFrame = 1
+        var mixerUnit: AudioUnit?
+        #expect(AUGraphNodeInfo(g, mixerNode, nil, &mixerUnit) == noErr)
+        let mixer = try #require(mixerUnit)
+        #expect(AudioUnitSetProperty(mixer, kAudioUnitProperty_StreamFormat, kAudioUnitScope_Input, 0, &mono, UInt32(MemoryLayout<AudioStreamBasicDescription>.size)) == noErr)
+        #expect(AUGraphInitialize(g) == kAudioUnitErr_FormatNotSupported)
+        #expect(AUGraphDisconnectNodeInput(g, mixerNode, 0) == noErr)
+        #expect(AUGraphConnectNodeInput(g, ioNode, 1, mixerNode, 1) == noErr)
+        #expect(AUGraphInitialize(g) == noErr)
+        #expect(renderMic() == noErr)
     }
 }

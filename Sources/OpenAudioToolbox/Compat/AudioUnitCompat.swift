@@ -934,7 +934,12 @@ final class CompatGraph: @unchecked Sendable {
             liveNodes = [:]
             bridges = []
             let status = wire()
-            guard status == noErr else { graph = nil; return status }
+            guard status == noErr else {
+                // The input side, if wire() built it, belongs to the graph just dropped.
+                for u in units where u.unit.isOutput { u.unit.tearDownInput() }
+                graph = nil
+                return status
+            }
             renderPointers = .allocate(capacity: Int(max(1, outFormat.mChannelsPerFrame)))
             initialized = true
             return noErr
