@@ -1,4 +1,5 @@
 import AudioCore
+import AudioTestSupport
 import AudioUnits
 import Foundation
 import Testing
@@ -115,9 +116,86 @@ import Testing
         #expect(s.underrunFrames > 20000)
     }
 
+    /// Input at its own rate: a 16 kHz capture (80-frame blocks, a 1 kHz or 4 kHz sine at 0.5) under a
+    /// 48 kHz graph rendering 256-frame slices, on equal clocks and on clocks 200 ppm apart.
+    /// The node converts to the graph rate (windowed sinc): the tone keeps its frequency and
+    /// level, its image around 16 kHz stays below -60 dB, and the drift control keeps the
+    /// ring's fill bounded.
+    @Test func inputAtItsOwnRateIsConvertedToTheGraphRate() throws {
+        for (ppm, tone) in [(0.0, 1000.0), (200.0, 1000.0), (-200.0, 1000.0), (0.0, 4000.0)] {
+            let g = try AudioGraph(sampleRate: 48000, channels: 1, maxFramesPerSlice: 512)
+            let input = AUInputNode(channels: 1, capacityFrames: 8192, inputSampleRate: 16000)
+            try g.add(input)
+            try g.connect(input, to: g.output)
+            try g.commit()
+            #expect(input.inputSampleRate == 16000 && input.maxInputFrames >= 171)
+            let inRate = 16000 * (1 + ppm / 1e6), slice = 256, block = 80, seconds = 20.0
+            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: slice)
+            defer { buffer.deallocate() }
+            var pointers = [buffer]
+            var out: [Float] = []
+            var fills: [Int] = []
+            var captured = 0, renders = 0
+            var capture = [Float](repeating: 0, count: block)
+            while Double(renders * slice) / 48000 < seconds {
+                if Double(captured + block) / inRate <= Double(renders * slice) / 48000 {
+                    for f in 0..<block { capture[f] = Float(0.5 * sin(2 * Double.pi * tone * Double(captured + f) / 16000)) }
+                    capture.withUnsafeBufferPointer { input.write($0, frames: block) }
+                    captured += block
+                } else {
+                    pointers.withUnsafeMutableBufferPointer { g.render(into: $0, frames: slice) }
+                    out.append(contentsOf: UnsafeBufferPointer(start: buffer, count: slice))
+                    fills.append(input.statistics.fillFrames)
+                    renders += 1
+                }
+            }
+            let s = input.statistics
+            let start = try #require(out.firstIndex { $0 != 0 }) + 48000
+            let steady = Array(out[start...])
+            let freq = dominantFrequency(steady, sampleRate: 48000)
+            // The level: the median of 0.05 s windows (a drift correction shifts the phase).
+            let windows = stride(from: 0, to: steady.count - 2400, by: 2400).map { goertzelLevel(Array(steady[$0..<($0 + 2400)]), freq: tone, rate: 48000) }.sorted()
+            let level = 20 * log10(windows[windows.count / 2] / 0.5)
+            let fillMax = fills.dropFirst(400).max() ?? 0
+            // The image of the tone around the input rate (16 kHz - tone), re the tone.
+            let image = 20 * log10(max(goertzelLevel(Array(steady.prefix(48000)), freq: 16000 - tone, rate: 48000), 1e-12) / 0.5)
+            print("input node, 16 kHz input under 48 kHz, \(ppm) ppm: \(s); tone \(String(format: "%.3f", freq)) Hz at \(String(format: "%+.2f", level)) dB, image \(String(format: "%.1f", image)) dB, fill max \(fillMax)")
+            #expect(s.underruns <= 1 && s.overrunFrames == 0, "\(s)")
+            #expect(abs(freq - tone) < 1, "tone at \(freq) Hz")
+            #expect(abs(level) < 0.1, "tone at \(level) dB")
+            #expect(image < -60, "image at \(16000 - tone) Hz: \(image) dB")
+            // Every input frame is accounted for: rendered (a third of the output frames),
+            // skipped or inserted by the drift control, or still in the ring.
+            // (The slices before the node was primed were silence and consumed nothing; the
+            // converter holds the kernel's span, 16 frames, plus a fraction.)
+            let silentSlices = (start - 48000) / slice
+            let consumed = Double(out.count - silentSlices * slice) / 3 + Double(s.skippedFrames - s.insertedFrames)
+            #expect(abs(consumed + Double(s.fillFrames) - Double(captured)) < 24, "captured \(captured), consumed \(consumed), fill \(s.fillFrames)")
+            // The fill stays bounded (input frames): a capture block, a slice's worth and the reserve.
+            #expect(fillMax <= block + 86 + 2 * input.safetyFrames + 32, "fill up to \(fillMax)")
+            if ppm != 0 {
+                let drift = Int(seconds * 16000 * abs(ppm) / 1e6)   // 64 frames
+                let corrected = ppm > 0 ? s.skippedFrames : s.insertedFrames
+                #expect(corrected > drift / 2, "drift \(drift) frames, corrected \(corrected)")
+            }
+        }
+    }
+
     @Test func startRefusesAMismatchedDeviceAndAnUnpreparedNode() throws {
         let node = AUInputNode(channels: 2)
         #expect(throws: AudioError.self) { try node.start(.alsa(device: "null")) }
         #expect(throws: AudioError.self) { try node.setOutputChannels(1, bus: 0) }
     }
+}
+
+/// The amplitude of `freq` over all of `x` (a single-bin DFT over whole periods).
+private func goertzelLevel(_ x: [Float], freq: Double, rate: Double) -> Double {
+    let n = Int((Double(x.count) * freq / rate).rounded(.down) * rate / freq)
+    var re = 0.0, im = 0.0
+    for i in 0..<min(n, x.count) {
+        let w = 2 * Double.pi * freq * Double(i) / rate
+        re += Double(x[i]) * cos(w)
+        im += Double(x[i]) * sin(w)
+    }
+    return 2 * (re * re + im * im).squareRoot() / Double(max(1, n))
 }

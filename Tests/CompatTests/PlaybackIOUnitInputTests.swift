@@ -290,13 +290,29 @@ struct PlaybackIOUnitInputTests {
         var flags = AudioUnitRenderActionFlags()
         var time = AudioTimeStamp()
         #expect(AudioUnitRender(remote, &flags, &time, 1, 256, &list) == kAudioUnitErr_Uninitialized)
-        // A client format at another rate than the output is refused at initialisation.
+        // A client format at another rate than the output (16 kHz under 44.1 kHz): the capture
+        // runs at the client rate.
         var mic = AudioStreamBasicDescription(mSampleRate: 16000, mFormatID: kAudioFormatLinearPCM,
                                               mFormatFlags: kAudioFormatFlagIsSignedInteger | kAudioFormatFlagIsPacked,
                                               mBytesPerPacket: 2, mFramesPerPacket: 1, mBytesPerFrame: 2, mChannelsPerFrame: 1,
                                               mBitsPerChannel: 16, mReserved: 0)
         #expect(AudioUnitSetProperty(remote, kAudioUnitProperty_StreamFormat, kAudioUnitScope_Output, 1, &mic, UInt32(MemoryLayout<AudioStreamBasicDescription>.size)) == noErr)
-        #expect(AudioUnitInitialize(remote) == kAudioUnitErr_FormatNotSupported)
+        #expect(AudioUnitInitialize(remote) == noErr)
+        var latency = Float64(-1)
+        var latencySize = UInt32(8)
+        #expect(AudioUnitGetProperty(remote, kAudioUnitProperty_Latency, kAudioUnitScope_Input, 1, &latency, &latencySize) == noErr)
+        #expect(latency > 0 && latency < 0.05, "input latency \(latency) s")
+        // Element 1 renders at the client rate: the most per call is the largest slice (4096
+        // frames at 44.1 kHz) at 16 kHz, 1487 frames (plus a few); 4096 is too many.
+        var list16 = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: 1, mDataByteSize: 0, mData: nil))
+        #expect(AudioUnitRender(remote, &flags, &time, 1, 342, &list16) == noErr && list16.mBuffers.mDataByteSize == 342 * 2)
+        #expect(AudioUnitRender(remote, &flags, &time, 1, 4096, &list16) == kAudioUnitErr_TooManyFramesToProcess)
+        // Voice processing keeps the output's rate (its echo reference is what the unit plays).
+        let voice16 = try newUnit(kAudioUnitSubType_VoiceProcessingIO)
+        defer { AudioComponentInstanceDispose(voice16) }
+        #expect(AudioUnitSetProperty(voice16, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &one, 4) == noErr)
+        #expect(AudioUnitSetProperty(voice16, kAudioUnitProperty_StreamFormat, kAudioUnitScope_Output, 1, &mic, UInt32(MemoryLayout<AudioStreamBasicDescription>.size)) == noErr)
+        #expect(AudioUnitInitialize(voice16) == kAudioUnitErr_FormatNotSupported)
 
         let voice = try newUnit(kAudioUnitSubType_VoiceProcessingIO)
         defer { AudioComponentInstanceDispose(voice) }
@@ -312,5 +328,71 @@ struct PlaybackIOUnitInputTests {
         // Initialised but not started: element 1 renders (silence: nothing captured yet).
         #expect(AudioUnitRender(voice, &flags, &time, 1, 256, &list) == noErr)
         #expect(list.mBuffers.mData != nil && list.mBuffers.mDataByteSize == 256 * 4)
+    }
+
+    /// Input inside an AUGraph, without devices: element 1 of the I/O node is a source only with
+    /// EnableIO on it; initialising builds the input (element 1 renders silence before the
+    /// start), uninitialising removes it, and it comes back on the next initialisation.
+    @Test func inputInsideAnAUGraph() throws {
+        var graph: AUGraph?
+        #expect(NewAUGraph(&graph) == noErr)
+        let g = try #require(graph)
+        defer { DisposeAUGraph(g) }
+        var ioDesc = AudioComponentDescription(componentType: kAudioUnitType_Output, componentSubType: kAudioUnitSubType_RemoteIO,
+                                               componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
+        var mixerDesc = AudioComponentDescription(componentType: kAudioUnitType_Mixer, componentSubType: kAudioUnitSubType_MultiChannelMixer,
+                                                  componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
+        var ioNode: AUNode = 0, mixerNode: AUNode = 0
+        #expect(AUGraphAddNode(g, &ioDesc, &ioNode) == noErr)
+        #expect(AUGraphAddNode(g, &mixerDesc, &mixerNode) == noErr)
+        #expect(AUGraphOpen(g) == noErr)
+        var ioUnit: AudioUnit?
+        #expect(AUGraphNodeInfo(g, ioNode, nil, &ioUnit) == noErr)
+        let io = try #require(ioUnit)
+        var stereo = AudioStreamBasicDescription(mSampleRate: 44100, mFormatID: kAudioFormatLinearPCM,
+                                                 mFormatFlags: kAudioFormatFlagIsFloat | kAudioFormatFlagIsPacked | kAudioFormatFlagIsNonInterleaved,
+                                                 mBytesPerPacket: 4, mFramesPerPacket: 1, mBytesPerFrame: 4, mChannelsPerFrame: 2,
+                                                 mBitsPerChannel: 32, mReserved: 0)
+        #expect(AudioUnitSetProperty(io, kAudioUnitProperty_StreamFormat, kAudioUnitScope_Output, 1, &stereo, UInt32(MemoryLayout<AudioStreamBasicDescription>.size)) == noErr)
+        #expect(AUGraphConnectNodeInput(g, ioNode, 1, mixerNode, 0) == noErr)
+        #expect(AUGraphConnectNodeInput(g, mixerNode, 0, ioNode, 0) == noErr)
+        // Element 1 without EnableIO: no microphone to connect.
+        #expect(AUGraphInitialize(g) == kAUGraphErr_InvalidConnection)
+        var one: UInt32 = 1
+        #expect(AudioUnitSetProperty(io, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &one, 4) == noErr)
+        #expect(AUGraphInitialize(g) == noErr)
+        #expect(AudioUnitSetProperty(io, kAudioOutputUnitProperty_EnableIO, kAudioUnitScope_Input, 1, &one, 4) == kAudioUnitErr_Initialized)
+        let list = AudioBufferList.allocate(maximumBuffers: 2)
+        defer { free(list.unsafeMutablePointer) }
+        var flags = AudioUnitRenderActionFlags()
+        var time = AudioTimeStamp()
+        func renderMic() -> OSStatus {
+            for b in 0..<2 { list[b] = AudioBuffer(mNumberChannels: 1, mDataByteSize: 0, mData: nil) }
+            return AudioUnitRender(io, &flags, &time, 1, 512, list.unsafeMutablePointer)
+        }
+        #expect(renderMic() == noErr)
+        #expect(list[0].mData != nil && list[1].mDataByteSize == 512 * 4)
+        var latency = Float64(-1)
+        var size = UInt32(8)
+        #expect(AudioUnitGetProperty(io, kAudioUnitProperty_Latency, kAudioUnitScope_Global, 1, &latency, &size) == noErr)
+        #expect(latency > 0 && latency < 0.01, "input latency \(latency) s before the start (the reserve only)")
+        #expect(AUGraphUninitialize(g) == noErr)
+        #expect(renderMic() == kAudioUnitErr_Uninitialized)
+        #expect(AUGraphInitialize(g) == noErr)
+        #expect(renderMic() == noErr)
+        // A failed initialisation (the microphone is stereo, the mixer's input 0 mono) leaves no
+        // input behind: connected to a stereo input instead, the graph initialises.
+        #expect(AUGraphUninitialize(g) == noErr)
+        var mono = stereo
+        mono.mChannelsPerFrame = 1
+        var mixerUnit: AudioUnit?
+        #expect(AUGraphNodeInfo(g, mixerNode, nil, &mixerUnit) == noErr)
+        let mixer = try #require(mixerUnit)
+        #expect(AudioUnitSetProperty(mixer, kAudioUnitProperty_StreamFormat, kAudioUnitScope_Input, 0, &mono, UInt32(MemoryLayout<AudioStreamBasicDescription>.size)) == noErr)
+        #expect(AUGraphInitialize(g) == kAudioUnitErr_FormatNotSupported)
+        #expect(AUGraphDisconnectNodeInput(g, mixerNode, 0) == noErr)
+        #expect(AUGraphConnectNodeInput(g, ioNode, 1, mixerNode, 1) == noErr)
+        #expect(AUGraphInitialize(g) == noErr)
+        #expect(renderMic() == noErr)
     }
 }

@@ -24,15 +24,18 @@ struct Options {
     var warmup = 200
     var players = 8
     var input = false
+    var inputRate = 48000
     var json = false
     static let usage = """
-    usage: graph-bench [--quanta N] [--frames N] [--warmup N] [--players N] [--input] [--json]
+    usage: graph-bench [--quanta N] [--frames N] [--warmup N] [--players N] [--input] [--input-rate HZ] [--json]
       --quanta N   render calls counted and timed after warm-up (default 20000)
       --frames N   frames per render call (the quantum, default 256 at 48 kHz)
       --warmup N   render calls before counting (default 200)
       --players N  player inputs (default 8)
       --input      one more mixer input: an AUInputNode (the microphone) whose ring a feeder
                    thread fills in 240-frame captures, as an input device's thread would
+      --input-rate HZ  the microphone captures at HZ (default 48000, the graph rate; e.g. 16000:
+                   the node converts to the graph rate on the render thread); implies --input
     Exit status: 0 when no allocation was counted on the render thread, 1 otherwise, 2 on errors.
     """
     static func parse(_ args: [String]) -> Options {
@@ -50,6 +53,7 @@ struct Options {
             case "--warmup": o.warmup = value()
             case "--players": o.players = value()
             case "--input": o.input = true
+            case "--input-rate": o.inputRate = value(); o.input = true
             case "--json": o.json = true
             case "-h", "--help": print(usage); exit(0)
             default: note("graph-bench: unknown argument \(args[i])\n\(usage)"); exit(2)
@@ -63,7 +67,7 @@ struct Options {
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
 let rate = 48000.0
 /// With --input: the microphone node (see startMicrophoneFeeder).
-let microphone: AUInputNode? = options.input ? AUInputNode(channels: 2, capacityFrames: 8192) : nil
+let microphone: AUInputNode? = options.input ? AUInputNode(channels: 2, capacityFrames: 8192, inputSampleRate: Double(options.inputRate)) : nil
 
 // The shim must be active.
 oat_mc_reset()
@@ -112,7 +116,7 @@ func startMicrophoneFeeder(_ node: AUInputNode) {
         while feederRunning.load(ordering: .relaxed) {
             if node.statistics.fillFrames < 4096 {
                 for f in 0..<240 {
-                    let v = Float(0.2 * sin(2 * Double.pi * 300 * Double(n + f) / rate))
+                    let v = Float(0.2 * sin(2 * Double.pi * 300 * Double(n + f) / Double(options.inputRate)))
                     capture[2 * f] = v
                     capture[2 * f + 1] = v
                 }
@@ -213,7 +217,7 @@ for q in 0..<(options.warmup + options.quanta) {
     while !ready {
         ready = true
         for p in players where p.bufferedFrames < frames { ready = false }
-        if let microphone, microphone.statistics.fillFrames < frames + microphone.safetyFrames + 240 { ready = false }
+        if let microphone, microphone.statistics.fillFrames < frames * options.inputRate / Int(rate) + microphone.safetyFrames + 244 { ready = false }
         if !ready { waited += 1; _ = oat_mc_set_flags(0); usleep(200); if q >= options.warmup { _ = oat_mc_set_flags(3) } }
     }
     let t0 = HostTime.now()

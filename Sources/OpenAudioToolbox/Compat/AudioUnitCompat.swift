@@ -410,6 +410,7 @@ final class CompatUnit: @unchecked Sendable {
     /// The input side (I/O units with input enabled, once initialised; AudioUnitInputCompat.swift).
     var inputCallback: AURenderCallbackStruct?
     var io: CompatInputIO?
+    var ioNode: CompatIONode?
     var voiceBypass = false
     var voiceAGC = false
     var voiceMuteOutput = false
@@ -514,8 +515,7 @@ final class CompatUnit: @unchecked Sendable {
 
     func uninitialize() {
         graph?.stop()
-        io?.node.stop()
-        io = nil
+        tearDownInput()
         graph = nil
         running = false
         initialized = false
@@ -735,6 +735,10 @@ func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     case kAudioUnitProperty_ElementCount:
         return put(UInt32(inScope == kAudioUnitScope_Input ? unit.inputCount : inScope == kAudioUnitScope_Output ? unit.outputCount : 1))
     case kAudioUnitProperty_Latency:
+        // An I/O unit with input, on element 1 or the input scope: the input's latency.
+        if unit.isOutput, inElement == 1 || inScope == kAudioUnitScope_Input {
+            return put(Float64(unit.io?.node.inputLatency ?? 0))
+        }
         if case .limiter = unit.component.kind, let n = unit.node as? AUPeakLimiterNode { return put(Float64(n.lookahead.value)) }
         return put(Float64(0))
     case kAudioUnitProperty_TailTime:
@@ -764,8 +768,8 @@ func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
 
 /// Writes a property: stream formats (linear PCM, before initialising), the render callback
 /// of an input element, MaximumFramesPerSlice, the mixer's input element count, EnableIO
-/// (input on element 1 of standalone RemoteIO/HAL/default/voice-processing units; not of a
-/// generic output nor of an output unit inside an AUGraph), the input callback, the
+/// (input on element 1 of RemoteIO/HAL/default/voice-processing units, standalone or in an
+/// AUGraph; not of a generic output), the input callback, the
 /// voice-processing properties, the EQ's band count.
 @discardableResult
 func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
@@ -821,7 +825,6 @@ func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         guard !unit.initialized else { return kAudioUnitErr_Initialized }
         if inElement == 1 && v != 0 {
             if case .output(generic: true) = unit.component.kind { return kAudioUnitErr_InvalidProperty }
-            if unit.owner != nil { return kAudioUnitErr_CannotDoInCurrentContext }   // input inside an AUGraph: not provided
         }
         unit.enableIO[inElement] = v != 0 ? 1 : 0
         return noErr
@@ -931,7 +934,12 @@ final class CompatGraph: @unchecked Sendable {
             liveNodes = [:]
             bridges = []
             let status = wire()
-            guard status == noErr else { graph = nil; return status }
+            guard status == noErr else {
+                // The input side, if wire() built it, belongs to the graph just dropped.
+                for u in units where u.unit.isOutput { u.unit.tearDownInput() }
+                graph = nil
+                return status
+            }
             renderPointers = .allocate(capacity: Int(max(1, outFormat.mChannelsPerFrame)))
             initialized = true
             return noErr
@@ -960,14 +968,36 @@ final class CompatGraph: @unchecked Sendable {
                 try g.add(n)
                 liveNodes[id] = n
             }
+            // The output unit's input side (EnableIO on element 1): the microphone is the
+            // source of element 1, and what goes into the unit passes its I/O node.
+            let out = units.first { $0.unit.isOutput }?.unit
+            var outTarget: AudioUnits.AUNode = g.output
+            if let out, out.enableIO[1] == 1 {
+                if let n = out.ioNode {
+                    try g.connect(n, to: g.output)
+                    outTarget = n
+                } else if let n = try out.setUpInput(graph: g) {
+                    outTarget = n
+                }
+            }
             for c in connections {
-                guard let s = liveNodes[c.source] else { return kAUGraphErr_InvalidConnection }
-                let d: AudioUnits.AUNode = liveNodes[c.destination] ?? g.output
-                try g.connect(s, output: Int(c.output), to: d, input: Int(c.input))
+                let s: AudioUnits.AUNode
+                var sourceBus = Int(c.output)
+                if let u = unit(c.source), u.isOutput {
+                    // Element 1 of the I/O unit: the captured input.
+                    guard c.output == 1, let input = u.io?.node else { return kAUGraphErr_InvalidConnection }
+                    s = input
+                    sourceBus = 0
+                } else {
+                    guard let n = liveNodes[c.source] else { return kAUGraphErr_InvalidConnection }
+                    s = n
+                }
+                let d: AudioUnits.AUNode = liveNodes[c.destination] ?? outTarget
+                try g.connect(s, output: sourceBus, to: d, input: Int(c.input))
             }
             // Render callbacks on inputs that nothing feeds.
             for (id, u) in units {
-                let target: AudioUnits.AUNode = u.isOutput ? g.output : (liveNodes[id] ?? g.output)
+                let target: AudioUnits.AUNode = u.isOutput ? outTarget : (liveNodes[id] ?? g.output)
                 for bus in 0..<target.inputChannels.count where !connections.contains(where: { $0.destination == id && Int($0.input) == bus }) {
                     if let b = u.bridge(bus: UInt32(bus)) {
                         try g.add(b)
@@ -987,18 +1017,23 @@ final class CompatGraph: @unchecked Sendable {
     func start() -> OSStatus {
         guard initialized, let graph else { return kAudioUnitErr_Uninitialized }
         if running { return noErr }
-        if let out = units.first(where: { $0.unit.isOutput })?.unit, case .output(generic: true) = out.component.kind { running = true; return noErr }
+        let out = units.first(where: { $0.unit.isOutput })?.unit
+        if let out, case .output(generic: true) = out.component.kind { running = true; return noErr }
         do {
-            try graph.start(CompatOutput.spec())
+            // Input first (its ring fills while the output starts), as for a standalone I/O unit.
+            try out?.startInput()
+            try graph.start(out?.enableIO[0] == 0 ? .null(realTime: true) : CompatOutput.spec(), options: out?.outputOptions ?? AudioOutput.Options())
             running = true
             return noErr
         } catch {
+            out?.io?.node.stop()
             return osStatus(error, default: kAUGraphErr_CannotDoInCurrentContext)
         }
     }
 
     func stop() -> OSStatus {
         graph?.stop()
+        for u in units where u.unit.isOutput { u.unit.io?.node.stop() }
         running = false
         return noErr
     }
@@ -1085,7 +1120,8 @@ public func AUGraphConnectNodeInput(_ inGraph: AUGraph, _ inSourceNode: AUNode, 
                                     _ inDestNode: AUNode, _ inDestInputNumber: UInt32) -> OSStatus {
     let g = compatGraph(inGraph)
     guard let s = g.unit(inSourceNode), let d = g.unit(inDestNode) else { return kAUGraphErr_NodeNotFound }
-    guard !s.isOutput else { return kAUGraphErr_InvalidConnection }
+    // An I/O unit is a source on element 1 only (its input, with EnableIO on element 1).
+    guard !s.isOutput || inSourceOutputNumber == 1 else { return kAUGraphErr_InvalidConnection }
     if g.connections.contains(where: { $0.destination == inDestNode && $0.input == inDestInputNumber }) { return kAUGraphErr_InvalidConnection }
     if Int(inDestInputNumber) >= max(1, d.inputCount) { return kAudioUnitErr_InvalidElement }
     g.connections.append((inSourceNode, inSourceOutputNumber, inDestNode, inDestInputNumber))
@@ -1119,6 +1155,7 @@ public func AUGraphInitialize(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGr
 public func AUGraphUninitialize(_ inGraph: AUGraph) -> OSStatus {
     let g = compatGraph(inGraph)
     _ = g.stop()
+    for u in g.units where u.unit.isOutput { u.unit.tearDownInput() }
     g.graph = nil
     g.liveNodes = [:]
     g.bridges = []

@@ -755,7 +755,10 @@ private func refreshGraphNotifies(_ g: CompatGraph) {
 public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>?,
                             _ inTimeStamp: UnsafePointer<AudioTimeStamp>, _ inOutputBusNumber: UInt32, _ inNumberFrames: UInt32,
                             _ ioData: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
-    refreshRenderNotifies(compatUnit(inUnit), inUnit)
+    let unit = compatUnit(inUnit)
+    // Element 1 of an I/O unit (the microphone, pulled on the render thread from an input or
+    // render callback) renders no output: no notifications to refresh.
+    if !(inOutputBusNumber == 1 && unit.isOutput) { refreshRenderNotifies(unit, inUnit) }
     return builtinAudioUnitRender(inUnit, ioActionFlags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData)
 }
 

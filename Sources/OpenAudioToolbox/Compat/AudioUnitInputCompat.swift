@@ -59,9 +59,12 @@ final class CompatInputIO: @unchecked Sendable {
     private let clientBufferBytes: Int
     let dummyRefCon = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
 
-    /// Checks the client format: linear PCM Float32, Int16 or Int32, at the graph's rate.
-    static func check(_ f: AudioStreamBasicDescription, rate: Double) -> OSStatus {
-        guard f.mFormatID == kAudioFormatLinearPCM, f.mSampleRate == rate, f.mChannelsPerFrame >= 1, f.mChannelsPerFrame <= 64 else {
+    /// Checks the client format: linear PCM Float32, Int16 or Int32, at 8 ... 192 kHz (the
+    /// capture is opened at that rate; `rate`, the graph's, when voice processing, whose echo
+    /// reference is what the unit plays).
+    static func check(_ f: AudioStreamBasicDescription, rate: Double?) -> OSStatus {
+        guard f.mFormatID == kAudioFormatLinearPCM, f.mChannelsPerFrame >= 1, f.mChannelsPerFrame <= 64,
+              f.mSampleRate >= 8000, f.mSampleRate <= 192_000, rate == nil || f.mSampleRate == rate else {
             return kAudioUnitErr_FormatNotSupported
         }
         let bits = Int(f.mBitsPerChannel)
@@ -170,10 +173,14 @@ final class CompatInputIO: @unchecked Sendable {
 
 /// Sits between an I/O unit's render callback (or silence) and its output: on every slice it
 /// first calls the input callback (input is available), then passes the output through,
-/// muted if asked, and notes it as the voice processor's reference.
+/// muted if asked, and notes it as the voice processor's reference. When the client input
+/// rate differs from the output's, the input callback is offered the slice's duration at the
+/// client rate (`inNumberFrames` alternating, e.g. 341/342 at 16 kHz under 1024 at 48 kHz).
 final class CompatIONode: AudioUnits.AUNode, @unchecked Sendable {
     let io: CompatInputIO
     let unit: AudioUnit
+    private var outputFrames: Int64 = 0     // render thread
+    private var inputFrames: Int64 = 0      // render thread
 
     init(io: CompatInputIO, unit: AudioUnit, channels: Int) {
         self.io = io
@@ -183,11 +190,21 @@ final class CompatIONode: AudioUnits.AUNode, @unchecked Sendable {
 
     override func render(_ context: AURenderContext) {
         if let cb = io.callback, let proc = cb.inputProc {
+            let inRate = io.node.inputSampleRate
+            var frames = context.frames
+            if inRate != sampleRate {
+                outputFrames += Int64(context.frames)
+                let due = Int64((Double(outputFrames) * inRate / sampleRate).rounded(.down))
+                frames = Int(min(Int64(io.maxFrames), due - inputFrames))
+            }
             var flags = AudioUnitRenderActionFlags()
-            var time = AudioTimeStamp(sampleTime: Double(context.sampleTime), hostTime: context.hostTime, rateScalar: 1,
+            var time = AudioTimeStamp(sampleTime: Double(inRate != sampleRate ? inputFrames : context.sampleTime), hostTime: context.hostTime, rateScalar: 1,
                                       flags: context.hostTime != 0 ? .sampleHostTimeValid : .sampleTimeValid)
-            _ = withUnsafeMutablePointer(to: &flags) { f in
-                withUnsafePointer(to: &time) { t in proc(cb.inputProcRefCon ?? io.dummyRefCon, f, t, 1, UInt32(context.frames), nil) }
+            inputFrames += Int64(frames)
+            if frames > 0 {
+                _ = withUnsafeMutablePointer(to: &flags) { f in
+                    withUnsafePointer(to: &time) { t in proc(cb.inputProcRefCon ?? io.dummyRefCon, f, t, 1, UInt32(frames), nil) }
+                }
             }
         }
         let out = context.output(0)
@@ -200,18 +217,20 @@ extension CompatUnit {
     /// True for the voice-processing I/O unit.
     var isVoiceIO: Bool { component.description.componentSubType == kAudioUnitSubType_VoiceProcessingIO }
 
-    /// Initialising a standalone I/O unit with input enabled: the input node (in the graph, not
-    /// connected: it is pulled by AudioUnitRender on element 1) and the I/O node before the
-    /// output. Returns the node the bus-0 render callback should feed.
+    /// Initialising an I/O unit with input enabled (standalone, or the output unit of an
+    /// AUGraph): the input node (in the graph; pulled by AudioUnitRender on element 1, or
+    /// connected from element 1 inside an AUGraph) and the I/O node before the output. Returns
+    /// the node the bus-0 render callback (or the graph's connection into the unit) should feed.
     func setUpInput(graph g: AudioGraph) throws(AudioError) -> AudioUnits.AUNode? {
         guard enableIO[1] == 1 else { return nil }
         // Unset: mono Float32 at the output's rate.
         let client = formats[Key(scope: kAudioUnitScope_Output, element: 1)] ?? .canonicalFloat(sampleRate: g.sampleRate, channels: 1)
-        let status = CompatInputIO.check(client, rate: g.sampleRate)
+        let status = CompatInputIO.check(client, rate: isVoiceIO ? g.sampleRate : nil)
         guard status == noErr else {
-            throw AudioError(.unsupportedFormat, component: "AudioUnit", "the input format (output scope, element 1) must be linear PCM Float32/Int16/Int32 at the output's rate \(g.sampleRate) Hz", osStatus: status)
+            throw AudioError(.unsupportedFormat, component: "AudioUnit", "the input format (output scope, element 1) must be linear PCM Float32/Int16/Int32 at 8 to 192 kHz (at the output's rate \(g.sampleRate) Hz for voice processing)", osStatus: status)
         }
-        let node = AUInputNode(channels: Int(client.mChannelsPerFrame), capacityFrames: max(8192, Int(g.sampleRate)), name: "input")
+        let node = AUInputNode(channels: Int(client.mChannelsPerFrame), capacityFrames: max(8192, Int(client.mSampleRate)),
+                               inputSampleRate: client.mSampleRate, name: "input")
         try g.add(node)
         var voice: VoiceProcessor?
         if isVoiceIO {
@@ -223,13 +242,21 @@ extension CompatUnit {
             voice = v
         }
         let cb = inputCallback.flatMap { $0.inputProc == nil ? nil : $0 }
-        let io = CompatInputIO(node: node, clientFormat: client, voice: voice, callback: cb, maxFrames: Int(maxFrames))
+        let io = CompatInputIO(node: node, clientFormat: client, voice: voice, callback: cb, maxFrames: node.maxInputFrames)
         io.muteOutput.store(voiceMuteOutput, ordering: .relaxed)
         let ioNode = CompatIONode(io: io, unit: AudioUnit(Unmanaged.passUnretained(self).toOpaque()), channels: g.output.inputChannels[0])
         try g.add(ioNode)
         try g.connect(ioNode, to: g.output)
         self.io = io
+        self.ioNode = ioNode
         return ioNode
+    }
+
+    /// Undoes ``setUpInput(graph:)``'s state (the graph itself is dropped by the caller).
+    func tearDownInput() {
+        io?.node.stop()
+        io = nil
+        ioNode = nil
     }
 
     /// Starts capturing (before the output starts), with small PulseAudio fragments (5 ms).
