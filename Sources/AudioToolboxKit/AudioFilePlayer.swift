@@ -155,10 +155,14 @@ public final class AudioFilePlayer: @unchecked Sendable {
         // Let the feeder fill some audio before the device starts pulling: the device's first
         // request is its whole target buffer (up to half a second for afplay's PulseAudio
         // stream), which decodes in a few milliseconds.
+        // Polled every 0.1 ms, backing off to 2 ms: half a second of MP3 decodes in about a
+        // millisecond, and a fixed 2 ms step delayed the start by 1 ms on average.
         let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
+        var stepMicros = 100
         while queue.bufferedFrames < Int64(deviceFormat.sampleRate / 2) && HostTime.now() < deadline
                 && !(state.withLock { $0.state == .ended || $0.stopRequested || $0.feederDone }) {
-            sleepMillis(2)
+            sleepMicros(stepMicros)
+            stepMicros = min(2000, stepMicros * 3 / 2)
         }
         try queue.start()
         state.withLock { $0.queueStarted = true }
@@ -407,6 +411,12 @@ final class PlayerThread: @unchecked Sendable {
         done.wait()
         done.signal()
     }
+}
+
+func sleepMicros(_ us: Int) {
+    var ts = timespec(tv_sec: us / 1_000_000, tv_nsec: (us % 1_000_000) * 1000)
+    var rest = timespec()
+    while nanosleep(&ts, &rest) == -1 && errno == EINTR { ts = rest }
 }
 
 func sleepMillis(_ ms: Int) {
