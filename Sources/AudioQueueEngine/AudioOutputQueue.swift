@@ -109,7 +109,8 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// Creates an output queue for data in `format`. `output` opens the device when the queue
     /// starts (or primes); `deviceFormat` overrides the device rate/channels (default: the
     /// stream's). `ringSeconds` is the size of the play ring between the feeder and the device
-    /// (default 2 s; ``AudioFilePlayer`` uses 1 s: it feeds from a local file).
+    /// (default 2 s; ``AudioFilePlayer`` uses 0.7 s: it feeds from a local file). The ring holds at
+    /// least that much; its size rounds up to a power of two samples.
     public init(format: AudioStreamBasicDescription, magicCookie: [UInt8]? = nil,
                 deviceFormat: AudioDeviceFormat? = nil, ringSeconds: Double = 2,
                 output: @escaping AudioOutputDeviceFactory,

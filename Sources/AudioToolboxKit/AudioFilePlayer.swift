@@ -102,10 +102,11 @@ public final class AudioFilePlayer: @unchecked Sendable {
         let pcm = AudioStreamBasicDescription.linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)
         let pool = self.pool
         let returned = bufferReturned
-        // A 1 s play ring (the queue's default is 2 s): the feeder decodes from a local file far
-        // faster than real time, and the device holds 0.4 s more. Half a megabyte less at 44.1 kHz
-        // stereo.
-        queue = try AudioOutputQueue(format: pcm, ringSeconds: 1, output: output) { _, buffer in
+        // A small play ring (the queue's default is 2 s): the feeder decodes from a local file far
+        // faster than real time, and the device holds 0.4 s more. At least 0.7 s (the ring rounds
+        // up to a power of two: 0.74 s, 256 KB at 44.1 kHz stereo, 768 KB less than 2 s); play()
+        // waits for 0.5 s of it before starting the device.
+        queue = try AudioOutputQueue(format: pcm, ringSeconds: 0.7, output: output) { _, buffer in
             pool.buffers.withLock { $0.append(buffer) }
             returned.signal()
         }
