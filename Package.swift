@@ -62,9 +62,11 @@ let package = Package(
         // afplay links the Swift runtime statically (about 2 MB less resident memory than
         // libswiftCore.so and friends) with lld and packed relative relocations (DT_RELR, glibc
         // >= 2.36): the PIE's 700 KB of R_X86_64_RELATIVE entries, all read and applied at launch,
-        // become 6 KB, another megabyte less (docs/PERFORMANCE.md, "Session 14").
+        // become 6 KB, another megabyte less. --no-export-dynamic undoes the -export-dynamic of
+        // -static-stdlib: 450 KB of symbol names nobody looks up (docs/PERFORMANCE.md, "Session 14").
         .executableTarget(name: "afplay", dependencies: ["AudioToolboxKit"], swiftSettings: strict,
-                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]),
+                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                                                         "-Xlinker", "--no-export-dynamic"])]),
         .executableTarget(name: "afinfo", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
         .executableTarget(name: "afconvert", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
         .executableTarget(name: "afrecord", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
