@@ -37,8 +37,12 @@ let package = Package(
         // library are on the default paths, so no pkg-config lookup is needed.
         .systemLibrary(name: "CPulseAudio", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
-        .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
-        .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
+        // Rubber Band's and SpeexDSP's headers only (no link lines): COATDSPLazy loads the libraries
+        // with dlopen on first use and defines the functions the package calls. No pkgConfig: its
+        // libs would link them again (the headers are on the default include path).
+        .systemLibrary(name: "CRubberBand", providers: [.apt(["librubberband-dev"])]),
+        .systemLibrary(name: "CSpeexDSP", providers: [.apt(["libspeexdsp-dev"])]),
+        .target(name: "COATDSPLazy"),
         // libcurl's headers only (no link line): COATCurl loads libcurl with dlopen on first use,
         // defines the curl functions the package calls, and wraps curl_easy_setopt/getinfo and macros.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -47,7 +51,7 @@ let package = Package(
         .target(name: "AudioFiles", dependencies: ["AudioCore"], swiftSettings: strict),
         .target(name: "AudioConversion", dependencies: ["AudioCore", "CFFmpeg", "CFFmpegLazy", "CMPG123"], swiftSettings: strict),
         .target(name: "AudioDevices", dependencies: ["AudioCore", "CPulseAudio", "CALSA"], swiftSettings: strict),
-        .target(name: "AudioProcessing", dependencies: ["AudioCore", "CRubberBand", "CSpeexDSP"], swiftSettings: strict),
+        .target(name: "AudioProcessing", dependencies: ["AudioCore", "CRubberBand", "CSpeexDSP", "COATDSPLazy"], swiftSettings: strict),
         .target(name: "AudioQueueEngine", dependencies: ["AudioCore", "AudioConversion", "AudioDevices", "AudioProcessing"], swiftSettings: strict),
         .target(name: "AudioStreaming", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "CCurl", "COATCurl"], swiftSettings: strict),
         .target(name: "AudioUnits", dependencies: ["AudioCore", "AudioConversion", "AudioDevices", "AudioProcessing"], swiftSettings: strict),
@@ -55,7 +59,14 @@ let package = Package(
         .target(name: "AudioToolboxKit", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
         .target(name: "OpenAudioToolbox", dependencies: ["AudioToolboxKit", "AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
         // The tools use the Swift API only, so they never load Foundation.
-        .executableTarget(name: "afplay", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
+        // afplay links the Swift runtime statically (about 2 MB less resident memory than
+        // libswiftCore.so and friends) with lld and packed relative relocations (DT_RELR, glibc
+        // >= 2.36): the PIE's 700 KB of R_X86_64_RELATIVE entries, all read and applied at launch,
+        // become 6 KB, another megabyte less. --no-export-dynamic undoes the -export-dynamic of
+        // -static-stdlib: 450 KB of symbol names nobody looks up (docs/PERFORMANCE.md, "Session 14").
+        .executableTarget(name: "afplay", dependencies: ["AudioToolboxKit"], swiftSettings: strict,
+                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                                                         "-Xlinker", "--no-export-dynamic"])]),
         .executableTarget(name: "afinfo", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
         .executableTarget(name: "afconvert", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
         .executableTarget(name: "afrecord", dependencies: ["AudioToolboxKit"], swiftSettings: strict),

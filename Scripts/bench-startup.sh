@@ -3,6 +3,7 @@
 # footprint"): on a private PulseAudio null sink, the time from launch to the first non-silent
 # sample at the sink (median of N launches), and CPU seconds per minute and peak RSS of one play.
 # A cut-down Scripts/bench-peers.sh (file input only, two players) for iterating on start-up.
+# paplay of the same signal as a 16-bit WAV is the floor (no decoding, libpulse only).
 #
 # usage: Scripts/bench-startup.sh [--runs N] [--seconds S] [--afplay PATH] [--probe PATH]
 #   --afplay PATH  the afplay binary (default .build/release/afplay)
@@ -47,6 +48,7 @@ trap cleanup EXIT
 ffmpeg -hide_banner -loglevel error -nostdin -f lavfi \
   -i "aevalsrc=0.25*sin(2*PI*440*t)+0.1*sin(2*PI*1234*t)|0.25*sin(2*PI*550*t)+0.1*sin(2*PI*987*t):s=44100:d=$((seconds + 5))" \
   -c:a libmp3lame -b:a 128k "$work/signal.mp3"
+ffmpeg -hide_banner -loglevel error -nostdin -i "$work/signal.mp3" -c:a pcm_s16le "$work/signal.wav"
 
 mkdir -p "$work/pa/runtime" "$work/pa/state" "$work/pa/home"
 cat > "$work/pa/daemon.pa" <<PA
@@ -66,13 +68,14 @@ field() { sed -n "s/.*\"$2\":\([-0-9.a-z]*\).*/\1/p" <<<"$1"; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 printf '%-8s %-28s %10s %12s %10s %8s\n' player "ttfa ms (runs)" "median" "cpu s/min" "rss MB" dropouts
-players=(afplay mpg123)
-[ -n "$also" ] && players=(afplay afplay-also mpg123)
+players=(afplay mpg123 paplay)
+[ -n "$also" ] && players=(afplay afplay-also mpg123 paplay)
 for player in "${players[@]}"; do
   case "$player" in
     afplay) cmd=("$afplay" --no-ui --output pulse "$work/signal.mp3") ;;
     afplay-also) cmd=("$also" --no-ui --output pulse "$work/signal.mp3") ;;
     mpg123) cmd=(mpg123 -q -o pulse "$work/signal.mp3") ;;
+    paplay) cmd=(paplay "$work/signal.wav") ;;
   esac
   ttfas=""
   for _ in $(seq "$runs"); do

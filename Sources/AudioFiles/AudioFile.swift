@@ -130,7 +130,9 @@ public final class AudioFile {
         self.reader = reader
         self.path = path
         self.fileSize = reader.size
-        let stream = AudioFileStream(fileTypeHint: typeHint, limits: limits)
+        // Index only: the scan keeps offsets and sizes, so the parser does not copy the packets'
+        // bytes (a 1 MB MP3 was copied in full before the first packet could be read).
+        let stream = AudioFileStream(fileTypeHint: typeHint, limits: limits, indexOnly: true)
         var cbrRuns: [(Int64, Int64, Int64)] = []
         var offsets: [Int64] = [], sizes: [UInt32] = [], frames: [UInt32] = []
         var detached: [Int64: [UInt8]] = [:]
@@ -149,6 +151,7 @@ public final class AudioFile {
                     cbrRuns.append((batch.firstPacketIndex, batch.fileOffset, Int64(batch.packetCount)))
                 }
                 largest = max(largest, UInt32(truncatingIfNeeded: bpp))
+                bytes += Int64(batch.data.count)
             } else {
                 for (i, d) in batch.packetDescriptions.enumerated() {
                     let fileOffset = i < batch.packetFileOffsets.count ? batch.packetFileOffsets[i] : -1
@@ -156,16 +159,18 @@ public final class AudioFile {
                     sizes.append(d.dataByteSize)
                     frames.append(d.variableFramesInPacket)
                     largest = max(largest, d.dataByteSize)
+                    bytes += Int64(d.dataByteSize)
                     if fileOffset < 0 {
                         let start = Int(d.startOffset)
                         detached[batch.firstPacketIndex + Int64(i)] = Array(batch.data[start..<(start + Int(d.dataByteSize))])
                     }
                 }
             }
-            bytes += Int64(batch.data.count)
             count = batch.firstPacketIndex + Int64(batch.packetCount)
         }
-        let chunk = 1 << 20
+        // 64 KB reads: the scan's peak memory is this buffer plus the index (it was 1 MB plus a
+        // copy of every packet in it), and the parser is as fast on smaller chunks.
+        let chunk = 1 << 16
         var buffer = [UInt8](repeating: 0, count: chunk)
         var offset: Int64 = 0
         do throws(AudioError) {

@@ -37,6 +37,13 @@ public final class AudioFileStream {
         self.out = ParseOutput(limits: limits)
     }
 
+    /// An index-only stream (``AudioFile``'s scan): variable-size packets contiguous in the file
+    /// come without their bytes (see `ParseOutput.indexOnly`).
+    convenience init(fileTypeHint: AudioFileType?, limits: ParserLimits, indexOnly: Bool) {
+        self.init(fileTypeHint: fileTypeHint, limits: limits)
+        out.indexOnly = indexOnly
+    }
+
     // MARK: Parsing
 
     /// Parses the next bytes of the stream and calls `handler` for each event, in order.

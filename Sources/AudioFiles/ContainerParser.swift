@@ -115,6 +115,10 @@ struct ParseOutput {
     var packetBytesSeen: Int64 = 0
     var framesSeen: Int64 = 0
     var largestPacketSeen: UInt32 = 0
+    /// Index-only parsing (``AudioFile``'s scan): a variable-size packet that is contiguous in
+    /// the file is delivered as its description and file offset only, without copying its bytes
+    /// into the batch's data (`dataByteSize` holds its size, `startOffset` is 0).
+    var indexOnly = false
 
     init(limits: ParserLimits) { self.limits = limits }
 
@@ -164,7 +168,7 @@ struct ParseOutput {
         batch!.packetDescriptions.append(AudioStreamPacketDescription(
             startOffset: Int64(batch!.data.count), variableFramesInPacket: frames, dataByteSize: size))
         batch!.packetFileOffsets.append(fileOffset)
-        batch!.data.append(contentsOf: bytes)
+        if !indexOnly || fileOffset < 0 { batch!.data.append(contentsOf: bytes) }
         batch!.packetCount += 1
         nextPacketIndex += 1
         packetsSeen += 1

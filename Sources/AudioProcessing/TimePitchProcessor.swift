@@ -1,4 +1,5 @@
 import AudioCore
+import COATDSPLazy
 import CRubberBand
 import Synchronization
 #if canImport(Glibc)
@@ -138,6 +139,10 @@ public final class TimePitchProcessor: @unchecked Sendable {
                 options |= Int32(RubberBandOptionEngineFiner.rawValue)
             } else {
                 options |= Int32(RubberBandOptionEngineFaster.rawValue) | Int32(RubberBandOptionTransientsMixed.rawValue)
+            }
+            // Rubber Band is loaded on first use (COATDSPLazy); a missing library is an error here.
+            if let why = oat_rubberband_load() {
+                throw AudioError(.unsupportedFormat, component: "TimePitchProcessor", String(cString: why))
             }
             guard let s = rubberband_new(UInt32(sampleRate), UInt32(channels), options, 1, 1) else {
                 throw AudioError(.unsupportedFormat, component: "TimePitchProcessor", "Rubber Band could not start for \(sampleRate) Hz, \(channels) channels")

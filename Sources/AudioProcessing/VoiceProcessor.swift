@@ -1,4 +1,5 @@
 import AudioCore
+import COATDSPLazy
 import CSpeexDSP
 import Synchronization
 
@@ -67,6 +68,10 @@ public final class VoiceProcessor: @unchecked Sendable {
         self.settings = settings
         frameSize = max(16, Int(Double(settings.sampleRate) * settings.frameSeconds))
         filterLength = Int(Double(settings.sampleRate) * settings.echoTailSeconds)
+        // SpeexDSP is loaded on first use (COATDSPLazy); a missing library is an error here.
+        if let why = oat_speexdsp_load() {
+            throw AudioError(.unsupportedFormat, component: "VoiceProcessor", String(cString: why))
+        }
         if filterLength > 0 {
             guard let e = speex_echo_state_init(Int32(frameSize), Int32(filterLength)) else {
                 throw AudioError(.unsupportedFormat, component: "VoiceProcessor", "SpeexDSP echo canceller could not start")

@@ -113,9 +113,11 @@ public final class AudioOutputQueue: @unchecked Sendable {
 
     /// Creates an output queue for data in `format`. `output` opens the device when the queue
     /// starts (or primes); `deviceFormat` overrides the device rate/channels (default: the
-    /// stream's).
+    /// stream's). `ringSeconds` is the size of the play ring between the feeder and the device
+    /// (default 2 s; ``AudioFilePlayer`` uses 0.7 s: it feeds from a local file). The ring holds at
+    /// least that much; its size rounds up to a power of two samples.
     public init(format: AudioStreamBasicDescription, magicCookie: [UInt8]? = nil,
-                deviceFormat: AudioDeviceFormat? = nil,
+                deviceFormat: AudioDeviceFormat? = nil, ringSeconds: Double = 2,
                 output: @escaping AudioOutputDeviceFactory,
                 callback: @escaping @Sendable (AudioOutputQueue, AudioQueueBuffer) -> Void) throws(AudioError) {
         guard format.sampleRate >= 1, format.sampleRate <= 1_536_000, format.channelsPerFrame > 0, format.channelsPerFrame <= 64 else {
@@ -130,7 +132,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         self.deviceFormat = device
         self.deviceFactory = output
         self.outputCallback = callback
-        renderer = QueueRenderer(channels: device.channels, sampleRate: device.sampleRate)
+        renderer = QueueRenderer(channels: device.channels, sampleRate: device.sampleRate, ringSeconds: max(0.1, ringSeconds))
         chain = QueueProcessingChain(channels: device.channels, sampleRate: device.sampleRate)
         // Fail now, not at start, when the data cannot be decoded. A decoder that cannot open
         // without its magic cookie is accepted when none was given: ``setMagicCookie(_:)``

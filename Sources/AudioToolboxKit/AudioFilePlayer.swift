@@ -102,7 +102,11 @@ public final class AudioFilePlayer: @unchecked Sendable {
         let pcm = AudioStreamBasicDescription.linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)
         let pool = self.pool
         let returned = bufferReturned
-        queue = try AudioOutputQueue(format: pcm, output: output) { _, buffer in
+        // A small play ring (the queue's default is 2 s): the feeder decodes from a local file far
+        // faster than real time, and the device holds 0.4 s more. At least 0.7 s (the ring rounds
+        // up to a power of two: 0.74 s, 256 KB at 44.1 kHz stereo, 768 KB less than 2 s); play()
+        // waits for 0.5 s of it before starting the device.
+        queue = try AudioOutputQueue(format: pcm, ringSeconds: 0.7, output: output) { _, buffer in
             pool.buffers.withLock { $0.append(buffer) }
             returned.signal()
         }
@@ -153,12 +157,16 @@ public final class AudioFilePlayer: @unchecked Sendable {
         // request is its whole target buffer (up to half a second for afplay's PulseAudio
         // stream), which decodes in a few milliseconds. The queue keeps the buffers it used
         // until it starts (as Apple's does): once all of them are decoded, nothing more comes.
+        // Polled every 0.1 ms, backing off to 2 ms: half a second of MP3 decodes in about a
+        // millisecond, and a fixed 2 ms step delayed the start by 1 ms on average.
         let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
         let pool = self.pool
+        var stepMicros = 100
         while queue.bufferedFrames < Int64(deviceFormat.sampleRate / 2) && HostTime.now() < deadline
                 && !(pool.buffers.withLock { $0.isEmpty } && queue.pendingBufferCount == 0 && queue.bufferedFrames > 0)
                 && !(state.withLock { $0.state == .ended || $0.stopRequested || $0.feederDone }) {
-            sleepMillis(2)
+            sleepMicros(stepMicros)
+            stepMicros = min(2000, stepMicros * 3 / 2)
         }
         try queue.start()
         state.withLock { $0.queueStarted = true }
@@ -407,6 +415,12 @@ final class PlayerThread: @unchecked Sendable {
         done.wait()
         done.signal()
     }
+}
+
+func sleepMicros(_ us: Int) {
+    var ts = timespec(tv_sec: us / 1_000_000, tv_nsec: (us % 1_000_000) * 1000)
+    var rest = timespec()
+    while nanosleep(&ts, &rest) == -1 && errno == EINTR { ts = rest }
 }
 
 func sleepMillis(_ ms: Int) {
