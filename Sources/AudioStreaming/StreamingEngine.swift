@@ -896,8 +896,11 @@ final class DecoderThread {
             case .ended:
                 engine.queueEnded.store(true, ordering: .releasing)
                 wake.signal()
+            case .underrun:
+                wake.signal()
             case .device(.lost(let reason)):
                 engine.deviceLost.withLock { if $0 == nil { $0 = (HostTime.now(), reason) } }
+                wake.signal()
             case .device(.restored):
                 engine.deviceLost.withLock { $0 = nil }
             default:
@@ -1199,8 +1202,23 @@ final class DecoderThread {
     /// periodic work; throws ``Interrupted`` for a stop or a command.
     func waitTick(milliseconds: Int) throws {
         let fast = queueStarted && !firstAudioReported
-        _ = engine.wake.wait(timeout: .now() + .milliseconds(fast ? 2 : milliseconds))
+        _ = engine.wake.wait(timeout: .now() + .milliseconds(fast ? 2 : idleMilliseconds(milliseconds)))
         try tick()
+    }
+
+    /// How long a steady decoder may sleep without a wake-up: new bytes, a returned queue
+    /// buffer, a command, an underrun and the queue's end all signal `wake`, so while playing
+    /// only the timeline needs the clock: the next mark (item start, metadata) is waited for
+    /// until it is due, the position is refreshed at least every 100 ms. Before playback and
+    /// while buffering or ending, `milliseconds` (the stall and start checks tick).
+    func idleMilliseconds(_ milliseconds: Int) -> Int {
+        guard phase == .playing, queueStarted, !queuePaused, let queue else { return milliseconds }
+        var wait = 100
+        if let mark = marks.first {
+            let due = Double(mark.frame - max(playedHighWater, queue.playedStreamFrames)) / deviceRate
+            wait = min(wait, max(2, Int(due * 1000) + 1))
+        }
+        return wait
     }
 
     func debug(_ text: @autoclosure () -> String) {
