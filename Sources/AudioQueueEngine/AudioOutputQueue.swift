@@ -591,6 +591,12 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// Frames waiting in the play ring.
     public var bufferedFrames: Int64 { renderer.queuedFrames }
 
+    /// Asks the running device to keep about `seconds` buffered from now on
+    /// (``AudioOutputDevice/setTargetLatency(_:)``); nothing before the queue has a device.
+    public func setDeviceLatency(_ seconds: Double) {
+        control.withLock { $0.device }?.setTargetLatency(seconds)
+    }
+
     /// Times the device found the ring empty mid-stream.
     public var underrunCount: Int { renderer.underruns.load(ordering: .relaxed) }
 

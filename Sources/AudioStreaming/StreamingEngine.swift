@@ -216,6 +216,8 @@ final class DecoderThread {
     var underruns = 0
     var lastUnderrunCount = 0
     var firstAudioReported = false
+    /// ``BufferingPolicy/steadyOutputLatency`` was applied to the device.
+    var steadyLatencySet = false
     var lastHealth: UInt64 = 0
     var lastError: AudioError?
 
@@ -460,7 +462,15 @@ final class DecoderThread {
             if let target = handleInterrupt() { next = target }
             return false
         }
-        if engine.queueEnded.load(ordering: .acquiring) || !queue.isRunning {
+        let ended = engine.queueEnded.load(ordering: .acquiring)
+        if ended || !queue.isRunning {
+            if ended {
+                // Everything enqueued has played: the position is the end, whether or not a
+                // tick sampled the queue between its last render and its stop (its count is
+                // back at 0 once stopped, and that window can be shorter than a tick).
+                playedHighWater = max(playedHighWater, enqueuedFrames)
+                processMarks(played: playedHighWater)
+            }
             processMarks(played: Int64.max)
             engine.setState(.stopped(reason: .ended))
             return true
@@ -1202,7 +1212,11 @@ final class DecoderThread {
     /// periodic work; throws ``Interrupted`` for a stop or a command.
     func waitTick(milliseconds: Int) throws {
         let fast = queueStarted && !firstAudioReported
-        _ = engine.wake.wait(timeout: .now() + .milliseconds(fast ? 2 : idleMilliseconds(milliseconds)))
+        if engine.wake.wait(timeout: .now() + .milliseconds(fast ? 2 : idleMilliseconds(milliseconds))) == .success {
+            // Signals that came in a burst (the queue hands several buffers back at once) are
+            // one wake-up: what they announce is all looked at after this tick.
+            while engine.wake.wait(timeout: .now()) == .success {}
+        }
         try tick()
     }
 
@@ -1269,6 +1283,12 @@ final class DecoderThread {
             let t = engine.elapsed
             engine.control.withLock { $0.stats.timeToFirstAudio = t }
             engine.emit(.firstAudio(seconds: t))
+        }
+        if let steady = policy.steadyOutputLatency, !steadyLatencySet, firstAudioReported, phase == .playing, !queuePaused,
+           Double(queue.bufferedFrames) / deviceRate >= steady + 0.5 {
+            steadyLatencySet = true
+            queue.setDeviceLatency(steady)
+            debug("output buffer set to \(steady) s")
         }
         // Underrun: the ring ran dry mid-stream. Pause, rebuffer with a larger target.
         let count = queue.underrunCount
