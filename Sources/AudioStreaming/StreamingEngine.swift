@@ -1212,11 +1212,7 @@ final class DecoderThread {
     /// periodic work; throws ``Interrupted`` for a stop or a command.
     func waitTick(milliseconds: Int) throws {
         let fast = queueStarted && !firstAudioReported
-        if engine.wake.wait(timeout: .now() + .milliseconds(fast ? 2 : idleMilliseconds(milliseconds))) == .success {
-            // Signals that came in a burst (the queue hands several buffers back at once) are
-            // one wake-up: what they announce is all looked at after this tick.
-            while engine.wake.wait(timeout: .now()) == .success {}
-        }
+        _ = engine.wake.wait(timeout: .now() + .milliseconds(fast ? 2 : idleMilliseconds(milliseconds)))
         try tick()
     }
 
