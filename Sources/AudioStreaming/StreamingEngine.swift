@@ -189,6 +189,9 @@ final class DecoderThread {
     var channels = 2
     final class Pool: Sendable {
         let buffers = Mutex<[AudioQueueBuffer]>([])
+        /// The decoder is waiting for a free buffer: only then does a returned buffer wake it
+        /// (otherwise a steady stream woke it for every buffer the queue handed back).
+        let waiting = Atomic<Bool>(false)
     }
     let pool = Pool()
     let framesPerBuffer = 2048
@@ -894,7 +897,7 @@ final class DecoderThread {
         let wake = engine.wake
         let q = try AudioOutputQueue(format: queueFormat, output: engine.output) { _, buffer in
             pool.buffers.withLock { $0.append(buffer) }
-            wake.signal()
+            if pool.waiting.load(ordering: .sequentiallyConsistent) { wake.signal() }
         }
         for _ in 0..<10 {
             let b = try q.allocateBuffer(byteCapacity: framesPerBuffer * channels * 4)
@@ -1204,6 +1207,11 @@ final class DecoderThread {
     func takeBuffer() throws -> AudioQueueBuffer {
         while true {
             if let b = pool.buffers.withLock({ $0.popLast() }) { return b }
+            // Announce the wait, then look again: a buffer returned in between is either seen
+            // here or signals the wake-up.
+            pool.waiting.store(true, ordering: .sequentiallyConsistent)
+            defer { pool.waiting.store(false, ordering: .sequentiallyConsistent) }
+            if let b = pool.buffers.withLock({ $0.popLast() }) { return b }
             try waitTick(milliseconds: 20)
         }
     }
@@ -1280,8 +1288,10 @@ final class DecoderThread {
             engine.control.withLock { $0.stats.timeToFirstAudio = t }
             engine.emit(.firstAudio(seconds: t))
         }
+        // Not before the first audio has been heard: with PulseAudio's latency adjustment a
+        // larger buffer also delays the start of a stream the server has not started yet.
         if let steady = policy.steadyOutputLatency, !steadyLatencySet, firstAudioReported, phase == .playing, !queuePaused,
-           Double(queue.bufferedFrames) / deviceRate >= steady + 0.5 {
+           Double(played) / deviceRate >= steady + 0.5, Double(queue.bufferedFrames) / deviceRate >= steady + 0.5 {
             steadyLatencySet = true
             queue.setDeviceLatency(steady)
             debug("output buffer set to \(steady) s")
@@ -1302,6 +1312,10 @@ final class DecoderThread {
             }
         }
         checkStart()
+        // Plenty decoded ahead and playing: the network thread may read in larger, rarer pieces.
+        if let item = current {
+            item.reader.setRelaxed(phase == .playing && !queuePaused && !item.inputEnded && bufferedSeconds() >= 2)
+        }
         let now = HostTime.now()
         if queueStarted && HostTime.seconds(ticks: now - lastHealth) >= 1 {
             lastHealth = now
