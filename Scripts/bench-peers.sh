@@ -131,7 +131,11 @@ ffmpeg -hide_banner -loglevel error -nostdin -re -stream_loop -1 -i "$work/signa
   -content_type audio/mpeg -f mp3 "icecast://source:benchsource@127.0.0.1:$port/bench.mp3" >"$work/icecast/source.log" 2>&1 &
 pids+=($!)
 stream="http://127.0.0.1:$port/bench.mp3"
-for _ in $(seq 100); do curl -sf -o /dev/null -r 0-0 --max-time 1 "$stream" && break; sleep 0.1; done
+# A live stream never ends (curl stops at --max-time with an error): the status says the mount is up.
+for _ in $(seq 50); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 0.5 "$stream" || true)" = 200 ] && break
+  sleep 0.1
+done
 sleep 2   # let the server's burst buffer fill, as it would for a station that has been on air
 
 # player name -> command for an input (file or url); empty when the player cannot play it.

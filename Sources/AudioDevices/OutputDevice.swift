@@ -116,6 +116,11 @@ public protocol AudioOutputDevice: AnyObject, Sendable {
     func takeEvents() -> [AudioDeviceEvent]
     /// Events lost because the event queue was full.
     var droppedEventCount: Int { get }
+    /// Asks a running device to keep about `seconds` of audio buffered from now on. A larger
+    /// buffer means fewer, larger render calls (less CPU) and that a volume change or a flush is
+    /// heard that much later. A device with a server-side buffer asks for the difference at
+    /// once, so call it only with that much audio ready. Devices without one ignore it.
+    func setTargetLatency(_ seconds: Double)
 }
 
 extension AudioOutputDevice {
@@ -123,6 +128,8 @@ extension AudioOutputDevice {
     public var isRealTime: Bool { true }
     /// Devices hold nothing beyond what they render unless they say otherwise.
     public func flush(_ resume: () -> Void) { resume() }
+    /// Ignored unless the device has a buffer it can resize (PulseAudio).
+    public func setTargetLatency(_ seconds: Double) {}
 }
 
 /// Which output to open.

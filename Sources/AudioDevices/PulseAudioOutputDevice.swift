@@ -81,6 +81,12 @@ public final class PulseAudioOutputDevice: AudioOutputDevice {
         try core.start(render)
     }
 
+    /// Changes the playing stream's target latency (`tlength`, `minreq` a quarter of it): the
+    /// server then asks for the difference at once, and for a quarter of the new length at a
+    /// time after that. A stream re-created after the server came back starts at the latency
+    /// the device was opened with.
+    public func setTargetLatency(_ seconds: Double) { core.setTargetLatency(seconds) }
+
     /// Corks the stream: pulling stops, the buffered audio is kept.
     public func pause() throws(AudioError) { try core.setCorked(true) }
     /// Uncorks the stream.
@@ -560,6 +566,17 @@ private final class PulseCore: @unchecked Sendable {
             throw AudioError(.deviceUnavailable, component: "PulseAudio output",
                              "cannot play to \(sink ?? "the default sink")", underlying: text)
         }
+    }
+
+    func setTargetLatency(_ seconds: Double) {
+        guard mainloop != nil, seconds > 0, seconds.isFinite else { return }
+        let frames = max(256, Int(min(seconds, 10) * format.sampleRate))
+        lock()
+        defer { unlock() }
+        guard let s = stream, pa_stream_get_state(s) == PA_STREAM_READY, !stopping else { return }
+        var attr = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32(frames * frameBytes), prebuf: UInt32.max,
+                                  minreq: UInt32(max(64, frames / 4) * frameBytes), fragsize: UInt32.max)
+        if let op = pa_stream_set_buffer_attr(s, &attr, nil, nil) { pa_operation_unref(op) }
     }
 
     func setCorked(_ cork: Bool) throws(AudioError) {

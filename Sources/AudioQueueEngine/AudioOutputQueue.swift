@@ -649,6 +649,11 @@ public final class AudioOutputQueue: @unchecked Sendable {
 
     /// Buffers enqueued and not decoded yet.
     public var pendingBufferCount: Int { control.withLock { $0.pending.count } }
+    /// Asks the running device to keep about `seconds` buffered from now on
+    /// (``AudioOutputDevice/setTargetLatency(_:)``); nothing before the queue has a device.
+    public func setDeviceLatency(_ seconds: Double) {
+        control.withLock { $0.device }?.setTargetLatency(seconds)
+    }
 
     /// Times the device found the ring empty mid-stream.
     public var underrunCount: Int { renderer.underruns.load(ordering: .relaxed) }
@@ -887,8 +892,11 @@ public final class AudioOutputQueue: @unchecked Sendable {
                     _ = offlineSpace.wait(timeout: .now() + .milliseconds(20))
                     continue
                 }
-                // The ring is full: sleep until about a scratch buffer's worth has played.
-                let want = min(n - offset, 4096)
+                // The ring is full: sleep until a quarter of it has played (at most 100 ms),
+                // not just this chunk's worth: a full ring holds seconds of audio, and waking for
+                // every few milliseconds of room was most of a steady stream's CPU (the ring
+                // refills in one go, and a reset or stop is still seen within 100 ms).
+                let want = max(min(n - offset, 4096), renderer.capacityFrames / 4)
                 let missing = max(0, want - renderer.freeFrames)
                 usleep_ms(max(2, min(100, Int(Double(missing) / deviceFormat.sampleRate * 1000))))
             }

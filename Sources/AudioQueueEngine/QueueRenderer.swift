@@ -68,6 +68,9 @@ final class QueueRenderer: @unchecked Sendable {
     /// Frames the feeder may still write.
     var freeFrames: Int { ring.availableToWrite / channels }
 
+    /// Frames the ring holds when full.
+    var capacityFrames: Int { ring.capacity / channels }
+
     /// Frames written but not yet consumed.
     var queuedFrames: Int64 { written.load(ordering: .acquiring) - consumed.load(ordering: .acquiring) }
 

@@ -56,6 +56,14 @@ final class SourceReader: @unchecked Sendable {
     private let state = Mutex(State())
     private let space = DispatchSemaphore(value: 0)
     private let data: DispatchSemaphore
+    /// Set by the decoder while it has plenty decoded ahead: after a read that took all the
+    /// source had, the thread then waits ``relaxedPauseMilliseconds`` before reading again, so a
+    /// live stream arrives in fewer, larger chunks (fewer wake-ups of this thread and the
+    /// decoder). A read that fills the buffer never waits (a fast download stays fast).
+    let relaxed = Atomic<Bool>(false)
+    static let relaxedPauseMilliseconds = 200
+    /// Cuts a relaxed pause short (cancel, or the decoder running low).
+    private let pauseWake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
 
     /// Starts the thread. `data` is signalled whenever something is appended.
@@ -96,6 +104,9 @@ final class SourceReader: @unchecked Sendable {
                     push(.bytes(Array(UnsafeRawBufferPointer(rebasing: scratch[0..<count])), offset: offset), bytes: count)
                     offset += Int64(count)
                     if !waitForSpace() { return }
+                    if count < scratch.count && relaxed.load(ordering: .relaxed) {
+                        _ = pauseWake.wait(timeout: .now() + .milliseconds(Self.relaxedPauseMilliseconds))
+                    }
                 case .metadata(let m):
                     push(.metadata(m), bytes: 0)
                 case .reconnected(let info, let continuous):
@@ -323,11 +334,18 @@ final class SourceReader: @unchecked Sendable {
     /// The source's counters.
     var statistics: ByteSourceStatistics { source.statistics }
 
+    /// Sets ``relaxed``; turning it off ends a pause at once.
+    func setRelaxed(_ on: Bool) {
+        guard relaxed.exchange(on, ordering: .relaxed) != on else { return }
+        if !on { pauseWake.signal() }
+    }
+
     /// Stops the thread (cancels a blocked read) without waiting.
     func cancel() {
         state.withLock { $0.cancelled = true }
         source.cancel()
         space.signal()
+        pauseWake.signal()
     }
 
     /// Cancels and waits for the thread to end.

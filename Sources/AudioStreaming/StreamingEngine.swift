@@ -191,6 +191,9 @@ final class DecoderThread {
     var channels = 2
     final class Pool: Sendable {
         let buffers = Mutex<[AudioQueueBuffer]>([])
+        /// The decoder is waiting for a free buffer: only then does a returned buffer wake it
+        /// (otherwise a steady stream woke it for every buffer the queue handed back).
+        let waiting = Atomic<Bool>(false)
     }
     let pool = Pool()
     let framesPerBuffer = 2048
@@ -218,6 +221,8 @@ final class DecoderThread {
     var underruns = 0
     var lastUnderrunCount = 0
     var firstAudioReported = false
+    /// ``BufferingPolicy/steadyOutputLatency`` was applied to the device.
+    var steadyLatencySet = false
     var lastHealth: UInt64 = 0
     var lastError: AudioError?
 
@@ -465,11 +470,15 @@ final class DecoderThread {
             if let target = handleInterrupt() { next = target }
             return false
         }
-        if engine.queueEnded.load(ordering: .acquiring) || !queue.isRunning {
-            // Everything enqueued has played: the position is its end (the last render may
-            // have come after the last tick looked, and the stopped queue's count is 0).
-            playedHighWater = max(playedHighWater, enqueuedFrames)
-            processMarks(played: playedHighWater)
+        let ended = engine.queueEnded.load(ordering: .acquiring)
+        if ended || !queue.isRunning {
+            if ended {
+                // Everything enqueued has played: the position is the end, whether or not a
+                // tick sampled the queue between its last render and its stop (its count is
+                // back at 0 once stopped, and that window can be shorter than a tick).
+                playedHighWater = max(playedHighWater, enqueuedFrames)
+                processMarks(played: playedHighWater)
+            }
             processMarks(played: Int64.max)
             // An item that failed mid-way still plays what it had decoded; the session then
             // stops with its error (nil when the last item played to its end).
@@ -908,7 +917,7 @@ final class DecoderThread {
         let wake = engine.wake
         let q = try AudioOutputQueue(format: queueFormat, output: engine.output) { _, buffer in
             pool.buffers.withLock { $0.append(buffer) }
-            wake.signal()
+            if pool.waiting.load(ordering: .sequentiallyConsistent) { wake.signal() }
         }
         for _ in 0..<10 {
             let b = try q.allocateBuffer(byteCapacity: framesPerBuffer * channels * 4)
@@ -920,8 +929,11 @@ final class DecoderThread {
             case .ended:
                 engine.queueEnded.store(true, ordering: .releasing)
                 wake.signal()
+            case .underrun:
+                wake.signal()
             case .device(.lost(let reason)):
                 engine.deviceLost.withLock { if $0 == nil { $0 = (HostTime.now(), reason) } }
+                wake.signal()
             case .device(.restored):
                 engine.deviceLost.withLock { $0 = nil }
             default:
@@ -1218,6 +1230,11 @@ final class DecoderThread {
     func takeBuffer() throws -> AudioQueueBuffer {
         while true {
             if let b = pool.buffers.withLock({ $0.popLast() }) { return b }
+            // Announce the wait, then look again: a buffer returned in between is either seen
+            // here or signals the wake-up.
+            pool.waiting.store(true, ordering: .sequentiallyConsistent)
+            defer { pool.waiting.store(false, ordering: .sequentiallyConsistent) }
+            if let b = pool.buffers.withLock({ $0.popLast() }) { return b }
             try waitTick(milliseconds: 20)
         }
     }
@@ -1226,8 +1243,23 @@ final class DecoderThread {
     /// periodic work; throws ``Interrupted`` for a stop or a command.
     func waitTick(milliseconds: Int) throws {
         let fast = queueStarted && !firstAudioReported
-        _ = engine.wake.wait(timeout: .now() + .milliseconds(fast ? 2 : milliseconds))
+        _ = engine.wake.wait(timeout: .now() + .milliseconds(fast ? 2 : idleMilliseconds(milliseconds)))
         try tick()
+    }
+
+    /// How long a steady decoder may sleep without a wake-up: new bytes, a returned queue
+    /// buffer, a command, an underrun and the queue's end all signal `wake`, so while playing
+    /// only the timeline needs the clock: the next mark (item start, metadata) is waited for
+    /// until it is due, the position is refreshed at least every 100 ms. Before playback and
+    /// while buffering or ending, `milliseconds` (the stall and start checks tick).
+    func idleMilliseconds(_ milliseconds: Int) -> Int {
+        guard phase == .playing, queueStarted, !queuePaused, let queue else { return milliseconds }
+        var wait = 100
+        if let mark = marks.first {
+            let due = Double(mark.frame - max(playedHighWater, queue.playedStreamFrames)) / deviceRate
+            wait = min(wait, max(2, Int(due * 1000) + 1))
+        }
+        return wait
     }
 
     func debug(_ text: @autoclosure () -> String) {
@@ -1279,6 +1311,14 @@ final class DecoderThread {
             engine.control.withLock { $0.stats.timeToFirstAudio = t }
             engine.emit(.firstAudio(seconds: t))
         }
+        // Not before the first audio has been heard: with PulseAudio's latency adjustment a
+        // larger buffer also delays the start of a stream the server has not started yet.
+        if let steady = policy.steadyOutputLatency, !steadyLatencySet, firstAudioReported, phase == .playing, !queuePaused,
+           Double(played) / deviceRate >= steady + 0.5, Double(queue.bufferedFrames) / deviceRate >= steady + 0.5 {
+            steadyLatencySet = true
+            queue.setDeviceLatency(steady)
+            debug("output buffer set to \(steady) s")
+        }
         // Underrun: the ring ran dry mid-stream. Pause, rebuffer with a larger target.
         let count = queue.underrunCount
         if phase == .playing && !queuePaused && count > lastUnderrunCount {
@@ -1295,6 +1335,10 @@ final class DecoderThread {
             }
         }
         checkStart()
+        // Plenty decoded ahead and playing: the network thread may read in larger, rarer pieces.
+        if let item = current {
+            item.reader.setRelaxed(phase == .playing && !queuePaused && !item.inputEnded && bufferedSeconds() >= 2)
+        }
         let now = HostTime.now()
         if queueStarted && HostTime.seconds(ticks: now - lastHealth) >= 1 {
             lastHealth = now

@@ -41,6 +41,13 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// 0 (the default) joins items gaplessly instead. Live items are never faded (they have no
     /// end to overlap); an item shorter than the fade is faded over its whole length. At most 30 s.
     public var crossfadeSeconds: Double = 0
+    /// The output buffer (seconds) to switch to once playback is steady: this much plus 0.5 s
+    /// played (the start is heard first) and decoded ahead (the larger request is filled with
+    /// audio), not paused. A
+    /// quick start wants a small device buffer, a steady stream a large one (fewer wake-ups of
+    /// the device thread and the sound server); volume changes, seeks and skips are heard up to
+    /// this much later. Nil (the default) keeps the buffer the device opened with.
+    public var steadyOutputLatency: Double?
 
     /// The defaults, as documented on each field.
     public init() {}

@@ -68,6 +68,8 @@ public final class AUProcessingOutputDevice: AudioOutputDevice, @unchecked Senda
     public var latency: Double { inner.latency }
     public var playedFrames: Int64 { inner.playedFrames }
     public var renderedFrames: Int64 { inner.renderedFrames }
+    /// Passed to the wrapped device.
+    public func setTargetLatency(_ seconds: Double) { inner.setTargetLatency(seconds) }
 
     /// Starts the wrapped device; each render pulls from `render`, then processes the frames it
     /// produced through the chain in place.

@@ -68,6 +68,9 @@ private func streamingMain(_ options: Options, output: @escaping AudioOutputDevi
     if let s = options.prebuffer { policy.startSeconds = s }
     if let c = options.crossfade { policy.crossfadeSeconds = c }
     policy.deviceLostTimeout = deviceLostTimeout
+    // Start on the device's small buffer (quick first audio), then 0.4 s like local files:
+    // a quarter as many requests from PulseAudio once the stream plays.
+    policy.steadyOutputLatency = 0.4
     let player = StreamingPlayer(policy: policy, output: output, sourceFactory: afplaySource)
     let files = options.files
     let events = Task.detached {
@@ -103,9 +106,17 @@ private func streamingMain(_ options: Options, output: @escaping AudioOutputDevi
     while true {
         if status.values.withLock({ $0.done }) { break }
         if interrupted.load(ordering: .relaxed) { break }
-        if let limit = options.limit, HostTime.seconds(ticks: HostTime.now() - began) >= limit, await player.statistics.timeToFirstAudio != nil {
-            let p = await player.position
-            if p.seconds >= limit + options.start - 0.01 || HostTime.seconds(ticks: HostTime.now() - began) >= limit + 30 { break }
+        // Without the status line this loop only watches for the end, a signal and `-t`: every
+        // 250 ms (20 ms cost about 150 thread wake-ups a second across the timer and the
+        // cooperative threads), every 20 ms or less near the `-t` limit.
+        var pause = 250
+        if let limit = options.limit, HostTime.seconds(ticks: HostTime.now() - began) >= limit - 0.3 {
+            pause = 20
+            if HostTime.seconds(ticks: HostTime.now() - began) >= limit, await player.statistics.timeToFirstAudio != nil {
+                let p = await player.position
+                if p.seconds >= limit + options.start - 0.01 || HostTime.seconds(ticks: HostTime.now() - began) >= limit + 30 { break }
+                pause = max(2, min(20, Int((limit + options.start - p.seconds) * 1000)))
+            }
         }
         if ui {
             writeStdout(await streamStatusLine(player, status: status, files: files))
@@ -133,7 +144,7 @@ private func streamingMain(_ options: Options, output: @escaping AudioOutputDevi
                 }
             }
         } else {
-            try? await Task.sleep(for: .milliseconds(20))
+            try? await Task.sleep(for: .milliseconds(pause))
         }
     }
     if ui {

@@ -43,6 +43,41 @@ struct PulseAudioOutputDeviceTests {
         #expect(midLatency > 0.01 && midLatency < 0.5)
     }
 
+    /// A larger target latency set while playing (what the streaming player does once a stream
+    /// plays steadily): the server's buffer grows to it, and the audio stays exact and gapless
+    /// (the difference is asked for and rendered at once, never padded).
+    @Test func raisingTheTargetLatencyWhilePlayingKeepsTheAudioExact() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let recording = try daemon.recordMonitor(to: uniqueTempPath("monitor", "raw"))
+        let device = try PulseAudioOutputDevice(format: format, sink: daemon.sinkName, server: daemon.server, targetLatency: 0.1)
+        defer { device.close() }
+        let total = 132_300
+        let source = ChirpSource(total: total, sampleRate: 44100)
+        let log = EventLog(device)
+        try device.start(source.render)
+        sleepSeconds(0.6)
+        let before = device.latency
+        let aheadBefore = device.renderedFrames - device.playedFrames
+        device.setTargetLatency(0.4)
+        sleepSeconds(0.6)
+        let after = device.latency
+        let aheadAfter = device.renderedFrames - device.playedFrames
+        #expect(log.waitFor(10) { $0.contains(.drained) })
+        sleepSeconds(0.3)
+        let samples = recording.stop()
+        print("pulse latency 0.1 -> 0.4 s: measured \(Int(before * 1000)) -> \(Int(after * 1000)) ms, rendered ahead \(aheadBefore) -> \(aheadAfter) frames")
+        #expect(before < 0.2, "latency before \(before)")
+        #expect(after > 0.25 && after < 0.6, "latency after \(after)")
+        #expect(aheadAfter > Int64(0.25 * 44100), "rendered ahead \(aheadAfter) frames")
+        #expect(device.renderedFrames == Int64(total) && device.playedFrames == Int64(total))
+        #expect(!log.events.contains { if case .underrun = $0 { true } else { false } })
+        let cmp = try #require(compare(samples, channels: 2, with: source))
+        #expect(cmp.frames == total)
+        #expect(cmp.snr >= 90)
+        #expect(cmp.longestZeroRun == 0)
+    }
+
     @Test func pauseCorksAndResumeContinuesWithoutLoss() throws {
         let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
         defer { daemon.stop() }
