@@ -798,17 +798,17 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 converter = try? makeConverter()
             }
             // Hand the buffer back unless a reset/stop already did; a queue not running yet
-            // keeps it until it starts.
-            let stillOurs = control.withLock { s -> Bool in
-                guard s.generation == generation, let i = s.pending.firstIndex(where: { $0.buffer === next.buffer }) else { return false }
+            // keeps it until it starts. Buffers still held from before the start go first, so
+            // buffers always come back in the order they were enqueued.
+            let giveBack = control.withLock { s -> [AudioQueueBuffer] in
+                guard s.generation == generation, let i = s.pending.firstIndex(where: { $0.buffer === next.buffer }) else { return [] }
                 s.pending.remove(at: i)
-                if !s.isRunning {
-                    s.held.append(next.buffer)
-                    return false
-                }
-                return true
+                s.held.append(next.buffer)
+                guard s.isRunning else { return [] }
+                defer { s.held.removeAll() }
+                return s.held
             }
-            if stillOurs { outputCallback(self, next.buffer) }
+            for b in giveBack { outputCallback(self, b) }
             flushAfterReset(final: false)
         }
     }
