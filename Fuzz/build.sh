@@ -21,7 +21,8 @@ if [[ ! -f "$OUT/stub/AudioCore.swiftmodule" ]]; then
         -emit-module-path "$OUT/stub/AudioCore.swiftmodule" "$OUT/stub/AudioCore.swift"
 fi
 
-FLAGS=(-parse-as-library -O -g -swift-version 6 -enable-upcoming-feature ExistentialAny
+# -package-name: AudioCore declares `package` helpers (TextFormatting.swift).
+FLAGS=(-parse-as-library -O -g -swift-version 6 -enable-upcoming-feature ExistentialAny -package-name OpenAudioToolbox
        -warnings-as-errors -I "$OUT/stub" -use-ld=lld "${FUZZ_SANITIZE[@]}")
 
 build_one() {

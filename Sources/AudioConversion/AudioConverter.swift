@@ -105,6 +105,10 @@ public final class AudioConverter {
     private var scratchFrames = 0
     private var fifo: [[UInt8]]
     private var fifoReadFrames = 0
+    /// Packets pulled by ``fillComplexBuffer(_:maxFrames:_:)`` and the frames they gave (for
+    /// the average packet length of variable-length formats).
+    private var pulledPackets = 0
+    private var pulledFrames = 0
     private var leadingLeft: Int64 = 0
     private var started = false
     private var inputEnded = false
@@ -378,12 +382,26 @@ public final class AudioConverter {
         let wanted = Swift.min(buffer.frameCapacity, maxFrames ?? buffer.frameCapacity)
         let holdback = validFrameCount == nil ? Int(primeInfo.trailingFrames) + 1 : 0
         while !drained && bufferedFrameCount < wanted + holdback {
-            let fpp = Swift.max(1, Int(sourceFormat.framesPerPacket))
-            guard let batch = try input(Swift.max(1, wanted / fpp)) else {
+            // Packets to ask for: the frames wanted over the frames per packet; when packets vary
+            // (FLAC, Vorbis, Opus), the frames still missing over the average packet seen so far,
+            // one at first (not `wanted` packets, which decoded a whole FLAC file at once).
+            let missing = wanted + holdback - bufferedFrameCount
+            let count: Int
+            if sourceFormat.framesPerPacket > 0 {
+                count = Swift.max(1, wanted / Int(sourceFormat.framesPerPacket))
+            } else if pulledPackets > 0 && pulledFrames > 0 {
+                count = Swift.max(1, missing / Swift.max(1, pulledFrames / pulledPackets))
+            } else {
+                count = 1
+            }
+            guard let batch = try input(count) else {
                 try endOfInput()
                 break
             }
+            let before = bufferedFrameCount
             try decode(batch)
+            pulledPackets += batch.packetCount
+            pulledFrames += Swift.max(0, bufferedFrameCount - before)
         }
         return read(into: buffer, maxFrames: wanted)
     }
@@ -470,6 +488,17 @@ public final class AudioConverter {
             copyFloat(frame, skip: Int(skip), frames: Int(count), channels: Int(channels), planar: format == AV_SAMPLE_FMT_FLTP.rawValue)
             return
         }
+        if channelMap == nil && Double(rate) == destinationFormat.sampleRate && Int32(destinationFormat.channelsPerFrame) == channels
+            && (outFormat == AV_SAMPLE_FMT_FLT || outFormat == AV_SAMPLE_FMT_FLTP),
+            let sampleBits = Self.integerSampleBits(format) {
+            // 16- or 32-bit integers (FLAC, ALAC, PCM decoders) to Float32 at the same rate and
+            // channel count: scaled and (de)interleaved straight into the FIFO, as libswresample
+            // would (x / 2^15 or x / 2^31), without its intermediate buffer.
+            if swr != nil { flushResampler(); swr_free(&swr); swrInput = nil }
+            let planar = format == AV_SAMPLE_FMT_S16P.rawValue || format == AV_SAMPLE_FMT_S32P.rawValue
+            copyIntegers(frame, bits: sampleBits, skip: Int(skip), frames: Int(count), channels: Int(channels), planar: planar)
+            return
+        }
         if swrInput == nil || swrInput! != (format, rate, channels) {
             flushResampler()
             try configureResampler(frame)
@@ -519,6 +548,67 @@ public final class AudioConverter {
             }
         } else if let src = plane(0) {
             appendDeinterleaved(src + skip * channels, frames: frames, channels: channels)
+        }
+    }
+
+    /// 16 or 32 for libavcodec's signed integer sample formats, else nil.
+    private static func integerSampleBits(_ format: Int32) -> Int? {
+        switch format {
+        case AV_SAMPLE_FMT_S16.rawValue, AV_SAMPLE_FMT_S16P.rawValue: 16
+        case AV_SAMPLE_FMT_S32.rawValue, AV_SAMPLE_FMT_S32P.rawValue: 32
+        default: nil
+        }
+    }
+
+    /// Converts `frames` frames of 16- or 32-bit integer samples from `skip` on to Float32 in
+    /// the FIFO, (de)interleaving as needed.
+    private func copyIntegers(_ frame: UnsafeMutablePointer<AVFrame>, bits: Int, skip: Int, frames: Int, channels: Int, planar: Bool) {
+        guard let data = frame.pointee.extended_data, frames > 0 else { return }
+        let interleavedOut = outPlanes == 1 && channels > 1
+        // Each output plane gets its channels from (source plane, first sample, stride).
+        func convert(into dst: UnsafeMutablePointer<Float>, dstStride: Int, channel c: Int) {
+            let plane = planar ? c : 0
+            guard let raw = data[plane] else {
+                for f in 0..<frames { dst[f * dstStride] = 0 }
+                return
+            }
+            let first = planar ? skip : skip * channels + c
+            let stride = planar ? 1 : channels
+            if bits == 16 {
+                let src = UnsafeRawPointer(raw).assumingMemoryBound(to: Int16.self) + first
+                Self.scale(src, stride: stride, into: dst, dstStride: dstStride, count: frames, by: 1.0 / 32768.0)
+            } else {
+                let src = UnsafeRawPointer(raw).assumingMemoryBound(to: Int32.self) + first
+                Self.scale(src, stride: stride, into: dst, dstStride: dstStride, count: frames, by: 1.0 / 2_147_483_648.0)
+            }
+        }
+        if interleavedOut {
+            let old = fifo[0].count
+            fifo[0].append(contentsOf: repeatElement(0, count: frames * channels * 4))
+            fifo[0].withUnsafeMutableBytes { raw in
+                let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
+                for c in 0..<channels { convert(into: dst + c, dstStride: channels, channel: c) }
+            }
+        } else {
+            for c in 0..<Swift.min(outPlanes, channels) {
+                let old = fifo[c].count
+                fifo[c].append(contentsOf: repeatElement(0, count: frames * 4))
+                fifo[c].withUnsafeMutableBytes { raw in
+                    convert(into: (raw.baseAddress! + old).assumingMemoryBound(to: Float.self), dstStride: 1, channel: c)
+                }
+            }
+        }
+    }
+
+    /// `dst[i * dstStride] = Float(src[i * stride]) * factor` for `count` samples (contiguous
+    /// runs get their own loop so that they vectorize).
+    @inline(__always)
+    private static func scale<T: BinaryInteger>(_ src: UnsafePointer<T>, stride: Int, into dst: UnsafeMutablePointer<Float>,
+                                                dstStride: Int, count: Int, by factor: Float) {
+        if stride == 1 && dstStride == 1 {
+            for i in 0..<count { dst[i] = Float(src[i]) * factor }
+        } else {
+            for i in 0..<count { dst[i * dstStride] = Float(src[i * stride]) * factor }
         }
     }
 

@@ -123,6 +123,50 @@ import Testing
         }
         #expect(md5.hexDigest() == row.md5, "\(file)")
     }
+
+    /// Float32 output (libavcodec's 16/32-bit integers scaled without libswresample): every
+    /// sample of up to 24 bits is exact in Float32, so scaling back gives the STREAMINFO MD5.
+    /// Interleaved and non-interleaved output alternate between files; every depth up to 24
+    /// bits, and half of the 16-bit files (to keep the debug-build test short).
+    @Test(arguments: flacRows.enumerated().filter { $0.element.bps <= 24 && ($0.element.bps != 16 || $0.offset % 4 < 2) }.map(\.element.file))
+    func flacFloatDecodeGivesStreamInfoMD5(_ file: String) throws {
+        let row = try #require(Self.flacRows.first { $0.file == file })
+        let interleaved = (Self.flacRows.firstIndex { $0.file == file } ?? 0) % 2 == 0
+        let audio = try AudioFile(path: Corpus.root! + "/" + file)
+        let channels = Int(audio.dataFormat.channelsPerFrame)
+        let out = AudioStreamBasicDescription.linearPCM(sampleRate: audio.dataFormat.sampleRate, channels: UInt32(channels),
+                                                        bitsPerChannel: 32, isFloat: true, isInterleaved: interleaved)
+        let converter = try AudioConverter(from: audio.dataFormat, to: out, magicCookie: audio.magicCookie)
+        let buffer = try AudioPCMBuffer(format: out, frameCapacity: 3000)
+        var md5 = MD5()
+        var next: Int64 = 0
+        var frames: Int64 = 0
+        let bytesPerSample = (row.bps + 7) / 8
+        let shift = Int32(32 - row.bps)
+        var chunk: [UInt8] = []
+        while true {
+            let n = try converter.fillComplexBuffer(buffer) { (wanted: Int) throws(AudioError) -> AudioPacketBatch? in
+                guard next < audio.packetCount else { return nil }
+                let batch = try audio.readPackets(next..<(next + Int64(max(wanted, 1))))
+                next += Int64(batch.packetCount)
+                return batch
+            }
+            if n == 0 { break }
+            frames += Int64(n)
+            let planes = (0..<(interleaved ? 1 : channels)).map { buffer.mutableBytes($0).bindMemory(to: Float.self) }
+            chunk.removeAll(keepingCapacity: true)
+            for f in 0..<n {
+                for c in 0..<channels {
+                    let x = interleaved ? planes[0][f * channels + c] : planes[c][f]
+                    let v = Int32(Double(x) * 2_147_483_648.0) >> shift
+                    for b in 0..<bytesPerSample { chunk.append(UInt8(truncatingIfNeeded: v >> Int32(8 * b))) }
+                }
+            }
+            md5.update(chunk)
+        }
+        #expect(frames == audio.packetTableInfo.map { $0.numberValidFrames } ?? frames)
+        #expect(md5.hexDigest() == row.md5, "\(file) (\(interleaved ? "interleaved" : "non-interleaved"))")
+    }
 }
 
 func format1(_ v: Double) -> String {

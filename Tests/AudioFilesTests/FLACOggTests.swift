@@ -106,6 +106,33 @@ private func flacFrame(number: UInt8, blockSize: Int = 4096, payload: [UInt8]) -
         }
     }
 
+    @Test func crcCheckValuesAndSliceBy8() {
+        // Standard check values: CRC-8/SMBUS and CRC-16/UMTS of "123456789".
+        let check = Array("123456789".utf8)
+        #expect(check.withUnsafeBytes { flacCRC8($0) } == 0xF4)
+        #expect(check.withUnsafeBytes { flacCRC16($0) } == 0xFEE8)
+        #expect(check.withUnsafeBytes { flacCRC16Bytewise($0) } == 0xFEE8)
+        // The 8-bytes-per-step CRC-16 equals the byte-by-byte one for every length, start value
+        // and alignment (pseudo-random bytes from an LCG).
+        var x: UInt32 = 12345
+        let data: [UInt8] = (0..<300).map { _ in x = x &* 1_664_525 &+ 1_013_904_223; return UInt8(x >> 24) }
+        var mismatches = 0
+        data.withUnsafeBytes { all in
+            for start: UInt16 in [0, 1, 0x8005, 0xFFFF, 0x1234] {
+                for from in 0..<9 {
+                    for length in 0...(all.count - from) where length < 40 || length % 7 == 0 {
+                        let bytes = UnsafeRawBufferPointer(rebasing: all[from..<from + length])
+                        if flacCRC16(bytes, start) != flacCRC16Bytewise(bytes, start) { mismatches += 1 }
+                    }
+                }
+            }
+        }
+        #expect(mismatches == 0)
+        // A frame followed by its CRC-16 checks to 0 both ways.
+        let frame = flacFrame(number: 3, payload: Array(data[0..<123]))
+        #expect(frame.withUnsafeBytes { flacCRC16($0) } == 0)
+    }
+
     @Test func falseSyncInsideAFrameIsRejected() {
         // Frame 0's payload holds a complete valid header: its CRC-8 checks, but the CRC-16 of
         // the bytes before it does not, so the frame does not end there.

@@ -1,4 +1,9 @@
 import AudioCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Native FLAC: `fLaC`, metadata blocks (STREAMINFO, SEEKTABLE, VORBIS_COMMENT; others
 /// skipped), then frames. Frames carry no length: a frame ends where the next valid frame
@@ -16,13 +21,13 @@ struct FLACParser: ContainerParser {
     var seekSamples: [UInt64] = []
     var seekOffsets: [UInt64] = []
 
-    // Frame scan: the frame starting at `scanStart` has been searched up to `scanPos` (relative)
-    // without finding its end; `scanCRC` is the CRC-16 of the bytes before `scanPos`, and
-    // `scanLastZero` the last position where that CRC was 0. A pure cache of the bytes.
+    // Frame scan: the frame starting at `scanStart` has been searched for its end up to
+    // `scanPos` (relative) without finding it; `scanCRC` is the CRC-16 of the bytes before
+    // `scanCRCPos` (at most `scanPos`). A pure cache of the bytes.
     var scanStart: Int64 = -1
     var scanPos = 0
     var scanCRC: UInt16 = 0
-    var scanLastZero = -1
+    var scanCRCPos = 0
 
     /// False after a discontinuity until a valid frame header is found.
     var synced = true
@@ -148,53 +153,63 @@ struct FLACParser: ContainerParser {
             return .needMore(error.needed)
         }
         // Find where this frame ends: the next valid header, with the CRC-16 of this frame zero.
+        // Candidates are found by looking for the sync byte 0xFF; only at a candidate whose
+        // header is valid (sync, legal fields, CRC-8) is the CRC-16 brought up to date (8 bytes
+        // per step) and checked. Every boundary is thus verified exactly as a byte-by-byte scan
+        // would: a frame whose CRC-16 fails at the next header is not cut there.
+        let minimum = header.length + 3
         if scanStart != offset {
             scanStart = offset
-            scanPos = 0
+            scanPos = minimum
             scanCRC = 0
-            scanLastZero = -1
+            scanCRCPos = 0
         }
-        let minimum = header.length + 3
         let bound = min(header.sizeBound(streamBitsPerSample: info.bitsPerSample), out.limits.maximumPacketSize)
-        var end = -1
         let count = input.count
+        var end = -1
         var pos = scanPos
         var crc = scanCRC
-        var lastZero = scanLastZero
+        var crcPos = scanCRCPos
         var needed = 0
-        flacCRC16Table.withUnsafeBufferPointer { t in
-            while pos + 1 < count {
-                let b = input[pos]
-                if crc == 0 && pos >= minimum {
-                    lastZero = pos
-                    if b == 0xFF && input[pos + 1] & 0xFE == 0xF8 {
-                        do throws(NeedMoreData) {
-                            if try FLACFrameHeader.parse(input, at: pos) != nil { end = pos; return }
-                        } catch {
-                            needed = error.needed
-                            return
+        // Last candidate position: a header needs the byte after the sync byte.
+        let last = min(count - 2, bound + 1)
+        if let base = input.baseAddress {
+            while pos <= last {
+                guard let hit = memchr(base + pos, 0xFF, last - pos + 1) else { pos = last + 1; break }
+                pos = UnsafeRawPointer(hit) - base
+                if base.load(fromByteOffset: pos + 1, as: UInt8.self) & 0xFE == 0xF8 {
+                    do throws(NeedMoreData) {
+                        if try FLACFrameHeader.parse(input, at: pos) != nil {
+                            crc = flacCRC16(UnsafeRawBufferPointer(rebasing: input[crcPos..<pos]), crc)
+                            crcPos = pos
+                            if crc == 0 { end = pos; break }
                         }
+                    } catch {
+                        needed = error.needed
+                        break
                     }
                 }
-                if pos > bound { return }
-                crc = (crc << 8) ^ t[Int(UInt8(truncatingIfNeeded: crc >> 8) ^ b)]
                 pos += 1
             }
         }
         scanPos = pos
         scanCRC = crc
-        scanLastZero = lastZero
+        scanCRCPos = crcPos
         if end < 0 {
             if pos > bound {
                 throw invalidData(Self.component, "no valid frame follows the frame at \(offset) within \(bound) bytes", at: offset)
             }
             // Ask for a run of bytes at a time (a pure lookahead: the result does not depend on it).
             if !isEOF { return .needMore(max(needed, min(pos + 2 + 4096, bound + 2))) }
-            // The last frame runs to the end of the input (or to where its CRC last checked,
-            // when something other than audio follows it).
-            var whole = crc
-            if pos < count {
-                whole = flacCRC16(UnsafeRawBufferPointer(rebasing: input[pos..<count]), crc)
+            // The last frame runs to the end of the input, or, when something other than audio
+            // follows it, to the last place its CRC-16 checked (byte by byte: one frame, once).
+            var whole: UInt16 = 0
+            var lastZero = -1
+            flacCRC16Table.withUnsafeBufferPointer { t in
+                for p in 0..<count {
+                    if whole == 0 && p >= minimum && p + 1 < count { lastZero = p }
+                    whole = (whole << 8) ^ t[Int(UInt8(truncatingIfNeeded: whole >> 8) ^ input[p])]
+                }
             }
             end = whole == 0 || lastZero < 0 ? count : lastZero
         }

@@ -138,7 +138,15 @@ struct FLACFrameHeader: Equatable {
         try r.require(pos - start + 1)
         guard flacCRC8(UnsafeRawBufferPointer(rebasing: b[start..<pos])) == b[pos] else { return nil }
         let channels: UInt32 = channelCode < 8 ? UInt32(channelCode) + 1 : 2
-        let bits: UInt32 = [0, 8, 12, 0, 16, 20, 24, 32][Int(sizeCode)]
+        let bits: UInt32 = switch sizeCode {
+        case 1: 8
+        case 2: 12
+        case 4: 16
+        case 5: 20
+        case 6: 24
+        case 7: 32
+        default: 0
+        }
         return FLACFrameHeader(length: pos - start + 1, blockSize: blockSize, isVariable: isVariable,
                                number: number, channels: channels, bitsPerSample: bits)
     }
