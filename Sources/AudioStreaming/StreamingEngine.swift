@@ -1368,7 +1368,11 @@ final class DecoderThread {
         let inputDone = (current?.inputEnded ?? true) || (current?.reader.isFinished ?? true)
         // Every queue buffer is in use: nothing more can be buffered before playback starts.
         let full = pool.buffers.withLock { $0.isEmpty } && decoded > 0
-        if buffered >= target || full || (inputDone && decoded > 0) {
+        // Decoded audio, not received bytes, decides: the bytes of a burst arrive before the
+        // decoder has been through them, and a queue started on bytes alone began with one
+        // frame in its ring and underran at once (silence padded into the first request).
+        // `buffered` (bytes included) only drives the progress shown while buffering.
+        if decoded >= target || full || (inputDone && decoded > 0) {
             if engine.control.withLock({ $0.paused }) {
                 phase = .playing
                 engine.setState(.paused)
@@ -1441,6 +1445,7 @@ final class DecoderThread {
         let bytes = current?.reader.bufferedBytes ?? 0
         let elapsed = engine.elapsed
         let underruns = self.underruns
+        let outputUnderruns = queueStarted ? (queue?.underrunCount ?? 0) : 0
         engine.control.withLock { c in
             c.stats.bytesReceived = c.bytesFromClosedReaders + live.reduce(0) { $0 + $1.bytesReceived }
             c.stats.reconnects = c.reconnectsFromClosedReaders + live.reduce(0) { $0 + $1.reconnects }
@@ -1449,6 +1454,7 @@ final class DecoderThread {
             c.stats.bufferedSeconds = buffered
             c.stats.bufferedBytes = bytes
             c.stats.underruns = underruns
+            c.stats.outputUnderruns = outputUnderruns
         }
     }
 

@@ -147,6 +147,9 @@ public struct StreamingPlayerStatistics: Sendable, Equatable {
     public var bufferedBytes: Int = 0
     /// Times playback ran dry and had to rebuffer.
     public var underruns: Int = 0
+    /// Renders the output device found short of audio while playing (silence padded in),
+    /// rebuffering or not: 0 for a stream that never glitched.
+    public var outputUnderruns: Int = 0
     /// Reconnections the sources made after faults.
     public var reconnects: Int = 0
     /// Requests made (opens, range requests for seeks, reconnects).
