@@ -191,19 +191,10 @@ private final class PulseCore: @unchecked Sendable {
 
     /// Polls `condition` under the lock until true or `timeout`; returns its last value.
     private func wait(_ timeout: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = HostTime.now() + HostTime.ticks(seconds: timeout)
-        // Poll every 0.1 ms at first, backing off to 2 ms: the server answers a connect or a
-        // new stream in about a millisecond, and a fixed 2 ms step added up to 2 ms (1 ms on
-        // average) to each of the waits between launch and the first audio.
-        var step: UInt64 = 100_000
-        while true {
+        pollWithBackoff(until: HostTime.now() + HostTime.ticks(seconds: timeout)) {
             lock()
-            let ok = condition()
-            unlock()
-            if ok { return true }
-            if HostTime.now() >= deadline { return false }
-            sleepUntil(hostTime: HostTime.now() + step)
-            step = min(2_000_000, step * 3 / 2)
+            defer { unlock() }
+            return condition()
         }
     }
 

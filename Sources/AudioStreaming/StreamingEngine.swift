@@ -835,10 +835,9 @@ final class DecoderThread {
     /// or codec setup): the audio of the old format plays out of its decoder, and a new decoder
     /// takes the packets that follow (resampled to the queue's format, like a gapless next item).
     func formatChanged(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
-        guard let old = item.converter, let format = item.eventFormat ?? parser.currentEventDataFormat, parser.isReadyToProducePackets else { return }
+        guard let old = item.converter, let (format, cookie) = eventSetup(item, parser), parser.isReadyToProducePackets else { return }
         // Only a real change: another codec, rate or channel count, or a new codec setup (cookie)
         // replacing one; refinements of the same stream (a cookie arriving late) keep the decoder.
-        let cookie = item.eventFormat != nil ? item.eventCookie : parser.currentEventMagicCookie
         let changedShape = item.sourceFormat.map {
             $0.formatID != format.formatID || $0.sampleRate != format.sampleRate || $0.channelsPerFrame != format.channelsPerFrame
         } ?? false
@@ -852,19 +851,28 @@ final class DecoderThread {
         try old.endOfInput()
         try drainConverter(item, old)
         let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: cookie)
-        if parser.fileFormat == .ogg {
-            let priming = AudioFileStream.primingFrames(ofOggLink: format, magicCookie: cookie)
-            converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: priming), trailingFrames: 0)
-        }
+        if parser.fileFormat == .ogg { converter.primeInfo = oggLinkPrimeInfo(format, cookie) }
         item.converter = converter
         item.sourceFormat = format
         item.sourceCookie = cookie
     }
 
+    /// The data format and cookie of the parser event being handled (the parser's own are
+    /// already the newest when one parse call held two links of a chain); nil before a format.
+    func eventSetup(_ item: ItemDecoder, _ parser: AudioFileStream) -> (AudioStreamBasicDescription, [UInt8]?)? {
+        guard let format = item.eventFormat ?? parser.currentEventDataFormat else { return nil }
+        return (format, item.eventFormat != nil ? item.eventCookie : parser.currentEventMagicCookie)
+    }
+
+    /// A chained Ogg link's own priming (Opus's pre-skip), trimmed from its decoder's start.
+    func oggLinkPrimeInfo(_ format: AudioStreamBasicDescription, _ cookie: [UInt8]?) -> AudioConverterPrimeInfo {
+        let priming = AudioFileStream.primingFrames(ofOggLink: format, magicCookie: cookie)
+        return AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: priming), trailingFrames: 0)
+    }
+
     /// Creates the converter (and the output queue for the first item).
     func prepareDecoder(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
-        guard item.converter == nil, let format = item.eventFormat ?? parser.currentEventDataFormat else { return }
-        let cookie = item.eventFormat != nil ? item.eventCookie : parser.currentEventMagicCookie
+        guard item.converter == nil, let (format, cookie) = eventSetup(item, parser) else { return }
         debug("decoder for \(format)")
         try ensureQueue(for: format)
         let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: cookie)
@@ -878,8 +886,7 @@ final class DecoderThread {
             converter.validFrameCount = info.numberValidFrames
         } else if parser.fileFormat == .ogg {
             // No packet table (a live stream, or not known yet): the link's own priming.
-            let priming = AudioFileStream.primingFrames(ofOggLink: format, magicCookie: cookie)
-            converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: priming), trailingFrames: 0)
+            converter.primeInfo = oggLinkPrimeInfo(format, cookie)
         }
         if let seconds = item.hlsDiscardSeconds {
             // After an HLS seek: decode from the segment's start, drop what precedes the target.

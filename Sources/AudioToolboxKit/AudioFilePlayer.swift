@@ -157,16 +157,12 @@ public final class AudioFilePlayer: @unchecked Sendable {
         // request is its whole target buffer (up to half a second for afplay's PulseAudio
         // stream), which decodes in a few milliseconds. The queue keeps the buffers it used
         // until it starts (as Apple's does): once all of them are decoded, nothing more comes.
-        // Polled every 0.1 ms, backing off to 2 ms: half a second of MP3 decodes in about a
-        // millisecond, and a fixed 2 ms step delayed the start by 1 ms on average.
-        let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
+        // Half a second of MP3 decodes in about a millisecond: polled with a backoff from 0.1 ms.
         let pool = self.pool
-        var stepMicros = 100
-        while queue.bufferedFrames < Int64(deviceFormat.sampleRate / 2) && HostTime.now() < deadline
-                && !(pool.buffers.withLock { $0.isEmpty } && queue.pendingBufferCount == 0 && queue.bufferedFrames > 0)
-                && !(state.withLock { $0.state == .ended || $0.stopRequested || $0.feederDone }) {
-            sleepMicros(stepMicros)
-            stepMicros = min(2000, stepMicros * 3 / 2)
+        _ = pollWithBackoff(until: HostTime.now() + HostTime.ticks(seconds: 2)) {
+            queue.bufferedFrames >= Int64(deviceFormat.sampleRate / 2)
+                || (pool.buffers.withLock { $0.isEmpty } && queue.pendingBufferCount == 0 && queue.bufferedFrames > 0)
+                || state.withLock { $0.state == .ended || $0.stopRequested || $0.feederDone }
         }
         try queue.start()
         state.withLock { $0.queueStarted = true }
@@ -415,12 +411,6 @@ final class PlayerThread: @unchecked Sendable {
         done.wait()
         done.signal()
     }
-}
-
-func sleepMicros(_ us: Int) {
-    var ts = timespec(tv_sec: us / 1_000_000, tv_nsec: (us % 1_000_000) * 1000)
-    var rest = timespec()
-    while nanosleep(&ts, &rest) == -1 && errno == EINTR { ts = rest }
 }
 
 func sleepMillis(_ ms: Int) {
