@@ -21,6 +21,8 @@ usage: afconvert [options] INPUT [OUTPUT]
   --decode              write linear PCM (LEI16/LEI24 in WAVE unless -f/-d say otherwise)
   --no-progress         no progress bar
   -v, --verbose         print what was written
+  --version             print the version and exit
+  -h, --help            this help
 """
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -61,6 +63,7 @@ while let arg = args.next() {
     case "--no-progress": showProgress = false
     case "-v", "--verbose": verbose = true
     case "-h", "--help": print(usage); exit(0)
+    case "--version": print(OpenAudioToolboxVersion.line(tool: "afconvert"), terminator: ""); exit(0)
     default:
         if arg.hasPrefix("-") && arg.count > 1 { fail("unknown option \(arg)") }
         positional.append(arg)

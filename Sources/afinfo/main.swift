@@ -10,10 +10,12 @@ let usage = """
 usage: afinfo [--json] [--decode] [--hint TYPE] FILE...
   Prints the file type, data format, channel layout, duration, packet counts, bit rate,
   packet sizes, data offset, priming/remainder frames and tags of each audio file.
-  --json       print one JSON object per file
+  -j, --json   print one JSON object per file
   --decode     also decode the audio and report decoded_frames (after trimming priming and
                remainder frames)
   --hint TYPE  container type for raw streams without a magic number (MPG3, adts, ...)
+  --version    print the version and exit
+  -h, --help   this help
 """
 
 var json = false
@@ -29,6 +31,7 @@ while let arg = args.popFirst() {
         guard let value = args.popFirst() else { writeError("afinfo: --hint needs a type"); exit(2) }
         hint = AudioFileType(value)
     case "-h", "--help": print(usage); exit(0)
+    case "--version": print(OpenAudioToolboxVersion.line(tool: "afinfo"), terminator: ""); exit(0)
     default:
         if arg.hasPrefix("-") && arg != "-" { writeError("afinfo: unknown option \(arg)\n\(usage)"); exit(2) }
         files.append(arg)

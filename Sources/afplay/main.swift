@@ -24,9 +24,11 @@ usage: afplay [options] FILE|URL|-...
   --crossfade SECONDS  fade each item into the next over SECONDS (equal power) instead of
                        joining them gaplessly (files and on-demand streams; not live radio)
 \(GraphOptions.usage)
+  --version            print the version and exit
   -h, --help           this help
 keys on a terminal: space pause/resume, left/right seek 10 s, +/- volume, q quit;
   streams also: n next item, l jump to live
+
 """
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -79,6 +81,7 @@ func parseArguments() -> Options {
         case "--crossfade": guard let v = Double(value(arg)), v >= 0, v <= 30 else { fail("--crossfade takes seconds from 0 to 30") }; o.crossfade = v
         case "--prebuffer": guard let v = Double(value(arg)), v >= 0, v <= 60 else { fail("--prebuffer takes seconds from 0 to 60") }; o.prebuffer = v
         case "-h", "--help": writeStdout(usage); exit(0)
+        case "--version": writeStdout(OpenAudioToolboxVersion.line(tool: "afplay")); exit(0)
         default:
             if arg.hasPrefix("-") && arg.count > 1 { fail("unknown option \(arg)\n\(usage)") }
             o.files.append(arg)

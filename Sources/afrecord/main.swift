@@ -24,6 +24,8 @@ usage: afrecord [options] OUTPUT
   --list                list input devices and exit
   --no-meter            no level meter
   -v, --verbose         say which device is used
+  --version             print the version and exit
+  -h, --help            this help
 Monitor mode (no file is written; -c sets the input channels, -t the duration):
   --monitor             route the input through the effects below to the output until Ctrl-C
   --output SPEC         auto (default), pulse, pulse:SINK, alsa, alsa:DEVICE, null
@@ -111,6 +113,7 @@ while let arg = args.next() {
     case "--voice": monitorOptions.options.voiceProcessing = true
     case "--rate": monitorOptions.options.sampleRate = Double(integer(arg, 8000...192_000))
     case "-h", "--help": print(usage); exit(0)
+    case "--version": print(OpenAudioToolboxVersion.line(tool: "afrecord"), terminator: ""); exit(0)
     default:
         if arg.hasPrefix("-") && arg.count > 1 { fail("unknown option \(arg)") }
         positional.append(arg)
