@@ -2,8 +2,11 @@
 # Installs what OpenAudioToolbox needs on Debian 12, only what is missing; safe to run again.
 set -euo pipefail
 
-# Debian packages the build, the tests and the tools use.
-packages=(pkg-config ffmpeg libavcodec-dev libavutil-dev libswresample-dev libpulse-dev libasound2-dev pulseaudio pulseaudio-utils libasound2-plugins alsa-utils libcurl4-openssl-dev openssl librubberband-dev libspeexdsp-dev icecast2 libmpg123-dev)
+# Debian packages the build needs (`setup.sh --build`: only these, for Scripts/install.sh), and
+# those the tests, the demo and the peers they are measured against use as well.
+build_packages=(pkg-config libavcodec-dev libavutil-dev libswresample-dev libpulse-dev libasound2-dev libcurl4-openssl-dev librubberband-dev libspeexdsp-dev libmpg123-dev)
+packages=("${build_packages[@]}" ffmpeg pulseaudio pulseaudio-utils libasound2-plugins alsa-utils openssl icecast2 man-db)
+if [ "${1:-}" = --build ]; then packages=("${build_packages[@]}"); fi
 
 missing=()
 for p in "${packages[@]}"; do
