@@ -25,6 +25,11 @@ let package = Package(
         .executable(name: "afconvert", targets: ["afconvert"]),
         .executable(name: "afrecord", targets: ["afrecord"]),
     ],
+    dependencies: [
+        // `swift package generate-documentation` builds the DocC archives (Scripts/docs.sh); no
+        // target depends on it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+    ],
     targets: [
         // C libraries from Debian's -dev packages, found through pkg-config.
         // FFmpeg's headers only (default include path, no link lines): CFFmpegLazy loads the

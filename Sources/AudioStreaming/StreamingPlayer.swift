@@ -1,5 +1,6 @@
 import AudioCore
 import AudioQueueEngine
+import AudioDevices
 import Dispatch
 
 /// Plays audio from URLs, paths and standard input: progressive HTTP(S) files, ICY/Icecast
@@ -7,9 +8,9 @@ import Dispatch
 /// and StreamingKit are on iOS, as a Swift actor.
 ///
 /// ```swift
-/// let player = StreamingPlayer(output: { try AudioOutput.open(.auto, format: $0).device })
+/// let player = StreamingPlayer()            // plays to the default output
 /// Task { for await event in player.events { print(event) } }
-/// try await player.play("http://127.0.0.1:8000/radio.mp3")
+/// await player.play("http://127.0.0.1:8000/radio.mp3")
 /// ```
 ///
 /// The actor is the control plane: its methods never block on audio or network work. Each item
@@ -34,12 +35,13 @@ public actor StreamingPlayer {
     private var volume: Float = 1
     private var lastState: StreamingPlayerState = .idle
 
-    /// Creates a player. `output` opens the device for the stream's format;
+    /// Creates a player. `output` opens the device for the stream's format (default:
+    /// ``defaultOutput(for:)``, the `auto` output);
     /// `sourceFactory` makes the byte source for each URL (default: ``defaultSource(for:)``).
     /// `onEvent`, when given, receives every event on the player's decoder thread as it happens,
     /// before it goes into ``events`` (keep it short and never block in it): for callers that
     /// cannot depend on the cooperative thread pool being free.
-    public init(policy: BufferingPolicy = BufferingPolicy(), output: @escaping AudioOutputDeviceFactory,
+    public init(policy: BufferingPolicy = BufferingPolicy(), output: @escaping AudioOutputDeviceFactory = StreamingPlayer.defaultOutput(for:),
                 sourceFactory: @escaping ByteSourceFactory = StreamingPlayer.defaultSource(for:),
                 onEvent: (@Sendable (StreamingPlayerEvent) -> Void)? = nil) {
         self.policy = policy
@@ -52,6 +54,12 @@ public actor StreamingPlayer {
     deinit {
         engine?.requestStop()
         continuation.finish()
+    }
+
+    /// The output a player opens when none is given: ``AudioOutputSpec/auto`` (PulseAudio if a
+    /// server answers, else ALSA's default device, else the paced null output) at the stream's format.
+    public static func defaultOutput(for format: AudioDeviceFormat) throws(AudioError) -> any AudioOutputDevice {
+        try AudioOutput.open(.auto, format: format).device
     }
 
     /// The byte source for `url`: `http`, `https` and `icy` URLs give an ``HTTPByteSource`` with

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# What a Swift developer who depends on OpenAudioToolbox meets, checked from outside the package:
+# 1. a clone of this repository tagged with the release in Sources/AudioToolboxKit/Version.swift;
+# 2. a consumer package that depends on it by URL (the clone's file URL) with `from: "VERSION"`,
+#    exactly as the README shows, and plays Resources/demo.mp3 through `import OpenAudioToolbox`
+#    (StreamingPlayer to a WAV output, as fast as it decodes); the WAV must hold the demo's frames;
+# 3. every ```swift block of README.md, docs/ and the DocC catalogs compiled in that package
+#    (Scripts/extract-doc-snippets.py), with no warning but "never used" ones.
+# Usage: Scripts/check-consumer.sh [WORKDIR]  (default: a temporary directory, removed at the end)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+source Scripts/env.sh
+version=$(sed -n 's/.*public static let string = "\(.*\)".*/\1/p' Sources/AudioToolboxKit/Version.swift)
+work=${1:-}
+if [ -z "$work" ]; then work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
+rm -rf "$work/oat" "$work/consumer"
+# The clone carries the working tree's state as one commit on top of HEAD, so uncommitted edits are
+# checked too; the tag is made there, never in this repository.
+git clone -q --no-hardlinks "$repo" "$work/oat"
+git -C "$repo" diff HEAD --binary > "$work/changes.patch"
+git -C "$repo" ls-files --others --exclude-standard -z | xargs -0 -r -I{} cp --parents "{}" "$work/oat/"
+if [ -s "$work/changes.patch" ]; then git -C "$work/oat" apply "$work/changes.patch"; fi
+git -C "$work/oat" add -A
+git -C "$work/oat" -c user.name=ci -c user.email=ci@localhost commit -qm "check-consumer: working tree" --allow-empty
+git -C "$work/oat" tag "$version"
+
+mkdir -p "$work/consumer/Sources/PlayDemo" "$work/consumer/Sources/DocSnippets"
+cat > "$work/consumer/Package.swift" <<PKG
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Consumer",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(url: "file://$work/oat", from: "$version"),
+    ],
+    targets: [
+        .executableTarget(name: "PlayDemo", dependencies: [.product(name: "OpenAudioToolbox", package: "oat")],
+                          swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-warnings-as-errors"])]),
+        .target(name: "DocSnippets", dependencies: [.product(name: "OpenAudioToolbox", package: "oat"),
+                                                    .product(name: "AudioToolboxKit", package: "oat")],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+    ]
+)
+PKG
+cat > "$work/consumer/Sources/PlayDemo/main.swift" <<'SWIFT'
+// Plays a file (or URL) through the streaming player of OpenAudioToolbox into a WAV file.
+import OpenAudioToolbox
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3 else { fatalError("usage: PlayDemo INPUT OUTPUT.wav") }
+let wavPath = arguments[2]
+let player = StreamingPlayer(output: { format throws(AudioError) in
+    try AudioOutput.open(.wav(path: wavPath, realTime: false), format: format).device
+})
+await player.play(arguments[1])
+for await event in player.events {
+    if case .state(.stopped(let reason)) = event {
+        print("PlayDemo: stopped (\(reason))")
+        break
+    }
+}
+SWIFT
+python3 Scripts/extract-doc-snippets.py "$work/consumer/Sources/DocSnippets"
+cd "$work/consumer"
+if ! log=$(swift build 2>&1); then
+  echo "$log" | tail -n 60 >&2
+  echo "check-consumer: the consumer package does not build" >&2
+  exit 1
+fi
+# Warnings in the doc snippets: only "never used" (a snippet shows a value without using it).
+bad=$(echo "$log" | grep -E '(warning|error):' | grep 'DocSnippets' | grep -vE 'never used|never mutated' || true)
+if [ -n "$bad" ]; then
+  echo "$bad" >&2
+  echo "check-consumer: the doc snippets above warn" >&2
+  exit 1
+fi
+.build/debug/PlayDemo "$repo/Resources/demo.mp3" "$work/demo.wav"
+frames=$("$repo/.build/debug/afinfo" --json --decode "$work/demo.wav" | python3 -c 'import json,sys; print(json.load(sys.stdin)["decoded_frames"])')
+want=$("$repo/.build/debug/afinfo" --json --decode "$repo/Resources/demo.mp3" | python3 -c 'import json,sys; print(json.load(sys.stdin)["decoded_frames"])')
+if [ "$frames" != "$want" ]; then
+  echo "check-consumer: the consumer played $frames frames of the demo's $want" >&2
+  exit 1
+fi
+echo "check-consumer: a package depending on OpenAudioToolbox $version by URL builds, plays the demo ($frames frames, exact), and $(ls Sources/DocSnippets | wc -l) doc snippets compile"
