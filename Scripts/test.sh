@@ -40,6 +40,20 @@ realtime --filter 'PlaybackRecordingTests' || status=1
 if [ -x Fuzz/regress.sh ]; then
   Fuzz/regress.sh
 fi
+# What users of a release meet (docs/shipping.md): the man pages and completions against each
+# tool's --help; the DocC archives without warnings; a package that depends on this repository by
+# URL at the release's tag, plays the demo and compiles every Swift block of the docs; the .deb
+# installed with apt and used from PATH without Swift (needs root: CI runs as root).
+python3 Scripts/check-tool-docs.py .build/debug
+Scripts/docs.sh
+Scripts/check-consumer.sh
+if [ "$(id -u)" = 0 ]; then
+  Scripts/check-deb.sh
+elif [ -n "${CI:-}" ]; then
+  echo "test: check-deb.sh needs root, and CI runs as root" >&2; exit 1
+else
+  echo "test: SKIPPED check-deb.sh (installs a package: needs root)"
+fi
 # Sanitizers (docs/reliability.md), in their own build directories: AddressSanitizer over the
 # parsers and the fuzz regressions, ThreadSanitizer over the concurrency stress tests and the
 # streaming player (with

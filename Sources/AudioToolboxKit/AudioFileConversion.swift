@@ -39,7 +39,7 @@ public struct AudioFileConversionResult: Sendable {
 }
 
 /// Converts audio files: reads any readable file through ``ExtendedAudioFile``, encodes with
-/// ``AudioEncoder`` and writes with ``AudioFileWriter`` (what `afconvert` does).
+/// `AudioEncoder` and writes with `AudioFileWriter` (what `afconvert` does).
 public enum AudioFileConversion {
     /// The container for a file name's extension.
     public static func fileType(forExtension path: String) -> AudioFileType? {

@@ -9,7 +9,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// Plays local files through an ``AudioOutputQueue``: the local-file AudioQueue player of
+/// Plays local files through an `AudioOutputQueue`: the local-file AudioQueue player of
 /// Apple's Audio Queue Services guide, with a gapless queue of files, pause, seek, volume and
 /// position. Files are decoded on the player's thread into Float32 at the device rate (priming
 /// and remainder trimmed), so consecutive gapless-encoded files join without gap or overlap.

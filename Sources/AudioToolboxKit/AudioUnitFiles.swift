@@ -9,7 +9,7 @@ extension AUPlayerNode {
     ///
     /// Add the player to its graph first (the graph rate is known then). The first file is
     /// opened here, so a missing or unreadable first file throws; later failures end the input
-    /// and are reported by ``AUPlayerNode/error``. `startSeconds` skips into the first file;
+    /// and are reported by `AUPlayerNode.error`. `startSeconds` skips into the first file;
     /// `durationSeconds` limits the total.
     public func scheduleFiles(_ paths: [String], startSeconds: Double = 0, durationSeconds: Double? = nil) throws(AudioError) {
         guard isPrepared else {

@@ -2,7 +2,7 @@ import AudioConversion
 import AudioCore
 import AudioFiles
 
-/// Reads a file as PCM in a format of your choice: an ``AudioFile`` and an ``AudioConverter``
+/// Reads a file as PCM in a format of your choice: an `AudioFile` and an `AudioConverter`
 /// together, Apple's `ExtAudioFile`. Priming and remainder frames are trimmed, so the frames
 /// you read are exactly the file's valid frames; seeking is frame-exact.
 ///

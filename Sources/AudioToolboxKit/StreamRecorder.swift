@@ -6,7 +6,7 @@ import Synchronization
 
 /// Records the audio bytes of a stream to a file while it plays (`afplay --record FILE URL`).
 ///
-/// The bytes (metadata already removed by the source) are parsed with an ``AudioFileStream``;
+/// The bytes (metadata already removed by the source) are parsed with an `AudioFileStream`;
 /// when the output container can hold the stream's packets they are written as they are, without
 /// re-encoding (an MP3 stream to `.mp3`, an AAC stream to `.aac`, `.m4a` or `.caf`, Opus to
 /// `.ogg`/`.opus`); otherwise they are decoded and encoded to the container's default format
