@@ -22,16 +22,22 @@ dlopened=$(grep -rhoE '"lib[a-z0-9_]+\.so\.[0-9]*"' Sources/CFFmpegLazy Sources/
 libs=()
 for soname in $needed $dlopened; do
   # "libavcodec.so." (major chosen at run time): the newest one installed.
-  path=$(ldconfig -p | awk -v s="$soname" '$1 ~ "^"s && /x86-64|x86_64|aarch64|AArch64/ {print $NF}' | sort -V | tail -n 1)
+  path=$(ldconfig -p | awk -v s="$soname" 'index($1, s) == 1 && /x86-64|x86_64|aarch64|AArch64/ {print $NF}' | sort -V | tail -n 1)
   [ -n "$path" ] || { echo "package-deb: $soname is not installed here; cannot name its package" >&2; exit 1; }
-  libs+=("$(readlink -f "$path")")
+  libs+=("$path")
 done
 if echo "$needed" | grep -q '^libswift'; then
   echo "package-deb: a tool links the Swift runtime dynamically ($(echo "$needed" | grep '^libswift' | sort -u | tr '\n' ' '))" >&2
   exit 1
 fi
 depends=$(for lib in "${libs[@]}"; do
-  pkg=$(dpkg -S "$lib" 2>/dev/null | head -n 1 | cut -d: -f1)
+  # dpkg knows a file by the path its package installed: with merged /usr that may be the /lib
+  # or the /usr/lib spelling, of the link or of its target.
+  real=$(readlink -f "$lib")
+  pkg=""
+  for candidate in "$lib" "$real" "${lib#/usr}" "/usr$lib" "${real#/usr}" "/usr$real"; do
+    pkg=$(dpkg -S "$candidate" 2>/dev/null | head -n 1 | cut -d: -f1) && [ -n "$pkg" ] && break
+  done
   [ -n "$pkg" ] || { echo "package-deb: no package owns $lib" >&2; exit 1; }
   ver=$(dpkg-query -W -f='${Version}' "$pkg" | sed 's/-[^-]*$//; s/^[0-9]*://')
   echo "$pkg (>= $ver)"
