@@ -67,6 +67,24 @@ for tool in tools:
         if want - got:
             problems.append(f"{tool}: {name} lacks options --help lists: {' '.join(sorted(want - got))}")
 
+# The completions load and answer: bash completes an option and an option's value; zsh reads the
+# file and registers it for the four tools.
+bash_probe = subprocess.run(["bash", "-c", f"""source {root}/Resources/completions/oat.bash
+COMP_WORDS=(afplay --outp); COMP_CWORD=1; _afplay; echo "${{COMPREPLY[*]}}"
+COMP_WORDS=(afconvert -f ca); COMP_CWORD=2; _afconvert; echo "${{COMPREPLY[*]}}" """], capture_output=True, text=True)
+if bash_probe.stdout.split("\n")[:2] != ["--output", "caff"]:
+    problems.append(f"bash completion: 'afplay --outp' and 'afconvert -f ca' completed as {bash_probe.stdout.split(chr(10))[:2]} {bash_probe.stderr.strip()}")
+if subprocess.run(["sh", "-c", "command -v zsh"], capture_output=True).returncode == 0:
+    zsh_probe = subprocess.run(["zsh", "-fc", f"""d=$(mktemp -d); cp {root}/Resources/completions/oat.zsh $d/_oat
+fpath=($d $fpath); autoload -U compinit; compinit -u -D; print ${{_comps[afplay]}} ${{_comps[afinfo]}} ${{_comps[afconvert]}} ${{_comps[afrecord]}}; rm -rf $d"""],
+                               capture_output=True, text=True)
+    if zsh_probe.stdout.split() != ["_oat"] * 4:
+        problems.append(f"zsh completion: not registered for the four tools ({zsh_probe.stdout.strip()} {zsh_probe.stderr.strip()})")
+elif os.environ.get("CI"):
+    problems.append("zsh is not installed (Scripts/setup.sh installs it): the zsh completion was not loaded")
+else:
+    print("check-tool-docs: SKIPPED the zsh load check (no zsh)")
+
 if problems:
     print("check-tool-docs: the man pages or completions drifted from --help:")
     for p in problems:
