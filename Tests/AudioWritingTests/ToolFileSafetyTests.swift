@@ -225,25 +225,38 @@ struct ToolFileSafetyTests {
 
     /// `afplay --output wav:PATH` over an existing file replaces it only when playback ends
     /// (here by SIGHUP, which finishes the recording like SIGINT/SIGTERM): what was played is
-    /// kept and readable, and nothing is left beside it.
+    /// kept and readable, and nothing is left beside it. The input is a FIFO that stays open
+    /// after 2 s of audio, so afplay is still playing when the signal comes. Before: SIGHUP
+    /// killed afplay, and the old file was truncated when playback started.
     @Test func afplayWAVOutputIsFinishedOnSIGHUPAndReplacesTheOldFile() throws {
         let afplay = try #require(builtTool("afplay"))
         let s = Scratch("afplay-wav-hup")
         defer { s.cleanup() }
         let input = s.path("in.wav")
-        try writeTestSignal(input, frames: 44100 * 30)
+        try writeTestSignal(input, frames: 44100 * 2)
+        let fifo = s.path("pipe")
+        try #require(mkfifo(fifo, 0o644) == 0)
+        // Writes the file into the FIFO, then keeps it open (exec: the PID is the sleeper's).
+        let feeder = try ToolProcess("/bin/sh", ["-c", "exec 3>\"$0\"; cat \"$1\" >&3; exec sleep 60", fifo, input], outputPath: s.path("feed.log"))
+        defer { feeder.stop(grace: 0.2) }
         let out = s.path("played.wav")
         try #require(writeFile(out, Array("old".utf8)))
-        let p = try ToolProcess(afplay, ["--no-ui", "--output", "wav:\(out)", input], outputPath: s.path("log"))
-        usleep(1_500_000)
+        let p = try ToolProcess(afplay, ["--no-ui", "--output", "wav:\(out)", fifo], outputPath: s.path("log"))
+        var waited = 0
+        while waited < 400, !temporaries(in: s.dir).contains(where: { fileSize(s.path($0)) > 44100 * 8 }) {
+            usleep(25_000)
+            waited += 1
+        }
+        #expect(p.wait(timeout: 0.5) == nil, "afplay ended before the signal: \(p.output)")
         // Until the end, the old file is still there.
         #expect(bytes(out) == Array("old".utf8))
         kill(p.pid, SIGHUP)
         let code = p.wait(timeout: 20)
+        if code == nil { p.stop() }
         #expect(code == 0, "exit \(String(describing: code)): \(p.output)")
-        let file = try AudioFile(path: out)
-        #expect(file.validFrames > 44100 / 2, "only \(file.validFrames) frames kept")
-        #expect(temporaries(in: s.dir).isEmpty)
+        let frames = (try? AudioFile(path: out))?.validFrames ?? 0
+        #expect(frames >= 44100, "only \(frames) frames kept")
+        #expect(temporaries(in: s.dir).isEmpty, "\(temporaries(in: s.dir))")
     }
 
     // MARK: section 4: afinfo and standard output
