@@ -6,18 +6,30 @@ import Glibc
 
 /// Writes what is played to a WAV file (IEEE float, 32-bit, interleaved). The header is made
 /// valid every second and on stop, so a killed player leaves a readable file.
+///
+/// The file is a ``SafeOutputFile`` recording: a new path is written in place; an existing
+/// file is never truncated but replaced when the output stops (until then the audio goes to a
+/// temporary beside it); a seekable device is written in place; anything else is refused.
 final class WAVFileSink: PeriodSink, @unchecked Sendable {
     private let file: UnsafeMutablePointer<FILE>
+    private let output: SafeOutputFile
     private let format: AudioDeviceFormat
     private var dataBytes: UInt64 = 0
     private var sinceHeader = 0
     private var finished = false
 
     init(path: String, format: AudioDeviceFormat) throws(AudioError) {
-        guard let f = fopen(path, "wb") else {
-            throw AudioError(.io, component: "WAV output", "cannot create \(path)", underlying: String(cString: strerror(errno)))
+        let output = try SafeOutputFile(path: path, mode: .recording)
+        let copy = dup(output.descriptor)
+        guard copy >= 0, let f = fdopen(copy, "wb") else {
+            let e = errno
+            if copy >= 0 { close(copy) }
+            output.discard()
+            throw AudioError(.io, component: "WAV output", "cannot create \(path)", underlying: String(cString: strerror(e)))
         }
+        output.closeDescriptor()
         file = f
+        self.output = output
         self.format = format
         writeHeader()
     }
@@ -55,6 +67,8 @@ final class WAVFileSink: PeriodSink, @unchecked Sendable {
         finished = true
         writeHeader()
         fclose(file)
+        // What was played is kept: moved over an existing file only now.
+        try? output.commit()
     }
 }
 

@@ -72,13 +72,16 @@ public struct AudioFileSummary: Sendable, Equatable {
         warning = file.warning?.description
     }
 
-    /// The report in the layout of macOS `afinfo`.
+    /// The report in the layout of macOS `afinfo`. Text that came from the file or the
+    /// command line (name, tags, four-character codes) is made terminal-safe: control
+    /// characters and bidirectional overrides print as visible escapes (`\x1B`), so a tag
+    /// cannot clear the screen, retitle the terminal or forge a line.
     public func text(fileName: String) -> String {
-        var s = "File:           \(fileName)\n"
-        s += "File type ID:   \(fileType)\n"
+        var s = "File:           \(terminalSafe(fileName))\n"
+        s += "File type ID:   \(terminalSafe(fileType))\n"
         s += "Num Tracks:     1\n----\n"
-        s += "Data format:    \(format)\n"
-        s += "                Channel layout: \(channelLayout ?? "no channel layout.")\n"
+        s += "Data format:    \(terminalSafe(format.description))\n"
+        s += "                Channel layout: \(terminalSafe(channelLayout ?? "no channel layout."))\n"
         s += "estimated duration: \(formatFixed(durationSeconds, 6)) sec\n"
         s += "audio bytes: \(audioDataByteCount)\n"
         s += "audio packets: \(packetCount)\n"
@@ -89,7 +92,7 @@ public struct AudioFileSummary: Sendable, Equatable {
         if magicCookieSize > 0 { s += "magic cookie: \(magicCookieSize) bytes\n" }
         s += "audio \(validFrames) valid frames + \(primingFrames) priming + \(remainderFrames) remainder = \(validFrames + primingFrames + remainderFrames)\n"
         if let decodedFrames { s += "decoded frames: \(decodedFrames)\n" }
-        for key in tags.keys.sorted() { s += "\(key): \(tags[key]!)\n" }
+        for key in tags.keys.sorted() { s += "\(terminalSafe(key)): \(terminalSafe(tags[key]!))\n" }
         s += "----\n"
         return s
     }

@@ -281,7 +281,7 @@ func spawnProcess(_ executable: String, _ arguments: [String], environment: [Str
     posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     posix_spawn_file_actions_adddup2(&actions, 1, 2)
     // Test threads (Swift concurrency / Dispatch workers) block most signals, and a spawned
-    // process inherits the mask: unblock everything and restore the default SIGTERM/SIGINT
+    // process inherits the mask: unblock everything and restore the default SIGTERM/SIGINT/SIGHUP
     // handling, or the child ignores the SIGTERM it is stopped with.
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
@@ -293,6 +293,7 @@ func spawnProcess(_ executable: String, _ arguments: [String], environment: [Str
     sigemptyset(&defaults)
     sigaddset(&defaults, SIGTERM)
     sigaddset(&defaults, SIGINT)
+    sigaddset(&defaults, SIGHUP)
     posix_spawnattr_setsigdefault(&attributes, &defaults)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     var pid: pid_t = 0

@@ -157,18 +157,27 @@ public enum AudioFileConversion {
     }
 
     /// Converts `input` to `output`. `progress` gets the fraction done (0...1) now and then.
-    /// On failure the partial output is removed and the error says so.
+    ///
+    /// The output is written through a ``SafeOutputFile`` (``SafeOutputFile/Mode/replaceOnSuccess``):
+    /// an output that is the input (also through a link) is refused before anything is opened
+    /// for writing; the audio goes to a temporary file beside `output`, renamed over it only
+    /// when the conversion succeeded. On failure the temporary is removed, an existing file at
+    /// `output` is left as it was, and the error says so. `inputPath`, when given, is the file
+    /// actually read (a spooled copy of a FIFO); `input` is still the name errors give.
     @discardableResult
     public static func convert(input: String, output: String, settings: AudioFileConversionSettings,
+                               inputPath: String? = nil,
                                progress: ((Double) -> Void)? = nil) throws(AudioError) -> AudioFileConversionResult {
+        try SafeOutputFile.refuseInputs(output: output, inputs: [inputPath ?? input])
+        let readPath = inputPath ?? input
         guard let type = settings.fileType ?? fileType(forExtension: output) else {
             throw AudioError(.invalidArgument, component: "afconvert", "cannot tell the file format of \(output) from its name: give -f")
         }
         let source: AudioFile
         do {
-            source = try AudioFile(path: input)
+            source = try AudioFile(path: readPath)
         } catch {
-            throw naming(input, error)
+            throw naming(input, renaming(readPath, to: input, error))
         }
         let sf = source.dataFormat
         var sourceBits = sf.bitsPerChannel
@@ -209,9 +218,9 @@ public enum AudioFileConversion {
         }
         let reader: ExtendedAudioFile
         do {
-            reader = try ExtendedAudioFile(path: input, clientFormat: encoder.inputFormat)
+            reader = try ExtendedAudioFile(path: readPath, clientFormat: encoder.inputFormat)
         } catch {
-            throw naming(input, error)
+            throw naming(input, renaming(readPath, to: input, error))
         }
         reader.sampleRateConverterQuality = settings.sampleRateConverterQuality
         var options = settings.writerOptions
@@ -220,8 +229,17 @@ public enum AudioFileConversion {
                 if let v = source.infoDictionary[key] { options.tags[key] = v }
             }
         }
-        let writer = try AudioFileWriter(path: output, fileType: type, dataFormat: encoder.outputFormat,
+        let destination = try SafeOutputFile(path: output, mode: .replaceOnSuccess, inputs: [readPath])
+        let writer: AudioFileWriter
+        do {
+            writer = try AudioFileWriter(output: destination, fileType: type, dataFormat: encoder.outputFormat,
                                          magicCookie: encoder.magicCookie, options: options)
+        } catch {
+            var e = error
+            e.message += destination.kind == .device ? " (\(output) is a device, written in place)"
+                : destination.existed ? " (\(output) was left as it was)" : " (nothing was written)"
+            throw e
+        }
         do {
             let p = encoder.primeInfo.leadingFrames
             if p > 0 { writer.packetTableInfo = AudioFilePacketTableInfo(numberValidFrames: 0, primingFrames: Int32(p), remainderFrames: 0) }
@@ -248,12 +266,37 @@ public enum AudioFileConversion {
             return AudioFileConversionResult(fileType: type, dataFormat: encoder.outputFormat, validFrames: info.numberValidFrames,
                                              packetCount: writer.packetCount, packetTableInfo: info)
         } catch {
-            writer.abandon()
-            unlink(output)
-            var e = error
-            e.message += " (the partial output \(output) was removed)"
+            writer.discard()
+            var e = renaming(readPath, to: input, error)
+            if destination.kind == .device {
+                e.message += " (\(output) holds what was written before the error)"
+            } else if destination.existed {
+                e.message += " (\(output) was left as it was; the unfinished output was removed)"
+            } else {
+                e.message += " (the partial output \(output) was removed)"
+            }
             throw e
         }
+    }
+
+    /// `error` with `path` (a spooled copy) replaced by `name` (what the user gave).
+    package static func renaming(_ path: String, to name: String, _ error: AudioError) -> AudioError {
+        guard path != name else { return error }
+        var e = error
+        e.message = replacing(path, with: name, in: e.message)
+        return e
+    }
+
+    /// `text` with every `old` replaced by `new` (no Foundation here).
+    package static func replacing(_ old: String, with new: String, in text: String) -> String {
+        guard !old.isEmpty else { return text }
+        var out = ""
+        var rest = Substring(text)
+        while let r = rest.firstRange(of: old) {
+            out += rest[..<r.lowerBound] + new
+            rest = rest[r.upperBound...]
+        }
+        return out + rest
     }
 
     /// `error` with its message starting with `path` unless it names it already: the tools'

@@ -11,7 +11,10 @@ import Synchronization
 /// re-encoding (an MP3 stream to `.mp3`, an AAC stream to `.aac`, `.m4a` or `.caf`, Opus to
 /// `.ogg`/`.opus`); otherwise they are decoded and encoded to the container's default format
 /// (e.g. MP3 to `.m4a` becomes AAC). The file is written crash-safe (headers made valid about once
-/// a second), so a killed player leaves a readable recording.
+/// a second), so a killed player leaves a readable recording. It is a ``SafeOutputFile``
+/// recording: nothing is created before the first packet; a new path is written in place, an
+/// existing file is replaced only by ``finish()`` (until then the recording goes to a temporary
+/// beside it), and a path that is not a regular file or seekable device is refused.
 ///
 /// Thread safety: `append`, `discontinuity` and `finish` may be called from any thread; they are
 /// serialised internally.
@@ -91,7 +94,10 @@ public final class StreamRecorder: @unchecked Sendable {
             guard !s.finished else { return }
             s.finished = true
             if let e = s.failure {
-                s.writer?.abandon()
+                // Keep what was recorded before the error (finished where possible).
+                if let writer = s.writer {
+                    do { try writer.close() } catch { _ = writer.safeOutput?.keepUnfinished() }
+                }
                 throw e
             }
             if let parser = s.parser, s.writer != nil || parser.isReadyToProducePackets {
@@ -131,7 +137,8 @@ public final class StreamRecorder: @unchecked Sendable {
             var options = AudioFileWriterOptions()
             options.crashSafe = true
             if (try? AudioFileWriter.check(format, in: fileType)) != nil {
-                s.writer = try AudioFileWriter(path: path, fileType: fileType, dataFormat: format, magicCookie: parser.magicCookie, options: options)
+                s.writer = try AudioFileWriter(output: try SafeOutputFile(path: path, mode: .recording), fileType: fileType, dataFormat: format,
+                                               magicCookie: parser.magicCookie, options: options)
             } else {
                 // Re-encode to the container's usual format at the stream's rate and channels.
                 var target = AudioFileConversion.defaultFormat(for: fileType, sourceBits: 16, sourceFloat: false)
@@ -151,7 +158,8 @@ public final class StreamRecorder: @unchecked Sendable {
                     decoder.validFrameCount = table.numberValidFrames
                 }
                 s.pcm = try AudioPCMBuffer(format: encoder.inputFormat, frameCapacity: 8192)
-                s.writer = try AudioFileWriter(path: path, fileType: fileType, dataFormat: encoder.outputFormat, magicCookie: encoder.magicCookie, options: options)
+                s.writer = try AudioFileWriter(output: try SafeOutputFile(path: path, mode: .recording), fileType: fileType,
+                                               dataFormat: encoder.outputFormat, magicCookie: encoder.magicCookie, options: options)
                 s.encoder = encoder
                 s.decoder = decoder
                 s.reencoding = true

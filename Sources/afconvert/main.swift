@@ -8,6 +8,9 @@ func writeError(_ text: String) { writeStandardError(text) }
 
 let usage = """
 usage: afconvert [options] INPUT [OUTPUT]
+  INPUT may be a named pipe or - (standard input): it is read as a stream. OUTPUT is written
+  to a temporary file beside it and renamed into place only when the conversion succeeds; an
+  OUTPUT that is the INPUT is refused, and Ctrl-C leaves no half file.
   -f, --file TYPE       file format: WAVE, RF64, AIFF, AIFC, caff, m4af, flac, Ogg (opus), adts, MPG3
                         (default: from OUTPUT's extension)
   -d, --data FORMAT[@RATE]
@@ -62,8 +65,8 @@ while let arg = args.next() {
     case "--decode": decodeOnly = true
     case "--no-progress": showProgress = false
     case "-v", "--verbose": verbose = true
-    case "-h", "--help": print(usage); exit(0)
-    case "--version": print(OpenAudioToolboxVersion.line(tool: "afconvert"), terminator: ""); exit(0)
+    case "-h", "--help": print(usage); exitTool(0, "afconvert")
+    case "--version": print(OpenAudioToolboxVersion.line(tool: "afconvert"), terminator: ""); exitTool(0, "afconvert")
     default:
         if arg.hasPrefix("-") && arg.count > 1 { fail("unknown option \(arg)") }
         positional.append(arg)
@@ -71,6 +74,12 @@ while let arg = args.next() {
 }
 guard positional.count == 1 || positional.count == 2 else { fail(positional.isEmpty ? "no input file" : "too many file arguments") }
 let input = positional[0]
+let source: ToolInput
+do {
+    source = try ToolInput(input)
+} catch {
+    fail("\(input): \(error)", code: 1)
+}
 if decodeOnly {
     if settings.fileType == nil && positional.count == 1 { settings.fileType = .wave }
     if let f = settings.dataFormat, !f.isPCM { fail("--decode writes linear PCM; -d \(f.formatID) is not PCM") }
@@ -92,8 +101,8 @@ if decodeOnly && settings.dataFormat == nil {
     let pcmName = type == .aiff || type == .aifc ? "BEI16" : "LEI16"
     if ![AudioFileType.wave, .rf64, .aiff, .aifc, .caf].contains(type) { fail("--decode writes PCM, which \(type.displayName) files cannot hold", code: 1) }
     var bits = "16"
-    if let source = try? AudioFile(path: input) {
-        let f = source.dataFormat
+    if let file = try? AudioFile(path: source.path) {
+        let f = file.dataFormat
         if (f.isPCM && f.bitsPerChannel > 16 && !f.isFloat) || (!f.isPCM && [3, 4].contains(f.formatFlags.rawValue) && [.flac, .appleLossless].contains(f.formatID)) { bits = "24" }
         if f.isPCM && f.isFloat { bits = "F32" }
     }
@@ -117,8 +126,16 @@ final class ProgressBar {
 let bar = ProgressBar()
 let progress: ((Double) -> Void)? = showProgress ? { bar.draw($0) } : nil
 
+// Ctrl-C, SIGTERM, SIGHUP: the unfinished temporary is removed; an existing OUTPUT stays as it was.
 do {
-    let result = try AudioFileConversion.convert(input: input, output: output, settings: settings,
+    var st = stat()
+    let existed = stat(output, &st) == 0
+    let what = existed ? "\(output) was left as it was" : "\(output) was not written"
+    SafeOutputFile.removeUnfinishedOutputsOnSignals(message: (showProgress ? "\n" : "") + "afconvert: interrupted; \(terminalSafe(what)) (the unfinished output was removed)")
+}
+
+do {
+    let result = try AudioFileConversion.convert(input: input, output: output, settings: settings, inputPath: source.path,
                                                  progress: progress)
     if showProgress { writeError("") }
     if verbose {
@@ -128,3 +145,4 @@ do {
     if showProgress { writeError("") }
     fail("\(error)", code: 1)
 }
+exitTool(0, "afconvert")

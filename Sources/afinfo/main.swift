@@ -10,10 +10,12 @@ let usage = """
 usage: afinfo [--json] [--decode] [--hint TYPE] FILE...
   Prints the file type, data format, channel layout, duration, packet counts, bit rate,
   packet sizes, data offset, priming/remainder frames and tags of each audio file.
+  FILE may be a named pipe or - (standard input): it is read as a stream.
   -j, --json   print one JSON object per file
   --decode     also decode the audio and report decoded_frames (after trimming priming and
                remainder frames)
-  --hint TYPE  container type for raw streams without a magic number (MPG3, adts, ...)
+  --hint TYPE  container type for raw streams without a magic number (MPG3, adts, ...);
+               an unknown TYPE is an error
   --version    print the version and exit
   -h, --help   this help
 """
@@ -29,9 +31,13 @@ while let arg = args.popFirst() {
     case "--decode": decode = true
     case "--hint":
         guard let value = args.popFirst() else { writeError("afinfo: --hint needs a type"); exit(2) }
-        hint = AudioFileType(value)
-    case "-h", "--help": print(usage); exit(0)
-    case "--version": print(OpenAudioToolboxVersion.line(tool: "afinfo"), terminator: ""); exit(0)
+        guard let type = fileTypeHint(named: value) else {
+            writeError("afinfo: --hint \(value): unknown file type (known: \(fileTypeHintNames))")
+            exit(2)
+        }
+        hint = type
+    case "-h", "--help": print(usage); exitTool(0, "afinfo")
+    case "--version": print(OpenAudioToolboxVersion.line(tool: "afinfo"), terminator: ""); exitTool(0, "afinfo")
     default:
         if arg.hasPrefix("-") && arg != "-" { writeError("afinfo: unknown option \(arg)\n\(usage)"); exit(2) }
         files.append(arg)
@@ -41,11 +47,14 @@ if files.isEmpty { writeError(usage); exit(2) }
 
 var failed = false
 for path in files {
+    var input: ToolInput?
     do {
-        let file = try AudioFile(path: path, typeHint: hint)
+        let source = try ToolInput(path)
+        input = source
+        let file = try AudioFile(path: source.path, typeHint: hint)
         var summary = AudioFileSummary(file)
         if decode {
-            let reader = try ExtendedAudioFile(path: path)
+            let reader = try ExtendedAudioFile(path: source.path)
             let buffer = try AudioPCMBuffer(format: reader.clientFormat, frameCapacity: 16384)
             var frames: Int64 = 0
             while true {
@@ -56,10 +65,10 @@ for path in files {
             summary.decodedFrames = frames
         }
         if json { print(summary.json) } else { print(summary.text(fileName: path), terminator: "") }
-        if let w = file.warning { writeError("afinfo: warning: \(path): \(w)") }
+        if let w = file.warning { writeError("afinfo: warning: \(path): \(source.naming(w))") }
     } catch {
-        writeError("afinfo: \(path): \(error)")
+        writeError("afinfo: \(path): \(input?.naming(error) ?? error)")
         failed = true
     }
 }
-exit(failed ? 1 : 0)
+exitTool(failed ? 1 : 0, "afinfo")

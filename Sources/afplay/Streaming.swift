@@ -11,6 +11,9 @@ import Glibc
 /// scheme, or `-` (standard input).
 func needsStreaming(_ arg: String) -> Bool {
     if arg == "-" { return true }
+    // A named pipe or socket cannot seek: read it as a stream, like standard input.
+    var st = stat()
+    if stat(arg, &st) == 0, (st.st_mode & S_IFMT) == S_IFIFO || (st.st_mode & S_IFMT) == S_IFSOCK { return true }
     let lower = arg.lowercased()
     if [".pls", ".m3u", ".m3u8"].contains(where: { lower.hasSuffix($0) }) { return true }
     return ["http://", "https://", "icy://", "icyx://"].contains { lower.hasPrefix($0) }
@@ -98,6 +101,7 @@ private func streamingMain(_ options: Options, output: @escaping AudioOutputDevi
     var terminal = termios()
     if ui {
         tcgetattr(0, &terminal)
+        rememberTerminalForCrashes(terminal)
         var raw = terminal
         raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
         tcsetattr(0, TCSANOW, &raw)
@@ -180,7 +184,7 @@ private func streamStatusLine(_ player: StreamingPlayer, status: StreamStatus, f
     let time = p.duration.map { "\(clock(p.seconds))/\(clock($0))" } ?? "\(clock(p.seconds)) live"
     let name = title ?? station ?? (files.indices.contains(p.index) ? files[p.index].split(separator: "/").last.map(String.init) ?? "" : "")
     let stateName = state.name == "buffering" ? "buffer " : state.name == "paused" ? "paused " : "playing"
-    return "\r\(stateName) \(time) buf \(format1(buffered))s\(underruns > 0 ? " (\(underruns) underruns)" : "") vol \(Int(volume * 100))% \(name)\u{1B}[K"
+    return "\r\(stateName) \(time) buf \(format1(buffered))s\(underruns > 0 ? " (\(underruns) underruns)" : "") vol \(Int(volume * 100))% \(terminalSafe(name))\u{1B}[K"
 }
 
 private func report(_ event: StreamingPlayerEvent, files: [String], status: StreamStatus, options: Options) {

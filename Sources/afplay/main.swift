@@ -33,14 +33,13 @@ keys on a terminal: space pause/resume, left/right seek 10 s, +/- volume, q quit
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
     writeStderr("afplay: \(message)")
-    exit(code)
+    exitTool(code, "afplay")
 }
 
 func writeStderr(_ text: String) { writeStandardError(text) }
 
-func writeStdout(_ text: String) {
-    _ = text.withCString { write(1, $0, strlen($0)) }
-}
+/// Writes to standard output; a failed write makes afplay's exit status 1 (``exitTool``).
+func writeStdout(_ text: String) { writeStandardOutput(text) }
 
 // MARK: Arguments
 
@@ -80,8 +79,8 @@ func parseArguments() -> Options {
         case "--record": o.record = value(arg)
         case "--crossfade": guard let v = Double(value(arg)), v >= 0, v <= 30 else { fail("--crossfade takes seconds from 0 to 30") }; o.crossfade = v
         case "--prebuffer": guard let v = Double(value(arg)), v >= 0, v <= 60 else { fail("--prebuffer takes seconds from 0 to 60") }; o.prebuffer = v
-        case "-h", "--help": writeStdout(usage); exit(0)
-        case "--version": writeStdout(OpenAudioToolboxVersion.line(tool: "afplay")); exit(0)
+        case "-h", "--help": writeStdout(usage); exitTool(0, "afplay")
+        case "--version": writeStdout(OpenAudioToolboxVersion.line(tool: "afplay")); exitTool(0, "afplay")
         default:
             if arg.hasPrefix("-") && arg.count > 1 { fail("unknown option \(arg)\n\(usage)") }
             o.files.append(arg)
@@ -93,6 +92,17 @@ func parseArguments() -> Options {
 
 let graphOptions = GraphOptions.extract(Array(CommandLine.arguments.dropFirst()))
 let options = parseArguments()
+installCrashReport("afplay", context: "while playing " + options.files.prefix(3).joined(separator: " ") + (options.files.count > 3 ? " ..." : ""))
+
+// An output file that is one of the inputs would be destroyed before it is read: refused
+// before anything is opened (wav:PATH and --record FILE; also through links).
+do {
+    let inputs = options.files.filter { $0 == "-" || !$0.contains("://") }
+    if case .wav(let path, _) = options.output { try SafeOutputFile.refuseInputs(output: path, inputs: inputs) }
+    if let path = options.record { try SafeOutputFile.refuseInputs(output: path, inputs: inputs) }
+} catch {
+    fail("\(error)", code: 1)
+}
 
 // MARK: Events
 
@@ -162,8 +172,10 @@ let factory: AudioOutputDeviceFactory = { format throws(AudioError) in
 
 // MARK: Play
 
-signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
-signal(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
+// Signals stop playback; outputs (wav:PATH, --record) are finished and kept.
+SafeOutputFile.installSignalHandler(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
+SafeOutputFile.installSignalHandler(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
+SafeOutputFile.installSignalHandler(SIGHUP) { _ in interrupted.store(true, ordering: .relaxed) }
 
 // Streams with --eq/--reverb/--compress: the streaming player's output device is wrapped in an
 // effect chain (AUProcessingOutputDevice), processed on the device's render thread.
@@ -171,7 +183,7 @@ if streaming && graphOptions.isActive {
     if graphOptions.mix { fail("--mix plays local files at the same time; it does not apply to streams or --record") }
     let effects = graphOptions
     let inner = factory
-    exit(runStreaming(options, output: { format throws(AudioError) in
+    exitTool(runStreaming(options, output: { format throws(AudioError) in
         let device = try inner(format)
         // The chain's nodes are made for 2 channels; other layouts play without effects.
         guard format.channels == 2 else {
@@ -184,15 +196,15 @@ if streaming && graphOptions.isActive {
             device.close()
             throw error
         }
-    }))
+    }), "afplay")
 }
 // --eq/--reverb/--compress/--mix: play through the AudioUnits graph (GraphPlayback.swift).
 if graphOptions.isActive {
-    exit(runGraphPlayback(files: options.files, graphOptions: graphOptions, volume: options.volume, start: options.start,
-                          limit: options.limit, output: options.output, debug: options.debug, interrupted: interrupted))
+    exitTool(runGraphPlayback(files: options.files, graphOptions: graphOptions, volume: options.volume, start: options.start,
+                              limit: options.limit, output: options.output, debug: options.debug, interrupted: interrupted), "afplay")
 }
 if streaming {
-    exit(runStreaming(options, output: factory))
+    exitTool(runStreaming(options, output: factory), "afplay")
 }
 
 let player: AudioFilePlayer
@@ -214,6 +226,7 @@ let ui = !options.noUI && !options.jsonEvents && isatty(1) == 1 && isatty(0) == 
 var terminal = termios()
 if ui {
     tcgetattr(0, &terminal)
+    rememberTerminalForCrashes(terminal)
     var raw = terminal
     raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
     tcsetattr(0, TCSANOW, &raw)
@@ -238,7 +251,7 @@ func statusLine() -> String {
     }.joined(separator: "|")
     let state = player.currentState == .paused ? "paused " : "playing"
     let name = options.files[p.item].split(separator: "/").last.map(String.init) ?? ""
-    return "\r\(state) \(clock(p.seconds))/\(clock(total)) [\(bar)] buf \(String(format1(player.bufferedSeconds)))s vol \(Int(player.volume * 100))% [\(meters)] \(name)\u{1B}[K"
+    return "\r\(state) \(clock(p.seconds))/\(clock(total)) [\(bar)] buf \(String(format1(player.bufferedSeconds)))s vol \(Int(player.volume * 100))% [\(meters)] \(terminalSafe(name))\u{1B}[K"
 }
 
 func format1(_ v: Double) -> String { String((v * 10).rounded() / 10) }
@@ -287,4 +300,4 @@ if ui {
     tcsetattr(0, TCSANOW, &terminal)
 }
 player.stop()
-exit(anyFailed.load(ordering: .relaxed) ? 1 : 0)
+exitTool(anyFailed.load(ordering: .relaxed) ? 1 : 0, "afplay")

@@ -38,7 +38,9 @@ Monitor mode (no file is written; -c sets the input channels, -t the duration):
   --rate HZ             the monitor's sample rate (default 48000)
   --measure-latency     play a click train on the output, find it in the input by
                         cross-correlation and print the round-trip latency
-Ctrl-C (SIGINT) or SIGTERM stops recording and finishes the file.
+Ctrl-C (SIGINT), SIGTERM or SIGHUP stops recording and finishes the file. The input device is
+opened before OUTPUT is touched; an existing OUTPUT is replaced only when the recording is
+finished (until then it is recorded beside it, as .OUTPUT.XXXXXX.partial).
 """
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -112,8 +114,8 @@ while let arg = args.next() {
     case "--compress": monitorOptions.options.compress = true
     case "--voice": monitorOptions.options.voiceProcessing = true
     case "--rate": monitorOptions.options.sampleRate = Double(integer(arg, 8000...192_000))
-    case "-h", "--help": print(usage); exit(0)
-    case "--version": print(OpenAudioToolboxVersion.line(tool: "afrecord"), terminator: ""); exit(0)
+    case "-h", "--help": print(usage); exitTool(0, "afrecord")
+    case "--version": print(OpenAudioToolboxVersion.line(tool: "afrecord"), terminator: ""); exitTool(0, "afrecord")
     default:
         if arg.hasPrefix("-") && arg.count > 1 { fail("unknown option \(arg)") }
         positional.append(arg)
@@ -130,13 +132,13 @@ if listOnly {
         if let f = d.nativeFormat { notes.append("\(f)") }
         print("\(d.spec)\t\(d.description)\(notes.isEmpty ? "" : " (\(notes.joined(separator: ", ")))")")
     }
-    exit(0)
+    exitTool(0, "afrecord")
 }
 
 if monitorOptions.monitor || monitorOptions.measureLatency {
     guard positional.isEmpty else { fail("--monitor and --measure-latency write no file (unexpected \(positional[0]))") }
     monitorOptions.options.inputChannels = Int(channels)
-    exit(monitorOptions.run(input: inputSpec, seconds: seconds, verbose: verbose))
+    exitTool(monitorOptions.run(input: inputSpec, seconds: seconds, verbose: verbose), "afrecord")
 }
 
 guard positional.count == 1 else { fail(positional.isEmpty ? "no output file" : "too many file arguments") }
@@ -171,9 +173,13 @@ let lostReason = Mutex<String?>(nil)
 let box = Mutex<Recording?>(nil)
 
 let spec = inputSpec
+/// The input device, opened before the output is created (so a missing device leaves an
+/// existing OUTPUT untouched); the queue takes it when it starts.
+let preopened = Mutex<(any AudioInputDevice)?>(nil)
 let queue: AudioInputQueue
 do {
     queue = try AudioInputQueue(format: target, encoderSettings: encoderSettings, input: { f throws(AudioError) in
+        if let device = preopened.withLock({ d -> (any AudioInputDevice)? in defer { d = nil }; return d }), device.format == f { return device }
         let opened = try AudioInput.open(spec, format: f)
         if let notice = opened.notice { writeStandardError("afrecord: \(notice)") }
         return opened.device
@@ -196,6 +202,18 @@ do {
 } catch {
     fail("\(AudioFileConversion.naming(output, error)) (nothing was recorded or created)", code: 1)
 }
+/// What a failure before recording says about OUTPUT.
+let untouched: String = {
+    var st = stat()
+    return lstat(output, &st) == 0 ? "\(output) was left as it was" : "\(output) was not created"
+}()
+do {
+    let opened = try AudioInput.open(spec, format: AudioDeviceFormat(sampleRate: target.sampleRate, channels: Int(target.channelsPerFrame)))
+    if let notice = opened.notice { writeStandardError("afrecord: \(notice)") }
+    preopened.withLock { $0 = opened.device }
+} catch {
+    fail("\(AudioFileConversion.naming(output, error)) (nothing was recorded; \(untouched))", code: 1)
+}
 queue.eventHandler = { event in
     switch event {
     case .finished: finished.store(true, ordering: .releasing)
@@ -217,7 +235,8 @@ do {
     var options = AudioFileWriterOptions()
     options.crashSafe = true
     options.checkpointSeconds = 0.5
-    writer = try AudioFileWriter(path: output, fileType: type, dataFormat: format, magicCookie: queue.magicCookie, options: options)
+    let destination = try SafeOutputFile(path: output, mode: .recording)
+    writer = try AudioFileWriter(output: destination, fileType: type, dataFormat: format, magicCookie: queue.magicCookie, options: options)
     if let priming = queue.packetTableInfo?.primingFrames ?? queue.primingFrames, priming > 0 {
         writer.packetTableInfo = AudioFilePacketTableInfo(numberValidFrames: 0, primingFrames: priming, remainderFrames: 0)
     }
@@ -245,21 +264,21 @@ do {
                                                    packetDescriptionCapacity: format.bytesPerPacket > 0 ? 0 : packetsPerBuffer))
     }
 } catch {
-    writer.abandon()
-    unlink(output)
-    fail("\(error)", code: 1)
+    writer.discard()
+    fail("\(error) (nothing was recorded; \(untouched))", code: 1)
 }
 
-signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
-signal(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
+// A signal finishes the recording (it is kept, never removed).
+SafeOutputFile.installSignalHandler(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
+SafeOutputFile.installSignalHandler(SIGTERM) { _ in interrupted.store(true, ordering: .relaxed) }
+SafeOutputFile.installSignalHandler(SIGHUP) { _ in interrupted.store(true, ordering: .relaxed) }
 
 if let seconds { queue.setFrameLimit(Int64((seconds * rate).rounded())) }
 do {
     try queue.start()
 } catch {
-    writer.abandon()
-    unlink(output)
-    fail("\(error) (nothing was recorded; \(output) was removed)", code: 1)
+    writer.discard()
+    fail("\(error) (nothing was recorded; \(untouched))", code: 1)
 }
 if verbose { writeStandardError("afrecord: recording from \(queue.currentDevice ?? "?") to \(output) (\(type.displayName), \(format))") }
 
@@ -305,12 +324,17 @@ if format.formatID == .flac, let cookie = queue.magicCookie { writer.magicCookie
 do {
     try writer.close()
 } catch {
+    // Keep what was recorded: in place if this run created OUTPUT, else beside it.
+    if let kept = writer.safeOutput?.keepUnfinished(), kept != output {
+        fail("\(error) (the unfinished recording is in \(kept); \(output) was left as it was)", code: 1)
+    }
     fail("\(error) (\(output) may be incomplete)", code: 1)
 }
 if let e = recording.error { fail("\(e) (\(output) holds what was written before)", code: 1) }
 if let e = queue.encoderError { fail("\(e) (\(output) holds what was written before)", code: 1) }
 let valid = writer.packetTableInfo.map { $0.numberValidFrames > 0 ? $0.numberValidFrames : writer.frameCount } ?? writer.frameCount
-print("\(output): \(type.displayName), \(format), \(valid) frames (\(fixed(Double(valid) / rate, 3)) s), \(writer.packetCount) packets, \(writer.audioDataByteCount) bytes of audio")
+print("\(terminalSafe(output)): \(type.displayName), \(format), \(valid) frames (\(fixed(Double(valid) / rate, 3)) s), \(writer.packetCount) packets, \(writer.audioDataByteCount) bytes of audio")
+exitTool(0, "afrecord")
 
 func writeRaw(_ text: String) {
     _ = text.withCString { write(2, $0, strlen($0)) }

@@ -50,7 +50,9 @@ import Glibc
         }
     }
 
-    /// afconvert killed with SIGKILL mid-way leaves a readable file.
+    /// afconvert killed with SIGKILL mid-way (no handler can run) leaves nothing at the output
+    /// path: the unfinished output is the temporary beside it (`.out.EXT.XXXXXX.partial`),
+    /// and that is a readable file (the writer's checkpoints).
     @Test(arguments: [("WAVE", "LEI16", "wav", 4), ("flac", "flac", "flac", 0), ("Ogg", "opus", "opus", 0), ("caff", "LEI24", "caf", 6)])
     func killedAfconvertLeavesReadableFile(_ type: String, _ data: String, _ ext: String, _ bytesPerFrame: Int) throws {
         guard let tool = afconvertPath else {
@@ -61,11 +63,12 @@ import Glibc
         defer { s.cleanup() }
         let input = s.path("in.wav")
         try writeTestSignal(input, frames: 48000 * 60, rate: 48000)
-        let output = s.path("out.\(ext)")
-        let pid = try #require(spawn([tool, "--no-progress", "-f", type, "-d", data, input, output]))
+        let finalPath = s.path("out.\(ext)")
+        let pid = try #require(spawn([tool, "--no-progress", "-f", type, "-d", data, input, finalPath]))
         // Kill once a few seconds of audio are on disk.
         var waited = 0
-        while fileSize(output) < 400_000 && waited < 20_000 {
+        func unfinished() -> String? { temporaries(in: s.dir).first.map { s.path($0) } }
+        while (unfinished().map(fileSize) ?? 0) < 400_000 && waited < 20_000 {
             usleep(500)
             waited += 1
         }
@@ -74,6 +77,8 @@ import Glibc
         waitpid(pid, &status, 0)
         let killed = (status & 0x7F) == SIGKILL
         #expect(killed, "afconvert finished before it could be killed")
+        #expect(fileKind(finalPath) == 0, "a killed afconvert left a file at the output path")
+        let output = try #require(unfinished(), "no unfinished temporary beside \(finalPath)")
         let size = fileSize(output)
         #expect(size > 0)
         let file = try AudioFile(path: output)

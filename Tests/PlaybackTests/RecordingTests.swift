@@ -189,17 +189,17 @@ struct PlaybackRecordingTests {
             let p = try ToolProcess(afrecord, args, environment: daemon.environment, outputPath: "\(scratch.path)/\(name).log")
             return (p.wait(timeout: 10), p.output)
         }
-        // The server is gone now: an explicit pulse input fails, and the output is removed.
+        // The server is gone now: an explicit pulse input fails before the output is created.
         let noServer = try run(["--input", "pulse", "\(scratch.path)/none.wav"], "none")
-        #expect(noServer.code == 1 && noServer.output.contains("PulseAudio") && noServer.output.contains("none.wav was removed"), "\(noServer)")
+        #expect(noServer.code == 1 && noServer.output.contains("PulseAudio") && noServer.output.contains("none.wav was not created"), "\(noServer)")
         #expect(access("\(scratch.path)/none.wav", F_OK) != 0, "a failed afrecord left its file")
         try daemon.start()
         // Each bad input: exit code, a first line "afrecord: ..." naming what is wrong and
         // where, and no file left behind.
         let d = scratch.path
         let cases: [(args: [String], code: Int32, mentions: [String], file: String)] = [
-            (["--input", "pulse:oat_no_such_source", "\(d)/nosrc.wav"], 1, ["oat_no_such_source", "nosrc.wav was removed"], "nosrc.wav"),
-            (["--input", "alsa:oat_no_such_pcm", "\(d)/nopcm.wav"], 1, ["oat_no_such_pcm", "nopcm.wav was removed"], "nopcm.wav"),
+            (["--input", "pulse:oat_no_such_source", "\(d)/nosrc.wav"], 1, ["oat_no_such_source", "nosrc.wav was not created"], "nosrc.wav"),
+            (["--input", "alsa:oat_no_such_pcm", "\(d)/nopcm.wav"], 1, ["oat_no_such_pcm", "nopcm.wav was not created"], "nopcm.wav"),
             (["-d", "aac", "\(d)/aac.wav"], 1, ["aac.wav", "WAVE cannot hold 'aac '"], "aac.wav"),
             (["-d", "opus", "\(d)/opus.aiff"], 1, ["opus.aiff", "AIFF cannot hold 'opus'"], "opus.aiff"),
             (["-f", "MPG3", "-d", "flac", "\(d)/flac.mp3"], 1, ["flac.mp3", "cannot hold 'flac'"], "flac.mp3"),

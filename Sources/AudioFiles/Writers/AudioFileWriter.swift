@@ -70,18 +70,45 @@ public final class AudioFileWriter {
 
     private let context: WriterContext
     private let container: ContainerWriter
+    /// The safe output written through, if any (committed by close(), given up by discard()).
+    private let output: SafeOutputFile?
     private var lastCheckpoint: Int64 = 0
     private var closed = false
 
     /// Creates `path` (replacing it) for `dataFormat` packets in a `fileType` container; throws
-    /// when the container cannot hold the format or the file cannot be created.
-    public init(path: String, fileType: AudioFileType, dataFormat: AudioStreamBasicDescription,
-                magicCookie: [UInt8]? = nil, options: AudioFileWriterOptions = AudioFileWriterOptions()) throws(AudioError) {
+    /// when the container cannot hold the format or the file cannot be created. The file is
+    /// written in place; the tools write through ``init(output:fileType:dataFormat:magicCookie:options:)``
+    /// instead, which never truncates an existing file.
+    public convenience init(path: String, fileType: AudioFileType, dataFormat: AudioStreamBasicDescription,
+                            magicCookie: [UInt8]? = nil, options: AudioFileWriterOptions = AudioFileWriterOptions()) throws(AudioError) {
         try Self.check(dataFormat, in: fileType)
-        self.path = path
+        try self.init(sink: try FileSink(path: path), output: nil, fileType: fileType, dataFormat: dataFormat,
+                      magicCookie: magicCookie, options: options)
+    }
+
+    /// Writes into `output` (a ``SafeOutputFile``: a temporary beside the user's path, a file
+    /// this run created, or a seekable device) for `dataFormat` packets in a `fileType`
+    /// container. ``close()`` finishes the file and commits it (renames it into place);
+    /// ``discard()`` gives it up, leaving an existing file at the path untouched. Errors name
+    /// the user's path, not the temporary.
+    public convenience init(output: SafeOutputFile, fileType: AudioFileType, dataFormat: AudioStreamBasicDescription,
+                            magicCookie: [UInt8]? = nil, options: AudioFileWriterOptions = AudioFileWriterOptions()) throws(AudioError) {
+        do {
+            try Self.check(dataFormat, in: fileType)
+        } catch {
+            output.discard()
+            throw error
+        }
+        try self.init(sink: FileSink(descriptor: output.descriptor, name: output.path), output: output, fileType: fileType,
+                      dataFormat: dataFormat, magicCookie: magicCookie, options: options)
+    }
+
+    private init(sink: FileSink, output: SafeOutputFile?, fileType: AudioFileType, dataFormat: AudioStreamBasicDescription,
+                 magicCookie: [UInt8]?, options: AudioFileWriterOptions) throws(AudioError) {
+        self.path = output?.path ?? sink.path
         self.fileType = fileType
         self.dataFormat = dataFormat
-        let sink = try FileSink(path: path)
+        self.output = output
         var options = options
         if fileType == .rf64 { options.rf64Threshold = 0 } // RF64 asked for: RF64 from the first byte
         context = WriterContext(sink: sink, format: dataFormat, cookie: magicCookie, options: options)
@@ -89,8 +116,14 @@ public final class AudioFileWriter {
         do {
             try container.start(context)
         } catch {
-            sink.close()
-            unlink(path)
+            if let output {
+                output.discard()
+            } else {
+                // Remove only a regular file (never a device or FIFO the path named).
+                let regular = sink.isRegularFile
+                sink.close()
+                if regular { unlink(path) }
+            }
             throw error
         }
     }
@@ -218,12 +251,20 @@ public final class AudioFileWriter {
         try result.get()
     }
 
-    /// Finishes the file: final sizes, packet index, gapless info; closes it.
+    /// Finishes the file: final sizes, packet index, gapless info; closes it. Written through
+    /// a ``SafeOutputFile``, the finished file is then committed (renamed into place); when
+    /// finishing fails, the output is left uncommitted for the caller to ``discard()`` or keep.
     public func close() throws(AudioError) {
         guard !closed else { return }
         closed = true
-        defer { context.sink.close() }
-        try container.finish(context)
+        do {
+            try container.finish(context)
+        } catch {
+            context.sink.close()
+            throw error
+        }
+        context.sink.close()
+        try output?.commit()
     }
 
     /// Closes the file descriptor without finishing the file (what a crash leaves; for tests).
@@ -232,6 +273,17 @@ public final class AudioFileWriter {
         closed = true
         context.sink.close()
     }
+
+    /// Gives the file up: closes it unfinished and removes what this writer created (the
+    /// temporary, or a file this run created); a file that existed at the path, or a device, is
+    /// left as it was. Without a ``SafeOutputFile`` this is ``abandon()``.
+    public func discard() {
+        abandon()
+        output?.discard()
+    }
+
+    /// The safe output this writer writes through, if it was made with one.
+    public var safeOutput: SafeOutputFile? { output }
 
     deinit { if !closed { context.sink.close() } }
 }
@@ -282,8 +334,11 @@ class ContainerWriter {
 
 /// A file written with `pwrite`: appends at the end, patches earlier bytes.
 final class FileSink {
+    /// The name errors give (the user's path, also when the bytes go to a temporary).
     let path: String
     private var fd: Int32
+    /// False when the descriptor belongs to a SafeOutputFile (which closes it).
+    private let ownsDescriptor: Bool
     private(set) var end: Int64 = 0
 
     init(path: String) throws(AudioError) {
@@ -292,6 +347,20 @@ final class FileSink {
             throw AudioError(.io, component: "AudioFileWriter", "cannot create \(path)", underlying: String(cString: strerror(errno)), osStatus: -54)
         }
         self.path = path
+        ownsDescriptor = true
+    }
+
+    /// Writes `descriptor` (owned by the caller), naming `name` in errors.
+    init(descriptor: Int32, name: String) {
+        fd = descriptor
+        path = name
+        ownsDescriptor = false
+    }
+
+    /// True when the descriptor is a regular file.
+    var isRegularFile: Bool {
+        var st = stat()
+        return fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 
     func append(_ bytes: [UInt8]) throws(AudioError) {
@@ -325,7 +394,7 @@ final class FileSink {
     }
 
     func close() {
-        if fd >= 0 { _ = Glibc.close(fd) }
+        if fd >= 0 && ownsDescriptor { _ = Glibc.close(fd) }
         fd = -1
     }
 }
