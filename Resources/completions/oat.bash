@@ -36,7 +36,7 @@ _afinfo() {
     local cur prev
     cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}
     case "$prev" in
-        --hint) COMPREPLY=($(compgen -W "MPG3 MPG2 MPG1 adts WAVE RF64 AIFF AIFC caff m4af flac Ogg NeXT" -- "$cur")); return ;;
+        --hint) COMPREPLY=($(compgen -W "MPG3 MPG2 MPG1 adts WAVE RF64 BW64 AIFF AIFC caff NeXT flac OggS m4af mp4f" -- "$cur")); return ;;
     esac
     if [[ "$cur" == -* ]]; then
         COMPREPLY=($(compgen -W "--json -j --decode --hint --version -h --help" -- "$cur"))

@@ -37,7 +37,7 @@ afinfo)
   _arguments -s \
     '(--json -j)'{--json,-j}'[print one JSON object per file]' \
     '--decode[also decode the audio and report decoded_frames]' \
-    '--hint[container type for raw streams]:type:(MPG3 MPG2 MPG1 adts WAVE RF64 AIFF AIFC caff m4af flac Ogg NeXT)' \
+    '--hint[container type for raw streams]:type:(MPG3 MPG2 MPG1 adts WAVE RF64 BW64 AIFF AIFC caff NeXT flac OggS m4af mp4f)' \
     '--version[print the version]' \
     '(-h --help)'{-h,--help}'[print help]' \
     "*:audio file:$audio"
