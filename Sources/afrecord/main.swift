@@ -179,7 +179,10 @@ let preopened = Mutex<(any AudioInputDevice)?>(nil)
 let queue: AudioInputQueue
 do {
     queue = try AudioInputQueue(format: target, encoderSettings: encoderSettings, input: { f throws(AudioError) in
-        if let device = preopened.withLock({ d -> (any AudioInputDevice)? in defer { d = nil }; return d }), device.format == f { return device }
+        if let device = preopened.withLock({ d -> (any AudioInputDevice)? in defer { d = nil }; return d }) {
+            if device.format == f { return device }
+            device.close()
+        }
         let opened = try AudioInput.open(spec, format: f)
         if let notice = opened.notice { writeStandardError("afrecord: \(notice)") }
         return opened.device
