@@ -242,7 +242,9 @@ func failure<T>(_ r: Result<T, AudioError>) -> AudioError? {
         #expect(await log.waitFor(10, isPlaying))
         await player.pause()
         let rssBefore = residentKiB()
-        try await Task.sleep(for: .seconds(3))
+        // OAT_ICY_SPAM_PAUSE=SECONDS pauses longer (a memory measurement, run alone).
+        let pause = getenv("OAT_ICY_SPAM_PAUSE").flatMap { Double(String(cString: $0)) } ?? 3
+        try await Task.sleep(for: .seconds(pause))
         let rssPaused = residentKiB()
         let buffered = await player.statistics.bufferedBytes
         let titlesBefore = log.events.filter { if case .metadata = $0 { true } else { false } }.count
@@ -253,7 +255,7 @@ func failure<T>(_ r: Result<T, AudioError>) -> AudioError? {
         await player.stop()
         let stopTime = monotonic() - stopStart
         task.cancel()
-        print("ICY title every 16 bytes, paused 3 s: RSS \(rssBefore / 1024) -> \(rssPaused / 1024) MiB, \(buffered) bytes buffered, \(titlesAfter) titles in 1.5 s after resume, stop took \(stopTime) s")
+        print("ICY title every 16 bytes, paused \(pause) s: RSS \(rssBefore / 1024) -> \(rssPaused / 1024) MiB, \(buffered) bytes buffered, \(titlesAfter) titles in 1.5 s after resume, stop took \(stopTime) s")
         // Memory limit + timeshift file + one chunk + the titles' cap.
         #expect(buffered <= (256 << 10) + (4 << 20) + (64 << 10) + (256 << 10) + 4096, "\(buffered) bytes")
         #expect(rssPaused - rssBefore < 150 << 10, "RSS grew by \((rssPaused - rssBefore) / 1024) MiB while paused")
