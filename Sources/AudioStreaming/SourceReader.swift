@@ -178,6 +178,29 @@ final class SourceReader: @unchecked Sendable {
         return true
     }
 
+    /// The largest spilled item made by merging adjacent chunks: a 16th of the timeshift file
+    /// (so that dropping the oldest item when the ring is full drops little), 32 KiB to 1 MiB.
+    private var spilledItemLimit: Int { max(32 << 10, min(1 << 20, Int(timeshiftBytes / 16))) }
+
+    /// Merges the audio item at `index` into the one before it when they are contiguous (in the
+    /// stream, and in the timeshift file for spilled audio).
+    private func mergeAudio(_ s: inout State, at index: Int) {
+        guard index > s.head, index < s.items.count else { return }
+        switch (s.items[index - 1], s.items[index]) {
+        case (.spilled(let a0, let c0, let o0), .spilled(let a1, let c1, let o1))
+            where a0 + Int64(c0) == a1 && o0 + Int64(c0) == o1 && c0 + c1 <= spilledItemLimit:
+            s.items[index - 1] = .spilled(at: a0, count: c0 + c1, offset: o0)
+            s.items.remove(at: index)
+        case (.item(.bytes(var b0, let o0)), .item(.bytes(let b1, let o1))) where o0 + Int64(b0.count) == o1 && b0.count + b1.count <= 64 << 10:
+            s.items[index - 1] = .item(.end)   // unique: appended in place
+            b0.append(contentsOf: b1)
+            s.items[index - 1] = .item(.bytes(b0, offset: o0))
+            s.items.remove(at: index)
+        default:
+            break
+        }
+    }
+
     /// Queues a title, bounded: an unchanged repeat is dropped; a title that follows the newest
     /// waiting one after less than ``metadataCoalesceBytes`` of audio (or when the waiting titles
     /// already take ``maximumMetadataBytes``) replaces it. Titles count against the memory limit.
@@ -208,6 +231,9 @@ final class SourceReader: @unchecked Sendable {
             s.items.remove(at: at)
             s.metadataBytes -= oldCost
             s.bytes -= oldCost
+            // The audio on both sides of the removed title is one run again: merge it, or a
+            // title every few bytes would leave one tiny item per title.
+            mergeAudio(&s, at: at)
         }
         s.items.append(.item(.metadata(m)))
         s.metadataBytes += cost
@@ -241,8 +267,18 @@ final class SourceReader: @unchecked Sendable {
                     s.spooled -= Int64(count)
                     droppedUntil = o + Int64(count)
                     if marker == nil {
-                        marker = kept.count
-                        kept.append(.item(.discontinuity(offset: 0)))
+                        // The gap continues an earlier one (nothing between): one marker, and
+                        // its title is the stale one so far.
+                        if case .item(.metadata(let m))? = kept.last, kept.count >= 2, case .item(.discontinuity) = kept[kept.count - 2] {
+                            stale = m
+                            kept.removeLast()
+                        }
+                        if case .item(.discontinuity)? = kept.last {
+                            marker = kept.count - 1
+                        } else {
+                            marker = kept.count
+                            kept.append(.item(.discontinuity(offset: 0)))
+                        }
                     }
                     continue
                 }
@@ -273,7 +309,7 @@ final class SourceReader: @unchecked Sendable {
             guard written == n else { return false }
             let o = offset + Int64(done)
             if let last = s.items.indices.last, last >= s.head, case .spilled(let a0, let c0, let o0) = s.items[last],
-               a0 + Int64(c0) == at, o0 + Int64(c0) == o, c0 + n <= max(32 << 10, min(1 << 20, Int(capacity / 16))) {
+               a0 + Int64(c0) == at, o0 + Int64(c0) == o, c0 + n <= spilledItemLimit {
                 // Contiguous in the file and in the stream: one item (a source interleaving
                 // metadata every few bytes would otherwise make millions of them).
                 s.items[last] = .spilled(at: a0, count: c0 + n, offset: o0)

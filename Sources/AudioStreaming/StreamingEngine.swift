@@ -1164,6 +1164,13 @@ final class DecoderThread {
         let pending = Int64(item.converter?.bufferedFrameCount ?? 0) + Int64(fadeHold.count / max(1, channels))
         let frame = enqueuedFrames + pending
         let seconds = item.baseSeconds + Double(item.outputFrames + pending) / deviceRate
+        // Titles less than 0.25 s of audio apart (a server spamming titles): the newer replaces
+        // the one not yet played, so the app gets at most a few a second.
+        if let last = marks.last, case .metadata(_, let index, _) = last.kind, index == item.index,
+           frame - last.frame < Int64(0.25 * deviceRate) {
+            marks[marks.count - 1] = (frame, .metadata(m, item.index, seconds))
+            return
+        }
         marks.append((frame, .metadata(m, item.index, seconds)))
     }
 
