@@ -126,6 +126,10 @@ final class SourceReader: @unchecked Sendable {
         }
     }
 
+    /// The largest in-memory chunk made by merging, and the most handed over at once: the size
+    /// of one read.
+    static let chunkBytes = 32 << 10
+
     /// Audio bytes after a waiting title below which a newer title replaces it (coalesced: a
     /// server sending titles faster than this is shown only its newest one).
     static let metadataCoalesceBytes = 16 << 10
@@ -171,7 +175,7 @@ final class SourceReader: @unchecked Sendable {
     /// a source that interleaves metadata every few bytes stay few items). False otherwise.
     private func appendToLast(_ s: inout State, _ bytes: [UInt8], _ offset: Int64) -> Bool {
         guard let last = s.items.indices.last, last >= s.head, case .item(.bytes(var b, let o)) = s.items[last],
-              o + Int64(b.count) == offset, b.count + bytes.count <= 64 << 10 else { return false }
+              o + Int64(b.count) == offset, b.count + bytes.count <= Self.chunkBytes else { return false }
         s.items[last] = .item(.end)   // drop the array's second reference: appended in place
         b.append(contentsOf: bytes)
         s.items[last] = .item(.bytes(b, offset: o))
@@ -191,7 +195,7 @@ final class SourceReader: @unchecked Sendable {
             where a0 + Int64(c0) == a1 && o0 + Int64(c0) == o1 && c0 + c1 <= spilledItemLimit:
             s.items[index - 1] = .spilled(at: a0, count: c0 + c1, offset: o0)
             s.items.remove(at: index)
-        case (.item(.bytes(var b0, let o0)), .item(.bytes(let b1, let o1))) where o0 + Int64(b0.count) == o1 && b0.count + b1.count <= 64 << 10:
+        case (.item(.bytes(var b0, let o0)), .item(.bytes(let b1, let o1))) where o0 + Int64(b0.count) == o1 && b0.count + b1.count <= Self.chunkBytes:
             s.items[index - 1] = .item(.end)   // unique: appended in place
             b0.append(contentsOf: b1)
             s.items[index - 1] = .item(.bytes(b0, offset: o0))
@@ -359,7 +363,13 @@ final class SourceReader: @unchecked Sendable {
                     s.bytes -= cost
                     s.metadataBytes -= cost
                 }
-            case .spilled(let at, let count, let offset):
+            case .spilled(let at, let total, let offset):
+                // A merged run is handed over 32 KiB at a time (the rest stays first in line).
+                let count = min(total, Self.chunkBytes)
+                if count < total {
+                    s.head -= 1
+                    s.items[s.head] = .spilled(at: at + Int64(count), count: total - count, offset: offset + Int64(count))
+                }
                 var b = [UInt8](repeating: 0, count: count)
                 let n = b.withUnsafeMutableBytes { pread(s.spoolFD, $0.baseAddress, count, off_t(at)) }
                 s.spooled -= Int64(count)
