@@ -251,6 +251,8 @@ final class SourceReader: @unchecked Sendable {
             var template = Array((Self.temporaryDirectory() + "/oat-timeshift-XXXXXX").utf8CString)
             let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
             guard fd >= 0 else { return false }
+            // Close-on-exec: a child process (a tool, ffmpeg) must not inherit the backlog.
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
             s.spoolFD = fd
         }

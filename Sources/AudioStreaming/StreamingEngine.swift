@@ -440,7 +440,7 @@ final class DecoderThread {
     }
 
     /// Before opening the next entry after failed ones: waits ``BufferingPolicy/failureBackoff``
-    /// (doubled per failure in a row, at most 2 s), and after
+    /// (doubled per failure in a row, at most 1 s), and after
     /// ``BufferingPolicy/maximumConsecutiveFailures`` gives up on the rest of the queue. False
     /// when a stop came meanwhile.
     func paceAfterFailures() -> Bool {
@@ -456,7 +456,7 @@ final class DecoderThread {
             engine.emit(.error(index: next, e))
             return true
         }
-        let delay = min(2, max(0, policy.failureBackoff) * Double(1 << min(consecutiveFailures - 1, 16)))
+        let delay = min(1, max(0, policy.failureBackoff) * Double(1 << min(consecutiveFailures - 1, 16)))
         let deadline = HostTime.now() + HostTime.ticks(seconds: delay)
         while HostTime.now() < deadline {
             if engine.control.withLock({ $0.stopRequested }) { return false }

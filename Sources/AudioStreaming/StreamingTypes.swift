@@ -59,7 +59,7 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// Default 16.
     public var maximumConsecutiveFailures = 16
     /// The pause before opening the next entry after a failed one, doubled for every further
-    /// failure in a row up to 2 s (so a playlist of dead links is not a request storm).
+    /// failure in a row up to 1 s (so a playlist of dead links is not a request storm).
     /// Default 0.1 s.
     public var failureBackoff: Double = 0.1
 
