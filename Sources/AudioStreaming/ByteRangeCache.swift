@@ -462,6 +462,7 @@ public final class CachingByteSource: ByteSource {
         s.requests = up.requests
         s.reconnects = up.reconnects
         s.bytesReceived = up.bytesReceived
+        s.isWaitingToRetry = up.isWaitingToRetry
         return s
     }
 }
