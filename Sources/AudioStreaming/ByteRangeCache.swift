@@ -44,6 +44,38 @@ public final class ByteRangeCache: Sendable {
     }
     private let state = Mutex(State())
 
+    /// The standard place for the cache: `$XDG_CACHE_HOME/openaudiotoolbox/http` when
+    /// `XDG_CACHE_HOME` is an absolute path (the XDG base directory rule), else
+    /// `$HOME/.cache/openaudiotoolbox/http`, else a directory under `$TMPDIR` (or `/tmp`) named
+    /// after the user id. `environment` defaults to the process's. The directory is not created
+    /// (``init(directory:sizeLimit:)`` creates the last component; ``createDirectories(_:)`` all).
+    public static func defaultDirectory(environment: [String: String]? = nil) -> String {
+        func value(_ name: String) -> String? {
+            if let environment { return environment[name] }
+            return getenv(name).map { String(cString: $0) }
+        }
+        func trimmed(_ p: String) -> String {
+            var d = p
+            while d.count > 1 && d.hasSuffix("/") { d.removeLast() }
+            return d
+        }
+        if let x = value("XDG_CACHE_HOME"), x.hasPrefix("/") { return trimmed(x) + "/openaudiotoolbox/http" }
+        if let h = value("HOME"), h.hasPrefix("/") { return trimmed(h) + "/.cache/openaudiotoolbox/http" }
+        let tmp = value("TMPDIR").flatMap { $0.hasPrefix("/") ? trimmed($0) : nil } ?? "/tmp"
+        return tmp + "/openaudiotoolbox-\(getuid())-cache"
+    }
+
+    /// Creates `path` and its missing parents (mode 0700), as `mkdir -p` does.
+    public static func createDirectories(_ path: String) throws(AudioError) {
+        var built = ""
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            built += "/" + part
+            if mkdir(built, 0o700) != 0 && errno != EEXIST {
+                throw AudioError(.io, component: "ByteRangeCache", "cannot create the cache directory \(built)", underlying: String(cString: strerror(errno)))
+            }
+        }
+    }
+
     /// Opens (creating if needed) a cache in `directory` with a size limit in bytes, loading the
     /// maps found there (invalid ones are discarded with their data).
     public init(directory: String, sizeLimit: Int64) throws(AudioError) {
@@ -430,6 +462,7 @@ public final class CachingByteSource: ByteSource {
         s.requests = up.requests
         s.reconnects = up.reconnects
         s.bytesReceived = up.bytesReceived
+        s.isWaitingToRetry = up.isWaitingToRetry
         return s
     }
 }

@@ -133,6 +133,10 @@ public struct ByteSourceStatistics: Sendable, Equatable {
     public var requests: Int = 0
     /// Audio bytes served from a disk cache instead of the network (``CachingByteSource``).
     public var bytesFromCache: Int64 = 0
+    /// True while the source is deliberately waiting before its next request (a reconnect
+    /// back-off, a server's `Retry-After`, an HLS reload interval): it is not stalled, and its own
+    /// policy bounds the wait. The player's stall timeout does not run meanwhile.
+    public var isWaitingToRetry = false
     /// Creates zeroed statistics.
     public init() {}
 }

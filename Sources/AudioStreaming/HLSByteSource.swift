@@ -27,6 +27,10 @@ public struct HLSOptions: Sendable {
     /// Reloads of a live playlist that bring nothing new before the source gives up with
     /// `.timedOut` (default 12: six target durations at the half-target reload rate).
     public var maximumUnchangedReloads = 12
+    /// Segments in a row that bring no audio (empty, without audio packets, or live segments
+    /// skipped because their fetch failed) before the source gives up with `.invalidData`
+    /// (default 8): a presentation of empty segments never buffers for ever.
+    public var maximumSegmentsWithoutAudio = 8
     /// Creates the defaults.
     public init() {}
 }
@@ -87,6 +91,9 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
     private var lastFields: [String: String]?
     private var lastReload: Double = 0
     private var unchangedReloads = 0
+    /// Segments in a row that delivered no audio bytes, and the audio bytes pushed so far.
+    private var segmentsWithoutAudio = 0
+    private var pushedBytes: Int64 = 0
     private var info = ByteSourceInfo(url: "")
     private var opened = false
     private var openedLive = false
@@ -155,6 +162,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
         }
         pending = []
         pendingBytesOffset = 0
+        segmentsWithoutAudio = 0
         delivered = 0
         currentMap = nil
         deliveredAny = false
@@ -257,7 +265,13 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
         opened = false
     }
 
-    public var statistics: ByteSourceStatistics { shared.withLock { $0.stats } }
+    public var statistics: ByteSourceStatistics {
+        let (stats, current) = shared.withLock { ($0.stats, $0.current) }
+        var s = stats
+        // A fetch waiting out its own back-off or Retry-After is waiting too.
+        if let current, current.statistics.isWaitingToRetry { s.isWaitingToRetry = true }
+        return s
+    }
 
     // MARK: Seeking
 
@@ -313,7 +327,17 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
             if index >= 0, index < Int64(media.segments.count) {
                 let segment = media.segments[Int(index)]
                 nextSequence += 1
+                let before = pushedBytes
                 try load(segment)
+                if pushedBytes > before {
+                    segmentsWithoutAudio = 0
+                } else {
+                    segmentsWithoutAudio += 1
+                    if segmentsWithoutAudio >= max(1, options.maximumSegmentsWithoutAudio) {
+                        throw AudioError(.invalidData, component: Self.component,
+                            "\(segmentsWithoutAudio) segments in a row of \(mediaURL) brought no audio (the last: \(segment.uri), playlist line \(segment.line)); giving up")
+                    }
+                }
                 return true
             }
             if media.hasEndList { return false }
@@ -454,6 +478,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
 
     private func push(_ bytes: [UInt8]) {
         if !bytes.isEmpty { pending.append(.bytes(bytes)) }
+        pushedBytes += Int64(bytes.count)
     }
 
     private func pendingByteCount() -> Int64 {
@@ -563,6 +588,8 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
     /// Sleeps `seconds` in short steps, throwing when cancelled.
     private func sleep(_ seconds: Double) throws(AudioError) {
         let end = Self.now() + seconds
+        shared.withLock { $0.stats.isWaitingToRetry = true }
+        defer { shared.withLock { $0.stats.isWaitingToRetry = false } }
         while true {
             try checkCancelled()
             let left = end - Self.now()

@@ -122,6 +122,13 @@ final class CurlTransfer {
     var headers: [ByteSourceInfo.HeaderField] { head.headers }
     var headBytes = 0
     var headerOverflow = false
+    /// Interim (1xx) heads received so far; more than ``maximumInterimResponses`` fail the request.
+    var interimResponses = 0
+    var interimOverflow = false
+    var afterInterim = false
+    /// A server may send `100 Continue` and `103 Early Hints`; more interim heads than this before
+    /// the answer are an attack or a loop (they share the head byte limit with the final head).
+    static let maximumInterimResponses = 8
     var headDone = false
     var followsRedirects = true
 
@@ -133,6 +140,9 @@ final class CurlTransfer {
     var pendingStart = 0
     var discard: Int64 = 0
     var metadata: [StreamMetadata] = []
+    /// Estimated memory of `metadata`: counted with the audio against `bufferLimit`, so a server
+    /// sending a title every few bytes pauses the transfer like one sending audio.
+    var metadataBytes = 0
     var paused = false
     var rawBytes: Int64 = 0
     var lastProgress = monotonicSeconds()
@@ -197,13 +207,16 @@ final class CurlTransfer {
             paused = true
             return oat_curl_writefunc_pause()
         }
-        if available >= bufferLimit {
+        if available + metadataBytes >= bufferLimit {
             paused = true
             return oat_curl_writefunc_pause()
         }
         rawBytes += Int64(data.count)
         if demuxer != nil {
-            demuxer!.feed(data, audio: { appendAudio($0) }, metadata: { metadata.append($0) })
+            demuxer!.feed(data, audio: { appendAudio($0) }, metadata: {
+                metadata.append($0)
+                metadataBytes += SourceReader.cost(of: $0)
+            })
         } else {
             appendAudio(data)
         }
@@ -221,6 +234,14 @@ final class CurlTransfer {
         }
         switch head.consume(data) {
         case .end:
+            if (100..<200).contains(status) {
+                interimResponses += 1
+                afterInterim = true
+                if interimResponses > Self.maximumInterimResponses {
+                    interimOverflow = true
+                    return 0
+                }
+            }
             // End of one response head: final unless it is 1xx or a redirect libcurl will follow.
             let redirect = (300..<400).contains(status) && followsRedirects && head.header("location") != nil
             if !(100..<200).contains(status) && !redirect {
@@ -228,7 +249,9 @@ final class CurlTransfer {
                 acceptBody = (200..<300).contains(status)
             }
         case .status:
-            headBytes = data.count
+            // A redirect's head starts a new count; interim heads count with the head after them.
+            if !afterInterim { headBytes = data.count }
+            afterInterim = false
         case .field, .ignored:
             break
         }
@@ -236,6 +259,22 @@ final class CurlTransfer {
     }
 
     func header(_ name: String) -> String? { head.header(name) }
+
+    /// Takes the first waiting metadata.
+    func takeMetadata() -> StreamMetadata {
+        let m = metadata.removeFirst()
+        metadataBytes -= SourceReader.cost(of: m)
+        return m
+    }
+
+    /// Resumes a transfer paused at the buffer limit once the reader has taken half of it.
+    func resumeIfDrained() {
+        if paused && armed && available + metadataBytes < bufferLimit / 2 {
+            paused = false
+            lastProgress = monotonicSeconds()
+            _ = oat_curl_unpause(easy)
+        }
+    }
 }
 
 private func writeCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ user: UnsafeMutableRawPointer?) -> Int {
@@ -341,6 +380,8 @@ extension HTTPByteSource {
                 throw e
             }
             let deadline = monotonicSeconds() + delay
+            source.count { $0.isWaitingToRetry = true }
+            defer { source.count { $0.isWaitingToRetry = false } }
             while true {
                 if source.isCancelled { throw cancelledError() }
                 let left = deadline - monotonicSeconds()
@@ -455,6 +496,10 @@ extension HTTPByteSource {
 
         /// The fault of a transfer that ended with a libcurl error (or before its head).
         func fault(of t: CurlTransfer) -> TransferFault {
+            if t.interimOverflow {
+                return TransferFault(error: AudioError(.limitExceeded, component: component,
+                    "\(displayURL) sent more than \(CurlTransfer.maximumInterimResponses) interim (1xx) responses before its answer"), retryable: false)
+            }
             if t.headerOverflow {
                 return TransferFault(error: AudioError(.limitExceeded, component: component,
                     "response head from \(displayURL) exceeds \(options.maximumHeaderBytes) bytes"), retryable: false)
@@ -592,7 +637,8 @@ extension HTTPByteSource {
                     throw AudioError(.invalidState, component: component, "read before open of \(displayURL)")
                 }
                 if let m = t.metadata.first, m.audioByteOffset <= position {
-                    t.metadata.removeFirst()
+                    _ = t.takeMetadata()
+                    t.resumeIfDrained()
                     return .metadata(m)
                 }
                 let limit = t.metadata.first.map { Int(min(Int64(Int.max), $0.audioByteOffset - position)) } ?? Int.max
@@ -601,11 +647,7 @@ extension HTTPByteSource {
                     if waited { starvedBytes += Int64(n) } else { starvedSince = nil }
                     position += Int64(n)
                     source.count { $0.bytesDelivered += Int64(n) }
-                    if t.paused && t.available < t.bufferLimit / 2 {
-                        t.paused = false
-                        t.lastProgress = monotonicSeconds()
-                        _ = oat_curl_unpause(t.easy)
-                    }
+                    t.resumeIfDrained()
                     return .bytes(n)
                 }
                 var fault: TransferFault? = nil
@@ -621,8 +663,7 @@ extension HTTPByteSource {
                             fault = TransferFault(error: AudioError(.network, component: component,
                                 "live stream \(displayURL) ended at byte \(position)"), retryable: true)
                         } else if !t.metadata.isEmpty {
-                            let m = t.metadata.removeFirst()
-                            return .metadata(m)
+                            return .metadata(t.takeMetadata())
                         } else {
                             ended = true
                             return .end

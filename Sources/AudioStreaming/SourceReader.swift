@@ -52,6 +52,10 @@ final class SourceReader: @unchecked Sendable {
         var finished = false
         var cancelled = false
         var lastDataTime = HostTime.now()
+        /// Estimated memory of the metadata items waiting (counted in `bytes` too).
+        var metadataBytes = 0
+        /// The fields of the last metadata pushed (an unchanged repeat is dropped).
+        var lastFields: [String: String]?
     }
     private let state = Mutex(State())
     private let space = DispatchSemaphore(value: 0)
@@ -122,12 +126,44 @@ final class SourceReader: @unchecked Sendable {
         }
     }
 
+    /// The largest in-memory chunk made by merging, and the most handed over at once: the size
+    /// of one read.
+    static let chunkBytes = 32 << 10
+
+    /// Audio bytes after a waiting title below which a newer title replaces it (coalesced: a
+    /// server sending titles faster than this is shown only its newest one).
+    static let metadataCoalesceBytes = 16 << 10
+    /// The memory metadata items may take in the FIFO before every new title replaces the newest
+    /// waiting one, whatever the audio between (a hard cap; each title also counts against
+    /// `maximumBytes`).
+    static let maximumMetadataBytes = 256 << 10
+
+    /// What a metadata item costs in memory (its text plus the item's own overhead).
+    static func cost(of m: StreamMetadata) -> Int {
+        var n = 128 + (m.title?.utf8.count ?? 0) + (m.url?.utf8.count ?? 0)
+        for (k, v) in m.fields { n += 32 + k.utf8.count + v.utf8.count }
+        return n
+    }
+
     private func push(_ item: ReaderItem, bytes: Int) {
         state.withLock { s in
             s.lastDataTime = HostTime.now()
+            switch item {
+            case .metadata(let m):
+                pushMetadata(&s, m)
+                return
+            case .reconnected(_, continuous: false), .discontinuity:
+                s.lastFields = nil
+            default:
+                break
+            }
             if s.live, case .bytes(let b, let offset) = item, s.bytes >= maximumBytes {
                 if spill(&s, b, offset) { return }
                 s.live = false // no timeshift file: block at the memory limit instead
+            }
+            if case .bytes(let b, let offset) = item, appendToLast(&s, b, offset) {
+                s.bytes += bytes
+                return
             }
             s.items.append(.item(item))
             s.bytes += bytes
@@ -135,13 +171,88 @@ final class SourceReader: @unchecked Sendable {
         data.signal()
     }
 
+    /// Appends audio to the last waiting in-memory chunk when it continues it (small chunks from
+    /// a source that interleaves metadata every few bytes stay few items). False otherwise.
+    private func appendToLast(_ s: inout State, _ bytes: [UInt8], _ offset: Int64) -> Bool {
+        guard let last = s.items.indices.last, last >= s.head, case .item(.bytes(var b, let o)) = s.items[last],
+              o + Int64(b.count) == offset, b.count + bytes.count <= Self.chunkBytes else { return false }
+        s.items[last] = .item(.end)   // drop the array's second reference: appended in place
+        b.append(contentsOf: bytes)
+        s.items[last] = .item(.bytes(b, offset: o))
+        return true
+    }
+
+    /// The largest spilled item made by merging adjacent chunks: a 16th of the timeshift file
+    /// (so that dropping the oldest item when the ring is full drops little), 32 KiB to 1 MiB.
+    private var spilledItemLimit: Int { max(32 << 10, min(1 << 20, Int(timeshiftBytes / 16))) }
+
+    /// Merges the audio item at `index` into the one before it when they are contiguous (in the
+    /// stream, and in the timeshift file for spilled audio).
+    private func mergeAudio(_ s: inout State, at index: Int) {
+        guard index > s.head, index < s.items.count else { return }
+        switch (s.items[index - 1], s.items[index]) {
+        case (.spilled(let a0, let c0, let o0), .spilled(let a1, let c1, let o1))
+            where a0 + Int64(c0) == a1 && o0 + Int64(c0) == o1 && c0 + c1 <= spilledItemLimit:
+            s.items[index - 1] = .spilled(at: a0, count: c0 + c1, offset: o0)
+            s.items.remove(at: index)
+        case (.item(.bytes(var b0, let o0)), .item(.bytes(let b1, let o1))) where o0 + Int64(b0.count) == o1 && b0.count + b1.count <= Self.chunkBytes:
+            s.items[index - 1] = .item(.end)   // unique: appended in place
+            b0.append(contentsOf: b1)
+            s.items[index - 1] = .item(.bytes(b0, offset: o0))
+            s.items.remove(at: index)
+        default:
+            break
+        }
+    }
+
+    /// Queues a title, bounded: an unchanged repeat is dropped; a title that follows the newest
+    /// waiting one after less than ``metadataCoalesceBytes`` of audio (or when the waiting titles
+    /// already take ``maximumMetadataBytes``) replaces it. Titles count against the memory limit.
+    private func pushMetadata(_ s: inout State, _ m: StreamMetadata) {
+        guard m.fields != s.lastFields || m.fields.isEmpty && (m.title != nil || m.url != nil) else { return }
+        s.lastFields = m.fields
+        let cost = Self.cost(of: m)
+        // The newest waiting title, with only audio after it (a few merged chunks at most).
+        var audio = 0
+        var found: Int?
+        var i = s.items.count - 1
+        scan: while i >= s.head && s.items.count - i <= 64 {
+            switch s.items[i] {
+            case .item(.metadata): found = i; break scan
+            case .item(.bytes(let b, _)): audio += b.count
+            case .spilled(_, let count, _): audio += count
+            default: break scan   // no coalescing across an open, a rejoin or a gap
+            }
+            i -= 1
+        }
+        let overCap = s.metadataBytes + cost > Self.maximumMetadataBytes
+        if overCap && (found == nil || audio >= Self.metadataCoalesceBytes) {
+            // The hard cap: the oldest waiting title goes (the newest is the one that matters).
+            found = s.items[s.head...].firstIndex { if case .item(.metadata) = $0 { true } else { false } }
+        }
+        if let at = found, audio < Self.metadataCoalesceBytes || overCap, case .item(.metadata(let old)) = s.items[at] {
+            let oldCost = Self.cost(of: old)
+            s.items.remove(at: at)
+            s.metadataBytes -= oldCost
+            s.bytes -= oldCost
+            // The audio on both sides of the removed title is one run again: merge it, or a
+            // title every few bytes would leave one tiny item per title.
+            mergeAudio(&s, at: at)
+        }
+        s.items.append(.item(.metadata(m)))
+        s.metadataBytes += cost
+        s.bytes += cost
+    }
+
     /// Appends `bytes` to the timeshift file (live streams, memory full); drops the oldest
     /// waiting audio when the file would pass its limit. False when the file cannot be used.
     private func spill(_ s: inout State, _ bytes: [UInt8], _ offset: Int64) -> Bool {
         if s.spoolFD < 0 {
-            var template = Array("/tmp/oat-timeshift-XXXXXX".utf8CString)
+            var template = Array((Self.temporaryDirectory() + "/oat-timeshift-XXXXXX").utf8CString)
             let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
             guard fd >= 0 else { return false }
+            // Close-on-exec: a child process (a tool, ffmpeg) must not inherit the backlog.
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
             s.spoolFD = fd
         }
@@ -154,20 +265,43 @@ final class SourceReader: @unchecked Sendable {
             var kept: [Stored] = []
             var marker: Int?
             var droppedUntil: Int64 = 0
+            // Titles among the dropped audio: only the newest is kept (after the gap).
+            var stale: StreamMetadata?
             for stored in s.items[s.head...] {
                 if need > 0, case .spilled(_, let count, let o) = stored {
                     need -= Int64(count)
                     s.spooled -= Int64(count)
                     droppedUntil = o + Int64(count)
                     if marker == nil {
-                        marker = kept.count
-                        kept.append(.item(.discontinuity(offset: 0)))
+                        // The gap continues an earlier one (nothing between): one marker, and
+                        // its title is the stale one so far.
+                        if case .item(.metadata(let m))? = kept.last, kept.count >= 2, case .item(.discontinuity) = kept[kept.count - 2] {
+                            stale = m
+                            kept.removeLast()
+                        }
+                        if case .item(.discontinuity)? = kept.last {
+                            marker = kept.count - 1
+                        } else {
+                            marker = kept.count
+                            kept.append(.item(.discontinuity(offset: 0)))
+                        }
                     }
+                    continue
+                }
+                if need > 0, marker != nil, case .item(.metadata(let m)) = stored {
+                    if let old = stale {
+                        s.metadataBytes -= Self.cost(of: old)
+                        s.bytes -= Self.cost(of: old)
+                    }
+                    stale = m
                     continue
                 }
                 kept.append(stored)
             }
-            if let m = marker { kept[m] = .item(.discontinuity(offset: droppedUntil)) }
+            if let m = marker {
+                kept[m] = .item(.discontinuity(offset: droppedUntil))
+                if let title = stale { kept.insert(.item(.metadata(title)), at: m + 1) }
+            }
             s.items = kept
             s.head = 0
         }
@@ -179,12 +313,30 @@ final class SourceReader: @unchecked Sendable {
             let n = min(bytes.count - done, Int(capacity - at))
             let written = bytes.withUnsafeBytes { pwrite(s.spoolFD, $0.baseAddress! + done, n, off_t(at)) }
             guard written == n else { return false }
-            s.items.append(.spilled(at: at, count: n, offset: offset + Int64(done)))
+            let o = offset + Int64(done)
+            if let last = s.items.indices.last, last >= s.head, case .spilled(let a0, let c0, let o0) = s.items[last],
+               a0 + Int64(c0) == at, o0 + Int64(c0) == o, c0 + n <= spilledItemLimit {
+                // Contiguous in the file and in the stream: one item (a source interleaving
+                // metadata every few bytes would otherwise make millions of them).
+                s.items[last] = .spilled(at: a0, count: c0 + n, offset: o0)
+            } else {
+                s.items.append(.spilled(at: at, count: n, offset: o))
+            }
             s.spoolWrite += Int64(n)
             s.spooled += Int64(n)
             done += n
         }
         return true
+    }
+
+    /// Where the timeshift file goes: `$TMPDIR` when it is set to an absolute path, else `/tmp`.
+    static func temporaryDirectory() -> String {
+        if let t = getenv("TMPDIR").map({ String(cString: $0) }), t.hasPrefix("/") {
+            var d = t
+            while d.count > 1 && d.hasSuffix("/") { d.removeLast() }
+            return d
+        }
+        return "/tmp"
     }
 
     /// Blocks while the FIFO is full; false when cancelled.
@@ -208,7 +360,18 @@ final class SourceReader: @unchecked Sendable {
             case .item(let i):
                 item = i
                 if case .bytes(let b, _) = i { s.bytes -= b.count }
-            case .spilled(let at, let count, let offset):
+                if case .metadata(let m) = i {
+                    let cost = Self.cost(of: m)
+                    s.bytes -= cost
+                    s.metadataBytes -= cost
+                }
+            case .spilled(let at, let total, let offset):
+                // A merged run is handed over 32 KiB at a time (the rest stays first in line).
+                let count = min(total, Self.chunkBytes)
+                if count < total {
+                    s.head -= 1
+                    s.items[s.head] = .spilled(at: at + Int64(count), count: total - count, offset: offset + Int64(count))
+                }
                 var b = [UInt8](repeating: 0, count: count)
                 let n = b.withUnsafeMutableBytes { pread(s.spoolFD, $0.baseAddress, count, off_t(at)) }
                 s.spooled -= Int64(count)
@@ -259,10 +422,12 @@ final class SourceReader: @unchecked Sendable {
     /// source working through an outage with its reconnect policy is not stalled (its policy
     /// bounds it), one that neither delivers nor retries is.
     var secondsSinceActivity: Double {
-        let requests = source.statistics.requests
+        let stats = source.statistics
+        let requests = stats.requests
         let now = HostTime.now()
         let last = activity.withLock { a -> UInt64 in
-            if a.requests != requests { a = (requests, now) }
+            // A new request, or a deliberate wait before the next one (Retry-After, back-off).
+            if a.requests != requests || stats.isWaitingToRetry { a = (requests, now) }
             return a.time
         }
         let sinceRequest = now > last ? HostTime.seconds(ticks: now - last) : 0
@@ -321,7 +486,12 @@ final class SourceReader: @unchecked Sendable {
                         }
                         return
                     }
-                case .item(.metadata), .item(.reconnected), .item(.opened), .item(.discontinuity):
+                case .item(.metadata(let m)):
+                    let cost = Self.cost(of: m)
+                    s.bytes -= cost
+                    s.metadataBytes -= cost
+                    s.head += 1
+                case .item(.reconnected), .item(.opened), .item(.discontinuity):
                     s.head += 1
                 case .item(.end), .item(.failed):
                     return

@@ -155,6 +155,10 @@ final class ItemDecoder {
     var finishMarked = false
     /// Rejoins of a live stream since audio last came (bounded).
     var liveRejoins = 0
+    /// Bytes parsed or skipped since the last decoded frame (bounded by
+    /// ``BufferingPolicy/maximumBytesWithoutAudio``), and skip requests meanwhile.
+    var bytesWithoutAudio: Int64 = 0
+    var skipRequestsWithoutAudio = 0
     /// Bumped by every seek: bytes of a chunk being fed when a seek happens are stale.
     var seekGeneration = 0
     /// The rest of the chunk being fed (after the part being parsed), if any.
@@ -236,6 +240,13 @@ final class DecoderThread {
 
     var current: ItemDecoder?
     var prefetched: ItemDecoder?
+    /// Queue entries in a row that failed without audio, the count already paced for, and
+    /// whether the player gave up on the rest of the queue.
+    var consecutiveFailures = 0
+    var pacedFailures = 0
+    var gaveUp = false
+    /// Frames the device played before the queue's count was last reset (seek, skip).
+    var playedBeforeReset: Int64 = 0
 
     init(engine: StreamingEngine) {
         self.engine = engine
@@ -253,7 +264,8 @@ final class DecoderThread {
         while true {
             if engine.control.withLock({ $0.stopRequested }) { break }
             if current == nil {
-                let url = engine.control.withLock { c -> String? in next < c.items.count ? c.items[next] : nil }
+                if !paceAfterFailures() { break }
+                let url = engine.control.withLock { c -> String? in next < c.items.count && !gaveUp ? c.items[next] : nil }
                 guard let url else {
                     if finishPlayback() { break }
                     continue
@@ -423,7 +435,34 @@ final class DecoderThread {
     func fail(_ item: ItemDecoder?, _ error: AudioError, index: Int? = nil) {
         let i = item?.index ?? index ?? 0
         lastError = error
+        consecutiveFailures += 1
         engine.emit(.error(index: i, error))
+    }
+
+    /// Before opening the next entry after failed ones: waits ``BufferingPolicy/failureBackoff``
+    /// (doubled per failure in a row, at most 1 s), and after
+    /// ``BufferingPolicy/maximumConsecutiveFailures`` gives up on the rest of the queue. False
+    /// when a stop came meanwhile.
+    func paceAfterFailures() -> Bool {
+        guard consecutiveFailures > pacedFailures, !gaveUp else { return true }
+        pacedFailures = consecutiveFailures
+        let more = engine.control.withLock { next < $0.items.count }
+        guard more else { return true }
+        if consecutiveFailures >= max(1, policy.maximumConsecutiveFailures) {
+            gaveUp = true
+            let e = AudioError(.limitExceeded, component: "StreamingPlayer",
+                "\(consecutiveFailures) queue entries in a row failed without playing (the last: \(lastError?.message ?? "unknown")); giving up on the rest of the queue")
+            lastError = e
+            engine.emit(.error(index: next, e))
+            return true
+        }
+        let delay = min(1, max(0, policy.failureBackoff) * Double(1 << min(consecutiveFailures - 1, 16)))
+        let deadline = HostTime.now() + HostTime.ticks(seconds: delay)
+        while HostTime.now() < deadline {
+            if engine.control.withLock({ $0.stopRequested }) { return false }
+            _ = engine.wake.wait(timeout: .now() + .milliseconds(20))
+        }
+        return true
     }
 
     /// After the last item: lets the queue play out and reports the end. True when the loop
@@ -565,6 +604,7 @@ final class DecoderThread {
         // The queue keeps running through the reset (its device plays silence until new audio
         // comes): a paused device would keep the stale frames in the play ring, leaving no
         // room for the new ones.
+        playedBeforeReset += min(enqueuedFrames, max(playedHighWater, queue.playedStreamFrames))
         queue.reset()
         enqueuedFrames = 0
         playedHighWater = 0
@@ -751,18 +791,31 @@ final class DecoderThread {
             throw AudioError(.invalidState, component: "StreamingPlayer", "bytes before the source of \(item.url) opened")
         }
         retain(item, bytes)
+        item.bytesWithoutAudio += Int64(bytes.count)
         let flags: AudioFileStreamParseFlags = item.discontinuityNext ? .discontinuity : []
         item.discontinuityNext = false
         var events: [ParsedEvent] = []
         try parser.parse(bytes, flags: flags) { events.append(($0, parser.currentEventDataFormat, parser.currentEventMagicCookie)) }
         try handle(item, events)
         try jumpOverSkippedBytes(item, parser, parsedEnd: item.fedOffset + Int64(bytes.count))
+        try checkBytesWithoutAudio(item, parser)
         if parser.isNotOptimized && parser.isReadyToProducePackets && !item.notOptimizedHandled {
             // MP4 with the index after the data: the data was skipped; go back to it.
             item.notOptimizedHandled = true
             try seek(item, to: item.pendingSeek ?? 0, reportEvent: false)
             item.pendingSeek = nil
         }
+    }
+
+    /// Fails the item when ``BufferingPolicy/maximumBytesWithoutAudio`` bytes (or 16 skip
+    /// requests) went by without a decoded frame.
+    func checkBytesWithoutAudio(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
+        let limit = max(64 << 10, policy.maximumBytesWithoutAudio)
+        guard item.bytesWithoutAudio > limit || item.skipRequestsWithoutAudio > 16 else { return }
+        let what = parser.isReadyToProducePackets ? "its packets decoded to nothing" : "no audio data was found (the parser skipped them)"
+        let start = item.fedOffset - min(item.fedOffset, item.bytesWithoutAudio)
+        throw AudioError(.invalidData, component: "StreamingPlayer",
+            "\(item.url): \(item.bytesWithoutAudio) bytes from byte \(start) and \(item.skipRequestsWithoutAudio) skip requests produced no audio: \(what); giving up (limit \(limit) bytes)")
     }
 
     /// A skip shorter than this is read through; a longer one (an MP4 `mdat` before the `moov`)
@@ -780,10 +833,12 @@ final class DecoderThread {
         if let range = item.reader.pendingByteRange, target >= range.start, target <= range.end {
             guard parser.skipToTarget() else { return }
             item.reader.drop(before: target)
+            item.bytesWithoutAudio += target - inHand
         } else {
             guard target - inHand >= Self.skipRequestThreshold, item.info?.isSeekable ?? false else { return }
             guard parser.skipToTarget() else { return }
             debug("skipping \(target - inHand) bytes of \(item.url) with a request at \(target)")
+            item.skipRequestsWithoutAudio += 1
             retire(item)
             let source = try makeSource(for: item.url)
             item.reader = SourceReader(url: item.url, source: source, at: target, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
@@ -962,6 +1017,10 @@ final class DecoderThread {
         while true {
             let n = converter.read(into: pcm)
             if n == 0 { break }
+            item.bytesWithoutAudio = 0
+            item.skipRequestsWithoutAudio = 0
+            consecutiveFailures = 0
+            pacedFailures = 0
             let buffer = try takeBuffer()
             buffer.fill(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(pcm.mutableBytes(0))[0..<(n * channels * 4)]))
             do {
@@ -982,6 +1041,10 @@ final class DecoderThread {
         while true {
             let n = converter.read(into: pcm)
             if n == 0 { break }
+            item.bytesWithoutAudio = 0
+            item.skipRequestsWithoutAudio = 0
+            consecutiveFailures = 0
+            pacedFailures = 0
             let fresh = UnsafeRawBufferPointer(pcm.mutableBytes(0)).bindMemory(to: Float.self)
             let start = fadeHold.count
             fadeHold.append(contentsOf: fresh[0..<(n * channels)])
@@ -1101,6 +1164,13 @@ final class DecoderThread {
         let pending = Int64(item.converter?.bufferedFrameCount ?? 0) + Int64(fadeHold.count / max(1, channels))
         let frame = enqueuedFrames + pending
         let seconds = item.baseSeconds + Double(item.outputFrames + pending) / deviceRate
+        // Titles less than 0.25 s of audio apart (a server spamming titles): the newer replaces
+        // the one not yet played, so the app gets at most a few a second.
+        if let last = marks.last, case .metadata(_, let index, _) = last.kind, index == item.index,
+           frame - last.frame < Int64(0.25 * deviceRate) {
+            marks[marks.count - 1] = (frame, .metadata(m, item.index, seconds))
+            return
+        }
         marks.append((frame, .metadata(m, item.index, seconds)))
     }
 
@@ -1224,6 +1294,8 @@ final class DecoderThread {
     func restartTimeline(_ item: ItemDecoder, at seconds: Double) {
         resetQueue()
         item.outputFrames = 0
+        item.bytesWithoutAudio = 0
+        item.skipRequestsWithoutAudio = 0
         item.baseSeconds = seconds
         segment = (0, item.index, seconds)
         marks.append((0, .segment(item.index, seconds)))
@@ -1453,6 +1525,7 @@ final class DecoderThread {
         let elapsed = engine.elapsed
         let underruns = self.underruns
         let outputUnderruns = queueStarted ? (queue?.underrunCount ?? 0) : 0
+        let playedSeconds = Double(playedBeforeReset + played) / deviceRate
         engine.control.withLock { c in
             c.stats.bytesReceived = c.bytesFromClosedReaders + live.reduce(0) { $0 + $1.bytesReceived }
             c.stats.reconnects = c.reconnectsFromClosedReaders + live.reduce(0) { $0 + $1.reconnects }
@@ -1462,6 +1535,7 @@ final class DecoderThread {
             c.stats.bufferedBytes = bytes
             c.stats.underruns = underruns
             c.stats.outputUnderruns = outputUnderruns
+            c.stats.playedSeconds = playedSeconds
         }
     }
 

@@ -48,6 +48,20 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// the device thread and the sound server); volume changes, seeks and skips are heard up to
     /// this much later. Nil (the default) keeps the buffer the device opened with.
     public var steadyOutputLatency: Double?
+    /// Bytes of an item that may be parsed (or skipped inside the buffer) without a single
+    /// decoded frame before the item fails with `invalidData`: a header claiming a 4 GB chunk
+    /// followed by zeros, or a stream of garbage, is not downloaded for ever. Counted again from
+    /// 0 after every decoded frame and every seek. Default 32 MiB (large ID3 artwork and FLAC
+    /// pictures are a few MiB).
+    public var maximumBytesWithoutAudio: Int64 = 32 << 20
+    /// Queue entries in a row that fail without playing any audio (dead links, unplayable
+    /// files) before the player gives up on the rest of the queue with `limitExceeded`.
+    /// Default 16.
+    public var maximumConsecutiveFailures = 16
+    /// The pause before opening the next entry after a failed one, doubled for every further
+    /// failure in a row up to 1 s (so a playlist of dead links is not a request storm).
+    /// Default 0.1 s.
+    public var failureBackoff: Double = 0.1
 
     /// The defaults, as documented on each field.
     public init() {}
@@ -150,6 +164,9 @@ public struct StreamingPlayerStatistics: Sendable, Equatable {
     /// Renders the output device found short of audio while playing (silence padded in),
     /// rebuffering or not: 0 for a stream that never glitched.
     public var outputUnderruns: Int = 0
+    /// Seconds of audio the output device has played in this session, across items (a seek or
+    /// a skip does not reset it; pauses and underrun silence do not count).
+    public var playedSeconds: Double = 0
     /// Reconnections the sources made after faults.
     public var reconnects: Int = 0
     /// Requests made (opens, range requests for seeks, reconnects).

@@ -62,6 +62,8 @@ public final class TestHTTPServer: @unchecked Sendable {
         case endlessPattern
         /// These bytes repeated forever (a looping live stream).
         case looping([UInt8])
+        /// `prefix` once, then `repeating` forever (a header followed by endless filler).
+        case endless(prefix: [UInt8], repeating: [UInt8])
 
         /// The file at `path` repeated forever (a looping live stream; read now).
         public static func loopingFile(_ path: String) -> Body { .looping(readWholeFile(path)) }
@@ -82,6 +84,9 @@ public final class TestHTTPServer: @unchecked Sendable {
         /// A network outage: send the head and `afterBytes` body bytes, close the connection, and
         /// then drop every request to this path (closed without an answer) for `seconds`.
         case outage(afterBytes: Int, seconds: Double)
+        /// Send `count` interim `HTTP/1.1 100 Continue` heads, one every `interval` seconds, before
+        /// the answer (`Int.max`: for as long as the client listens).
+        case interimResponses(count: Int, interval: Double)
     }
 
     /// How one path is answered.
@@ -107,6 +112,9 @@ public final class TestHTTPServer: @unchecked Sendable {
         /// Raw metadata blocks (length byte included) sent in order at the first insertions instead
         /// of the title blocks; after them the normal title logic resumes.
         public var icyRawBlocks: [[UInt8]] = []
+        /// Send a new title (`Title 1`, `Title 2`, ...) at every metadata insertion (a server
+        /// spamming titles) instead of the title set with ``TestHTTPServer/setTitle(_:for:)``.
+        public var icyNewTitleEveryBlock = false
         /// Send at most this many body bytes per second.
         public var throttleBytesPerSecond: Int?
         /// Faults by request number to this path (request 0 gets `faults[0]`; beyond: none).
@@ -355,6 +363,13 @@ public final class TestHTTPServer: @unchecked Sendable {
             return
         case .dropConnection:
             return
+        case .interimResponses(let count, let interval):
+            var sent = 0
+            while sent < count {
+                if isStopping || !sendAll(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) { return }
+                sent += 1
+                if interval > 0 { usleep(UInt32(min(interval, 10) * 1_000_000)) }
+            }
         default: break
         }
         if let auth = route.requiredAuthorization, request.headers["authorization"] != auth {
@@ -368,11 +383,15 @@ public final class TestHTTPServer: @unchecked Sendable {
         // The body, as a finite array or an endless generator.
         var finite: [UInt8]? = nil
         var loop: [UInt8]? = nil
+        var prefixBytes: [UInt8] = []
         switch route.body {
         case .bytes(let b): finite = b
         case .file: finite = loaded ?? []
         case .endlessPattern: break
         case .looping(let b): loop = b.isEmpty ? [0] : b
+        case .endless(let prefix, let filler):
+            loop = filler.isEmpty ? [0] : filler
+            prefixBytes = prefix
         }
         var status = route.status
         var start = 0
@@ -408,6 +427,8 @@ public final class TestHTTPServer: @unchecked Sendable {
         // Stream the body.
         var writer = BodyWriter(server: self, fd: fd, path: request.path, chunked: route.chunked, metaint: metaint,
                                 rawBlocks: route.icyRawBlocks, throttle: route.throttleBytesPerSecond, fault: fault)
+        writer.newTitleEveryBlock = route.icyNewTitleEveryBlock
+        if !prefixBytes.isEmpty { guard writer.write(prefixBytes[...]) else { return } }
         var offset = start
         var generated: Int64 = 0
         var piece = [UInt8](repeating: 0, count: 4096)
@@ -478,6 +499,8 @@ private struct BodyWriter {
     var lastTitle: String? = nil
     var bodyBytes = 0
     var faultDone = false
+    var newTitleEveryBlock = false
+    var titlesSent = 0
     let startTime = monotonicNow()
 
     init(server: TestHTTPServer, fd: Int32, path: String, chunked: Bool, metaint: Int?, rawBlocks: [[UInt8]], throttle: Int?, fault: TestHTTPServer.Fault) {
@@ -549,7 +572,11 @@ private struct BodyWriter {
 
     mutating func metadataBlock() -> [UInt8] {
         if !rawBlocks.isEmpty { return rawBlocks.removeFirst() }
-        let title = server.title(for: path)
+        var title = server.title(for: path)
+        if newTitleEveryBlock {
+            titlesSent += 1
+            title = "Title \(titlesSent)"
+        }
         guard let title, title != lastTitle else { return [0] }
         lastTitle = title
         var text = Array("StreamTitle='\(title)';".utf8)

@@ -97,6 +97,9 @@ private func streamingMain(_ options: Options, output: @escaping AudioOutputDevi
         }
         do { try await player.seek(to: options.start) } catch { writeStderr("afplay: \(error)") }
     }
+    // `-t` counts the audio played across every item (a playlist of short files stops after
+    // `-t` seconds in all, not `-t` seconds into one of them), from the `--start` seek on.
+    let playedBeforeStart = options.start > 0 ? await player.statistics.playedSeconds : 0
     let ui = !options.noUI && !options.jsonEvents && isatty(1) == 1 && isatty(0) == 1
     var terminal = termios()
     if ui {
@@ -116,10 +119,13 @@ private func streamingMain(_ options: Options, output: @escaping AudioOutputDevi
         var pause = 250
         if let limit = options.limit, HostTime.seconds(ticks: HostTime.now() - began) >= limit - 0.3 {
             pause = 20
-            if HostTime.seconds(ticks: HostTime.now() - began) >= limit, await player.statistics.timeToFirstAudio != nil {
+            let stats = await player.statistics
+            if HostTime.seconds(ticks: HostTime.now() - began) >= limit, stats.timeToFirstAudio != nil {
                 let p = await player.position
-                if p.seconds >= limit + options.start - 0.01 || HostTime.seconds(ticks: HostTime.now() - began) >= limit + 30 { break }
-                pause = max(2, min(20, Int((limit + options.start - p.seconds) * 1000)))
+                let played = stats.playedSeconds - playedBeforeStart
+                if (p.index == 0 && p.seconds >= limit + options.start - 0.01) || played >= limit - 0.01
+                    || HostTime.seconds(ticks: HostTime.now() - began) >= limit + 30 { break }
+                pause = max(2, min(20, Int((limit - played) * 1000)))
             }
         }
         if ui {
