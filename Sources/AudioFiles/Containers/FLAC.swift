@@ -37,6 +37,9 @@ struct FLACParser: ContainerParser {
     // Index of packets seen in order from the start: file offset and first sample.
     var packetOffsets: [Int64] = []
     var packetSamples: [Int64] = []
+    /// The metadata is read but the format not yet reported: it is reported with the first
+    /// frame, whose header wins over STREAMINFO where they disagree (as FFmpeg's decoder does).
+    var pendingProperties = false
 
     init() {}
 
@@ -69,7 +72,6 @@ struct FLACParser: ContainerParser {
         let type = head & 0x7F
         let length = Int(try r.u24be())
         let bodyOffset = offset + 4
-        guard type != 127 else { throw invalidData(Self.component, "metadata block type 127 is invalid", at: offset) }
         if streamInfo == nil && type != 0 {
             throw invalidData(Self.component, "first metadata block is type \(type), not STREAMINFO", at: offset)
         }
@@ -81,13 +83,9 @@ struct FLACParser: ContainerParser {
             let info = try FLACStreamInfo(try r.slice(34), at: bodyOffset)
             streamInfo = info
             out.set(\.fileFormat, .flac, .fileFormat)
-            out.set(\.dataFormat, info.format, .dataFormat)
-            out.set(\.magicCookie, info.body, .magicCookieData)
-            if info.maxFrameSize > 0 { out.set(\.maximumPacketSize, info.maxFrameSize, .maximumPacketSize) }
         case 3:
-            guard length % 18 == 0 else {
-                throw invalidData(Self.component, "SEEKTABLE length \(length) is not a multiple of 18", at: offset + 1)
-            }
+            // A length that is not a multiple of 18 is a wrong block length: the whole points
+            // are used and the frames are found by their sync code (as FFmpeg does).
             guard length / 18 <= out.limits.maximumTableEntries else {
                 throw limitExceeded(Self.component, "SEEKTABLE has \(length / 18) points", at: offset)
             }
@@ -117,27 +115,54 @@ struct FLACParser: ContainerParser {
             skipBody = true
         }
         if isLast {
-            let start = bodyOffset + Int64(length)
-            dataOffset = start
-            if let info = streamInfo {
-                var allTags = tags
-                allTags[InfoKey.sourceBitDepth] = "I\(info.bitsPerSample)"
-                out.setTags(allTags)
-                out.set(\.dataOffset, start, .dataOffset)
-                if info.totalSamples > 0 {
-                    let table = AudioFilePacketTableInfo(numberValidFrames: Int64(info.totalSamples), primingFrames: 0, remainderFrames: 0)
-                    out.set(\.packetTableInfo, table, .packetTableInfo)
-                }
-                out.ready()
-            }
+            dataOffset = bodyOffset + Int64(length)
+            pendingProperties = streamInfo != nil
             phase = .frames
         }
         return skipBody ? .skip(4 + Int64(length)) : .consumed(4 + length)
     }
 
+    /// Reports the format, cookie, tags, data offset and packet table once the first frame is
+    /// found (`first` nil: the input ends without one). The frame header's channel count wins
+    /// over STREAMINFO's, and the cookie is patched to match, as FFmpeg's decoder trusts the
+    /// frames; the data offset is where the first frame starts (after a wrong block length too).
+    private mutating func reportProperties(first: FLACFrameHeader?, at offset: Int64, _ out: inout ParseOutput) {
+        guard pendingProperties, var info = streamInfo else { return }
+        pendingProperties = false
+        if let first, first.channels != info.channels, first.channels >= 1, first.channels <= 8, info.body.count > 12 {
+            info.channels = first.channels
+            info.body[12] = (info.body[12] & 0xF1) | UInt8((first.channels - 1) << 1)
+            streamInfo = info
+        }
+        if first != nil { dataOffset = offset }
+        out.set(\.dataFormat, info.format, .dataFormat)
+        out.set(\.magicCookie, info.body, .magicCookieData)
+        if info.maxFrameSize > 0 { out.set(\.maximumPacketSize, info.maxFrameSize, .maximumPacketSize) }
+        var allTags = tags
+        allTags[InfoKey.sourceBitDepth] = "I\(info.bitsPerSample)"
+        out.setTags(allTags)
+        out.set(\.dataOffset, dataOffset, .dataOffset)
+        if info.totalSamples > 0 {
+            let table = AudioFilePacketTableInfo(numberValidFrames: Int64(info.totalSamples), primingFrames: 0, remainderFrames: 0)
+            out.set(\.packetTableInfo, table, .packetTableInfo)
+        }
+        out.ready()
+    }
+
     // MARK: Frames
 
     private mutating func frameStep(_ input: UnsafeRawBufferPointer, at offset: Int64, isEOF: Bool, _ out: inout ParseOutput) throws -> ParseStatus {
+        guard streamInfo != nil else { return .finished }
+        if pendingProperties && isEOF {
+            // The whole rest is here: report with the first valid frame header in it, if any.
+            var first: (FLACFrameHeader, Int)?
+            var i = 0
+            while first == nil && i + 1 < input.count {
+                if input[i] == 0xFF, input[i + 1] & 0xFE == 0xF8, let h = try? FLACFrameHeader.parse(input, at: i) { first = (h, i) }
+                i += 1
+            }
+            reportProperties(first: first?.0, at: offset + Int64(first?.1 ?? 0), &out)
+        }
         guard let info = streamInfo else { return .finished }
         if isEOF && input.isEmpty { return .finished }
         if !synced, let status = resync(input, isEOF: isEOF) { return status }
@@ -224,6 +249,7 @@ struct FLACParser: ContainerParser {
             packetOffsets.append(offset)
             packetSamples.append(Int64(firstSample))
         }
+        reportProperties(first: header, at: offset, &out)
         out.emitPacket(UnsafeRawBufferPointer(rebasing: input[0..<end]), fileOffset: offset, frames: header.blockSize)
         scanStart = -1
         return .consumed(end)
