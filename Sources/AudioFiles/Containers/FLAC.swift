@@ -37,9 +37,8 @@ struct FLACParser: ContainerParser {
     // Index of packets seen in order from the start: file offset and first sample.
     var packetOffsets: [Int64] = []
     var packetSamples: [Int64] = []
-    /// The metadata is read but the format not yet reported: it is reported with the first
-    /// frame, whose header wins over STREAMINFO where they disagree (as FFmpeg's decoder does).
-    var pendingProperties = false
+    /// The first frame's header has not been compared with STREAMINFO yet.
+    var firstFrameChecked = false
 
     init() {}
 
@@ -83,6 +82,9 @@ struct FLACParser: ContainerParser {
             let info = try FLACStreamInfo(try r.slice(34), at: bodyOffset)
             streamInfo = info
             out.set(\.fileFormat, .flac, .fileFormat)
+            out.set(\.dataFormat, info.format, .dataFormat)
+            out.set(\.magicCookie, info.body, .magicCookieData)
+            if info.maxFrameSize > 0 { out.set(\.maximumPacketSize, info.maxFrameSize, .maximumPacketSize) }
         case 3:
             // A length that is not a multiple of 18 is a wrong block length: the whole points
             // are used and the frames are found by their sync code (as FFmpeg does).
@@ -115,54 +117,42 @@ struct FLACParser: ContainerParser {
             skipBody = true
         }
         if isLast {
-            dataOffset = bodyOffset + Int64(length)
-            pendingProperties = streamInfo != nil
+            let start = bodyOffset + Int64(length)
+            dataOffset = start
+            if let info = streamInfo {
+                var allTags = tags
+                allTags[InfoKey.sourceBitDepth] = "I\(info.bitsPerSample)"
+                out.setTags(allTags)
+                out.set(\.dataOffset, start, .dataOffset)
+                if info.totalSamples > 0 {
+                    let table = AudioFilePacketTableInfo(numberValidFrames: Int64(info.totalSamples), primingFrames: 0, remainderFrames: 0)
+                    out.set(\.packetTableInfo, table, .packetTableInfo)
+                }
+                out.ready()
+            }
             phase = .frames
         }
         return skipBody ? .skip(4 + Int64(length)) : .consumed(4 + length)
     }
 
-    /// Reports the format, cookie, tags, data offset and packet table once the first frame is
-    /// found (`first` nil: the input ends without one). The frame header's channel count wins
-    /// over STREAMINFO's, and the cookie is patched to match, as FFmpeg's decoder trusts the
-    /// frames; the data offset is where the first frame starts (after a wrong block length too).
-    private mutating func reportProperties(first: FLACFrameHeader?, at offset: Int64, _ out: inout ParseOutput) {
-        guard pendingProperties, var info = streamInfo else { return }
-        pendingProperties = false
-        if let first, first.channels != info.channels, first.channels >= 1, first.channels <= 8, info.body.count > 12 {
-            info.channels = first.channels
-            info.body[12] = (info.body[12] & 0xF1) | UInt8((first.channels - 1) << 1)
-            streamInfo = info
-        }
-        if first != nil { dataOffset = offset }
+    /// The first frame's header wins over STREAMINFO where their channel counts differ (FFmpeg's
+    /// decoder follows the frames too): the format and the cookie (patched to match) are reported
+    /// again, before the first packet, so a decoder is made for what the frames hold.
+    private mutating func checkFirstFrame(_ header: FLACFrameHeader, _ out: inout ParseOutput) {
+        guard !firstFrameChecked else { return }
+        firstFrameChecked = true
+        guard var info = streamInfo, header.channels != info.channels, header.channels >= 1, header.channels <= 8,
+              info.body.count > 12 else { return }
+        info.channels = header.channels
+        info.body[12] = (info.body[12] & 0xF1) | UInt8((header.channels - 1) << 1)
+        streamInfo = info
         out.set(\.dataFormat, info.format, .dataFormat)
         out.set(\.magicCookie, info.body, .magicCookieData)
-        if info.maxFrameSize > 0 { out.set(\.maximumPacketSize, info.maxFrameSize, .maximumPacketSize) }
-        var allTags = tags
-        allTags[InfoKey.sourceBitDepth] = "I\(info.bitsPerSample)"
-        out.setTags(allTags)
-        out.set(\.dataOffset, dataOffset, .dataOffset)
-        if info.totalSamples > 0 {
-            let table = AudioFilePacketTableInfo(numberValidFrames: Int64(info.totalSamples), primingFrames: 0, remainderFrames: 0)
-            out.set(\.packetTableInfo, table, .packetTableInfo)
-        }
-        out.ready()
     }
 
     // MARK: Frames
 
     private mutating func frameStep(_ input: UnsafeRawBufferPointer, at offset: Int64, isEOF: Bool, _ out: inout ParseOutput) throws -> ParseStatus {
-        guard streamInfo != nil else { return .finished }
-        if pendingProperties && isEOF {
-            // The whole rest is here: report with the first valid frame header in it, if any.
-            var first: (FLACFrameHeader, Int)?
-            var i = 0
-            while first == nil && i + 1 < input.count {
-                if input[i] == 0xFF, input[i + 1] & 0xFE == 0xF8, let h = try? FLACFrameHeader.parse(input, at: i) { first = (h, i) }
-                i += 1
-            }
-            reportProperties(first: first?.0, at: offset + Int64(first?.1 ?? 0), &out)
-        }
         guard let info = streamInfo else { return .finished }
         if isEOF && input.isEmpty { return .finished }
         if !synced, let status = resync(input, isEOF: isEOF) { return status }
@@ -249,7 +239,7 @@ struct FLACParser: ContainerParser {
             packetOffsets.append(offset)
             packetSamples.append(Int64(firstSample))
         }
-        reportProperties(first: header, at: offset, &out)
+        checkFirstFrame(header, &out)
         out.emitPacket(UnsafeRawBufferPointer(rebasing: input[0..<end]), fileOffset: offset, frames: header.blockSize)
         scanStart = -1
         return .consumed(end)
