@@ -29,6 +29,17 @@ public final class AudioFileStream {
     /// The limits on what input can make the parser hold.
     public let limits: ParserLimits
 
+    /// Apple's `AudioFileStream` cannot deliver audio data that comes before its index or format
+    /// (an MP4 `mdat` before its `moov`, a CAF `data` chunk before its `pakt`, an AIFF `SSND`
+    /// before `COMM`): `AudioFileStreamParseBytes` returns `kAudioFileStreamError_NotOptimized`
+    /// when it reaches that data. When true, ``parse(_:flags:_:)`` throws that error ('optm') at
+    /// the same place. When false (the default), the data is skipped, the index read, and
+    /// ``isNotOptimized`` tells the caller to seek back (``skipTarget``, ``seek(toPacket:)``).
+    public var failsWhenNotOptimized: Bool {
+        get { out.failsWhenNotOptimized }
+        set { out.failsWhenNotOptimized = newValue }
+    }
+
     /// Creates a stream parser. `fileTypeHint` picks the container when the bytes do not say
     /// (raw MPEG audio and ADTS have no magic number); otherwise the content decides.
     public init(fileTypeHint: AudioFileType? = nil, limits: ParserLimits = .default) {

@@ -119,6 +119,9 @@ struct ParseOutput {
     /// the file is delivered as its description and file offset only, without copying its bytes
     /// into the batch's data (`dataByteSize` holds its size, `startOffset` is 0).
     var indexOnly = false
+    /// Apple's behaviour for audio data met before what is needed to deliver it (see
+    /// ``AudioFileStream/failsWhenNotOptimized``): parsers throw ``notOptimized(_:_:at:)`` there.
+    var failsWhenNotOptimized = false
 
     init(limits: ParserLimits) { self.limits = limits }
 
@@ -252,6 +255,12 @@ func invalidData(_ component: String, _ message: String, at offset: Int64) -> Au
 /// An unsupported-format error naming the component and the absolute offset.
 func unsupported(_ component: String, _ message: String, at offset: Int64) -> AudioError {
     AudioError(.unsupportedFormat, component: component, message, offset: offset, osStatus: 0x666D_743F) // 'fmt?'
+}
+
+/// Audio data comes before the index or format that describes it, and the stream was asked to
+/// fail there as Apple's does (`kAudioFileStreamError_NotOptimized`, 'optm').
+func notOptimized(_ component: String, _ message: String, at offset: Int64) -> AudioError {
+    AudioError(.unsupportedFormat, component: component, message, offset: offset, osStatus: 0x6F70_746D) // 'optm'
 }
 
 /// A limit-exceeded error naming the component and the absolute offset.

@@ -113,6 +113,9 @@ struct AIFFParser: ContainerParser {
             dataSize = length
             afterData = size32 == 0 || size32 == 0xFFFF_FFFF ? nil : offset + total
             guard let format else {
+                if out.failsWhenNotOptimized {
+                    throw notOptimized(Self.component, "the SSND chunk comes before COMM: the file is not optimized for streaming", at: offset)
+                }
                 // COMM comes later: skip the samples, reach them again by seeking.
                 guard let next = afterData else {
                     throw unsupported(Self.component, "SSND of unknown size before COMM cannot be streamed", at: offset)

@@ -149,6 +149,9 @@ struct CAFParser: ContainerParser {
                 newState = .mpeg(MPEGFrameSplitter(remaining: length))
             } else if let length {
                 // The packet table follows the data: skip it and come back by seeking.
+                if out.failsWhenNotOptimized {
+                    throw notOptimized(Self.component, "the data chunk comes before its packet table: the file is not optimized for streaming", at: offset)
+                }
                 dataStart = start
                 dataSize = length
                 dataSkipped = true

@@ -37,6 +37,8 @@ struct FLACParser: ContainerParser {
     // Index of packets seen in order from the start: file offset and first sample.
     var packetOffsets: [Int64] = []
     var packetSamples: [Int64] = []
+    /// The first frame's header has not been compared with STREAMINFO yet.
+    var firstFrameChecked = false
 
     init() {}
 
@@ -69,7 +71,6 @@ struct FLACParser: ContainerParser {
         let type = head & 0x7F
         let length = Int(try r.u24be())
         let bodyOffset = offset + 4
-        guard type != 127 else { throw invalidData(Self.component, "metadata block type 127 is invalid", at: offset) }
         if streamInfo == nil && type != 0 {
             throw invalidData(Self.component, "first metadata block is type \(type), not STREAMINFO", at: offset)
         }
@@ -85,9 +86,8 @@ struct FLACParser: ContainerParser {
             out.set(\.magicCookie, info.body, .magicCookieData)
             if info.maxFrameSize > 0 { out.set(\.maximumPacketSize, info.maxFrameSize, .maximumPacketSize) }
         case 3:
-            guard length % 18 == 0 else {
-                throw invalidData(Self.component, "SEEKTABLE length \(length) is not a multiple of 18", at: offset + 1)
-            }
+            // A length that is not a multiple of 18 is a wrong block length: the whole points
+            // are used and the frames are found by their sync code (as FFmpeg does).
             guard length / 18 <= out.limits.maximumTableEntries else {
                 throw limitExceeded(Self.component, "SEEKTABLE has \(length / 18) points", at: offset)
             }
@@ -133,6 +133,21 @@ struct FLACParser: ContainerParser {
             phase = .frames
         }
         return skipBody ? .skip(4 + Int64(length)) : .consumed(4 + length)
+    }
+
+    /// The first frame's header wins over STREAMINFO where their channel counts differ (FFmpeg's
+    /// decoder follows the frames too): the format and the cookie (patched to match) are reported
+    /// again, before the first packet, so a decoder is made for what the frames hold.
+    private mutating func checkFirstFrame(_ header: FLACFrameHeader, _ out: inout ParseOutput) {
+        guard !firstFrameChecked else { return }
+        firstFrameChecked = true
+        guard var info = streamInfo, header.channels != info.channels, header.channels >= 1, header.channels <= 8,
+              info.body.count > 12 else { return }
+        info.channels = header.channels
+        info.body[12] = (info.body[12] & 0xF1) | UInt8((header.channels - 1) << 1)
+        streamInfo = info
+        out.set(\.dataFormat, info.format, .dataFormat)
+        out.set(\.magicCookie, info.body, .magicCookieData)
     }
 
     // MARK: Frames
@@ -224,6 +239,7 @@ struct FLACParser: ContainerParser {
             packetOffsets.append(offset)
             packetSamples.append(Int64(firstSample))
         }
+        checkFirstFrame(header, &out)
         out.emitPacket(UnsafeRawBufferPointer(rebasing: input[0..<end]), fileOffset: offset, frames: header.blockSize)
         scanStart = -1
         return .consumed(end)

@@ -113,6 +113,9 @@ struct MP4Parser: ContainerParser {
                 mode = .data(end: range.end)
                 return .consumed(header.headerSize)
             }
+            if !movieParsed && out.failsWhenNotOptimized {
+                throw notOptimized(Self.component, "the 'mdat' box comes before the 'moov' box: the file is not optimized for streaming", at: offset)
+            }
             return skip(header.size, input: input, isEOF: isEOF)
         case "ftyp", "moov", "moof":
             if header.type == "moov" && movieParsed { return skip(header.size, input: input, isEOF: isEOF) }
@@ -209,6 +212,18 @@ struct MP4Parser: ContainerParser {
                 if isEOF { return .finished } // the file is cut inside this sample
                 throw NeedMoreData(needed: size)
             }
+            if format.isFramePCM {
+                // Every frame the chunk holds back to back, as far as the input and the 'mdat' go.
+                var n = table.samplesLeftInChunk(c)
+                if let end { n = min(n, Int((end - o) / Int64(size))) }
+                n = min(n, (input.count - used) / size)
+                guard n > 0 else { throw invalidData(Self.component, "sample table places PCM sample \(c.sample) in an empty chunk", at: o) }
+                out.emitConstantPackets(UnsafeRawBufferPointer(rebasing: input[used..<(used + n * size)]), count: n, fileOffset: o)
+                used += n * size
+                pos += Int64(n * size)
+                table.advance(&c, by: n)
+                continue
+            }
             let bytes = UnsafeRawBufferPointer(rebasing: input[used..<(used + size)])
             let frames: UInt32
             switch format.framesSource {
@@ -250,6 +265,16 @@ struct MP4Parser: ContainerParser {
         var editDuration: UInt64?
         var entry: MP4.Box?
         var stbl: MP4.Box?
+    }
+
+    /// The handler type of a `trak` (`soun`, `text`, `vide`...), or nil when it cannot be read.
+    static func handlerType(_ trak: MP4.Box) -> FourCC? {
+        guard let mdia = try? MP4.child(trak.payload, base: trak.payloadOffset, "mdia"),
+              let hdlr = try? MP4.child(mdia.payload, base: mdia.payloadOffset, "hdlr") else { return nil }
+        return try? MP4.read(hdlr) { r in
+            try r.skip(8)
+            return try r.fourCC()
+        }
     }
 
     static func parseTrack(_ trak: MP4.Box) throws -> Track {
@@ -324,9 +349,10 @@ struct MP4Parser: ContainerParser {
                     return try r.u32be()
                 }
             case "trak":
-                guard track == nil else { continue }
-                let t = try Self.parseTrack(box)
-                if t.handler == "soun" { track = t }
+                // Only the first sound track is read: a chapter (text), video or other track that
+                // this parser cannot read is skipped, not an error (as FFmpeg plays such files).
+                guard track == nil, Self.handlerType(box) == "soun" else { continue }
+                track = try Self.parseTrack(box)
             case "mvex":
                 hasMvex = true
                 for x in try MP4.children(box.payload, base: box.payloadOffset) where x.type == "trex" {
@@ -359,7 +385,8 @@ struct MP4Parser: ContainerParser {
             throw invalidData(Self.component, "the sound track has no sample description", at: moov.offset)
         }
         let format = try MP4.parseSampleEntry(entry, mediaTimescale: track.timescale, limits: out.limits)
-        let table = try MP4.parseSampleTable(stbl, limits: out.limits)
+        var table = try MP4.parseSampleTable(stbl, limits: out.limits)
+        if format.isFramePCM { table.setConstantSize(format.asbd.bytesPerFrame) }
 
         // Commit.
         self.format = format

@@ -18,6 +18,23 @@ struct MP4Format: Equatable {
     var layout: AudioChannelLayout?
     var framesSource: MP4FramesSource = .fixed
     var sourceBitDepth: UInt32?
+    /// QuickTime PCM (`sowt`, `twos`, `in24`, `lpcm`, `ulaw`, ...): each sample of the table is
+    /// one frame of `asbd.bytesPerFrame` bytes, whatever size `stsz` states (as FFmpeg reads it).
+    var isFramePCM = false
+}
+
+/// The fields of a QuickTime sound sample description that PCM needs (version 0, 1 or 2).
+struct MP4SoundDescription {
+    var version: UInt16 = 0
+    var channels: UInt32 = 0
+    var sampleSize: UInt32 = 0
+    var rate: Double = 0
+    /// Version 2 only: constBitsPerChannel, formatSpecificFlags, constBytesPerAudioPacket,
+    /// constLPCMFramesPerAudioPacket.
+    var v2Bits: UInt32 = 0
+    var v2Flags: UInt32 = 0
+    var v2BytesPerPacket: UInt32 = 0
+    var v2FramesPerPacket: UInt32 = 0
 }
 
 extension MP4 {
@@ -27,6 +44,7 @@ extension MP4 {
         var channels: UInt32 = 0
         var rate: Double = 0
         var sampleSize: UInt32 = 0
+        var sound = MP4SoundDescription()
         let childStart: Int
         do {
             try r.skip(8) // reserved, data reference index
@@ -43,10 +61,15 @@ extension MP4 {
                 let bits = try r.u64be()
                 let v2rate = Double(bitPattern: bits)
                 channels = try r.u32be()
-                try r.skip(20)
+                try r.skip(4)
+                sound.v2Bits = try r.u32be()
+                sound.v2Flags = try r.u32be()
+                sound.v2BytesPerPacket = try r.u32be()
+                sound.v2FramesPerPacket = try r.u32be()
                 if v2rate.isFinite && v2rate > 0 && v2rate < 1e7 { rate = v2rate }
             default: break
             }
+            sound.version = version
             childStart = r.position
         } catch {
             throw invalidData(component, "sample entry '\(entry.type)' is too short", at: entry.offset)
@@ -83,6 +106,12 @@ extension MP4 {
             format = try parseDOPS(dops)
         case ".mp3":
             format = MP4Format(asbd: .compressed(.mpegLayer3, sampleRate: rate, channels: channels, framesPerPacket: rate < 32000 ? 576 : 1152))
+        case "sowt", "twos", "NONE", "raw ", "in24", "in32", "fl32", "fl64", "ulaw", "alaw", "lpcm":
+            sound.channels = channels
+            sound.sampleSize = sampleSize
+            sound.rate = rate
+            let enda = kids.first(where: { $0.type == "enda" }).flatMap { box in try? read(box) { r in try r.u16be() } }
+            format = try pcmFormat(entry, sound, littleEndian: (enda ?? 0) & 0xFF != 0)
         default:
             throw unsupported(component, "audio sample entry '\(entry.type)' is not supported", at: entry.offset)
         }
@@ -97,6 +126,51 @@ extension MP4 {
         }
         _ = sampleSize
         return format
+    }
+
+    /// The format of a QuickTime PCM sample entry. The sample width comes from the entry's type
+    /// (`in24`, `fl64`, ...), from the version 0/1 sample size (`twos`, `sowt`, `raw `) or from the
+    /// version 2 fields (`lpcm`); `in24`/`in32`/`fl32`/`fl64` are big-endian unless an `enda` box
+    /// says little-endian.
+    static func pcmFormat(_ entry: Box, _ d: MP4SoundDescription, littleEndian: Bool) throws -> MP4Format {
+        let type = entry.type
+        let channels = d.channels
+        guard channels > 0, channels <= 1024 else {
+            throw invalidData(component, "PCM sample entry '\(type)' gives \(channels) channels", at: entry.offset)
+        }
+        func pcm(_ bits: UInt32, float: Bool = false, bigEndian: Bool, signed: Bool = true) throws -> AudioStreamBasicDescription {
+            guard [8, 16, 24, 32, 64].contains(bits), !(float && bits < 32), !(bits == 64 && !float) else {
+                throw unsupported(component, "PCM sample entry '\(type)' with \(bits) bits per sample is not supported", at: entry.offset)
+            }
+            return .linearPCM(sampleRate: d.rate, channels: channels, bitsPerChannel: bits, isFloat: float, isBigEndian: bigEndian, isSigned: signed)
+        }
+        let asbd: AudioStreamBasicDescription
+        switch type {
+        case "twos", "NONE": asbd = try pcm(d.sampleSize, bigEndian: true)
+        case "sowt": asbd = try pcm(d.sampleSize, bigEndian: false)
+        case "raw ": asbd = try pcm(8, bigEndian: false, signed: false)
+        case "in24": asbd = try pcm(24, bigEndian: !littleEndian)
+        case "in32": asbd = try pcm(32, bigEndian: !littleEndian)
+        case "fl32": asbd = try pcm(32, float: true, bigEndian: !littleEndian)
+        case "fl64": asbd = try pcm(64, float: true, bigEndian: !littleEndian)
+        case "ulaw", "alaw":
+            asbd = AudioStreamBasicDescription(sampleRate: d.rate, formatID: type == "ulaw" ? .ulaw : .alaw, bytesPerPacket: channels,
+                                               framesPerPacket: 1, bytesPerFrame: channels, channelsPerFrame: channels, bitsPerChannel: 8)
+        default: // "lpcm": version 2 states everything (flags as Core Audio's linear PCM flags)
+            guard d.version == 2 else {
+                throw invalidData(component, "'lpcm' sample entry is version \(d.version), expected 2", at: entry.offset)
+            }
+            let flags = AudioFormatFlags(rawValue: d.v2Flags)
+            let bits = d.v2Bits
+            guard bits > 0, bits % 8 == 0, d.v2FramesPerPacket == 1, d.v2BytesPerPacket == bits / 8 * channels else {
+                throw unsupported(component, "'lpcm' with \(bits) bits, \(d.v2BytesPerPacket) bytes and \(d.v2FramesPerPacket) frames per packet is not supported", at: entry.offset)
+            }
+            asbd = try pcm(bits, float: flags.contains(.isFloat), bigEndian: flags.contains(.isBigEndian),
+                           signed: flags.contains(.isSignedInteger))
+        }
+        var f = MP4Format(asbd: asbd)
+        f.isFramePCM = true
+        return f
     }
 
     /// Reads a descriptor length (1-4 bytes of 7 bits).

@@ -46,9 +46,13 @@ struct MP4SampleTable: Equatable {
         c.chunk = chunk(containing: target)
         var offset = chunkOffsets[c.chunk]
         var i = chunkFirstSample[c.chunk]
-        while i < s {
-            offset += Int64(size(i))
-            i += 1
+        if sizes.isEmpty {
+            offset += Int64(s - i) * Int64(constantSize)
+        } else {
+            while i < s {
+                offset += Int64(size(i))
+                i += 1
+            }
         }
         c.offset = offset
         var left = s
@@ -86,8 +90,61 @@ struct MP4SampleTable: Equatable {
         if moved { c.offset = chunkOffsets[c.chunk] }
     }
 
+    /// Samples from the cursor to the end of its chunk.
+    func samplesLeftInChunk(_ c: Cursor) -> Int {
+        let next = c.chunk + 1 < chunkFirstSample.count ? chunkFirstSample[c.chunk + 1] : sampleCount
+        return max(0, next - c.sample)
+    }
+
+    /// Moves the cursor `n` samples on, inside its chunk (`n` at most ``samplesLeftInChunk(_:)``);
+    /// constant sample sizes only.
+    func advance(_ c: inout Cursor, by n: Int) {
+        guard n > 0 else { return }
+        c.offset += Int64(n) * Int64(constantSize)
+        c.sample += n
+        var left = n
+        while left > 0 && c.durationRun < durationCounts.count {
+            if left < Int(c.durationLeft) {
+                c.durationLeft -= UInt32(left)
+                left = 0
+            } else {
+                left -= Int(c.durationLeft)
+                c.durationRun += 1
+                c.durationLeft = c.durationRun < durationCounts.count ? durationCounts[c.durationRun] : 0
+            }
+        }
+        var moved = false
+        while c.chunk + 1 < chunkFirstSample.count && chunkFirstSample[c.chunk + 1] <= c.sample {
+            c.chunk += 1
+            moved = true
+        }
+        if moved { c.offset = chunkOffsets[c.chunk] }
+    }
+
+    /// Makes every sample `size` bytes (QuickTime PCM, whose `stsz` may count in other units).
+    mutating func setConstantSize(_ size: UInt32) {
+        sizes = []
+        constantSize = size
+        totalBytes = Int64(sampleCount) * Int64(size)
+        maxSize = sampleCount > 0 ? size : 0
+    }
+
     /// The first sample at or after absolute offset `offset` (for a resume without a packet).
     func firstSample(atOrAfter offset: Int64) -> Int {
+        if sizes.isEmpty && constantSize > 0 && !chunkOffsets.isEmpty {
+            // Constant sizes: the chunk holding the offset, then arithmetic.
+            for k in chunkOffsets.indices {
+                let first = chunkFirstSample[k]
+                let next = k + 1 < chunkFirstSample.count ? chunkFirstSample[k + 1] : sampleCount
+                let start = chunkOffsets[k], end = start + Int64(next - first) * Int64(constantSize)
+                if offset <= start { return first }
+                if offset < end {
+                    let into = (offset - start + Int64(constantSize) - 1) / Int64(constantSize)
+                    return first + Int(into)
+                }
+            }
+            return sampleCount
+        }
         var c = cursor(at: 0)
         while c.sample < sampleCount && c.offset < offset { advance(&c) }
         return c.sample

@@ -244,6 +244,7 @@ public func AudioFileStreamOpen(_ inClientData: UnsafeMutableRawPointer?,
                                 _ inFileTypeHint: AudioFileTypeID,
                                 _ outAudioFileStream: UnsafeMutablePointer<AudioFileStreamID?>) -> OSStatus {
     let stream = AudioFileStream(fileTypeHint: inFileTypeHint == 0 ? nil : AudioFileType(rawValue: inFileTypeHint))
+    stream.failsWhenNotOptimized = true // Apple's 'optm' where audio data precedes its index
     let box = CompatFileStream(stream: stream, clientData: inClientData, listener: inPropertyListenerProc, packets: inPacketsProc)
     outAudioFileStream.pointee = AudioFileStreamID(Unmanaged.passRetained(box).toOpaque())
     return noErr
