@@ -199,7 +199,7 @@ public struct ScheduledAudioSlice {
 
 /// Called after a property of a unit changed (Apple's `AudioUnitPropertyListenerProc`; a Swift
 /// function type here): user data, unit, property, scope, element.
-public typealias AudioUnitPropertyListenerProc = (_ inRefCon: UnsafeMutableRawPointer?, _ inUnit: AudioUnit, _ inID: AudioUnitPropertyID,
+public typealias AudioUnitPropertyListenerProc = (_ inRefCon: UnsafeMutableRawPointer, _ inUnit: AudioUnit, _ inID: AudioUnitPropertyID,
                                                   _ inScope: AudioUnitScope, _ inElement: AudioUnitElement) -> Void
 
 /// A parameter event type (Apple's `AUParameterEventType`).
@@ -396,7 +396,7 @@ public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         status = builtinAudioUnitSetProperty(inUnit, inID, inScope, inElement, inData, inDataSize)
     }
     if status == noErr {
-        for l in unit.extras.listeners where l.id == inID { l.proc(l.userData, inUnit, inID, inScope, inElement) }
+        for l in unit.extras.listeners where l.id == inID { l.proc(l.userData ?? compatNilClientData, inUnit, inID, inScope, inElement) }
     }
     return status
 }
@@ -807,7 +807,7 @@ private func reportingIsRunning(_ units: [CompatUnit], _ body: () -> OSStatus) -
     for (u, was) in zip(units, before) where running(u) != was {
         let ref = AudioUnit(Unmanaged.passUnretained(u).toOpaque())
         for l in u.extras.listeners where l.id == kAudioOutputUnitProperty_IsRunning {
-            l.proc(l.userData, ref, kAudioOutputUnitProperty_IsRunning, kAudioUnitScope_Global, 0)
+            l.proc(l.userData ?? compatNilClientData, ref, kAudioOutputUnitProperty_IsRunning, kAudioUnitScope_Global, 0)
         }
     }
     return status
