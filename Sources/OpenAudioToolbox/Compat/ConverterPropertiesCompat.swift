@@ -203,3 +203,22 @@ func convertComplexPlanar(_ box: CompatConverter, _ frames: Int, _ input: Unsafe
         return error.osStatus ?? kAudioConverterErr_UnspecifiedError
     }
 }
+
+// MARK: - AudioConverter properties asked of a queue
+
+/// The queue property that answers an AudioConverter property asked of a queue: Apple's queues
+/// forward converter property IDs to their codec, so a recorder reads an AAC input queue's
+/// `kAudioConverterCurrentOutputStreamDescription` and `kAudioConverterCompressionMagicCookie`
+/// (the encoded format and its cookie), and a player its decoder's
+/// `kAudioConverterDecompressionMagicCookie` and `kAudioConverterCurrentInputStreamDescription`.
+/// Other IDs come back unchanged.
+func queuePropertyID(forConverterProperty id: UInt32, isInput: Bool) -> AudioQueuePropertyID {
+    switch id {
+    case kAudioConverterCurrentOutputStreamDescription where isInput: return kAudioQueueProperty_StreamDescription
+    case kAudioConverterCurrentInputStreamDescription where !isInput: return kAudioQueueProperty_StreamDescription
+    case kAudioConverterCompressionMagicCookie where isInput: return kAudioQueueProperty_MagicCookie
+    case kAudioConverterDecompressionMagicCookie where !isInput: return kAudioQueueProperty_MagicCookie
+    case kAudioConverterPropertyMaximumOutputPacketSize: return kAudioQueueProperty_MaximumOutputPacketSize
+    default: return id
+    }
+}
