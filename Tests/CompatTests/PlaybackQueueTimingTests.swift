@@ -3,7 +3,7 @@
 // until the data runs out, the main thread then waits 2 s and calls AudioQueueStop(queue, true).
 // On Apple a buffer comes back once it has been played, so the 2 s cover what is still queued
 // and nothing is lost. The "speaker" is a private PulseAudio null sink whose monitor parec
-// records; the file's growth, sampled every 5 ms, dates each recorded frame, so each buffer's
+// records; the file's growth, sampled every 5 ms, dates the recording, so each buffer's
 // return can be set against the moment its audio was heard.
 #if canImport(AudioToolbox)
 import AudioToolbox
@@ -97,10 +97,15 @@ private final class FileGrowth: @unchecked Sendable {
         finished.wait()
     }
 
-    /// The first time the file held `byte` bytes or more (an upper bound of when that frame
-    /// reached the monitor).
-    func time(ofByte byte: Int) -> UInt64? {
-        samples.withLock { s in s.first { $0.bytes >= byte }?.hostTime }
+    /// When recorded frame 0 reached the monitor (host time, ns): the null sink plays at a
+    /// steady rate, so frame i reached it at start + i / rate; each sample (t, bytes) bounds the
+    /// start from above by t - frames / rate (a sample taken late, under load, only loosens its
+    /// bound), and the tightest bound is the estimate (parec's own delivery delay, up to its
+    /// 20 ms fragments, stays in it).
+    func recordingStart(frameBytes: Int, rate: Double) -> Double? {
+        samples.withLock { s in
+            s.filter { $0.bytes > 0 }.map { Double($0.hostTime) - Double($0.bytes / frameBytes) / rate * 1e9 }.min()
+        }
     }
 }
 
@@ -169,9 +174,10 @@ struct PlaybackQueueTimingTests {
 
         // Each buffer's return against the moment its last frame reached the monitor.
         var early: [Double] = []
+        let start = try #require(growth.recordingStart(frameBytes: 8, rate: sampleRate), "the recording never grew")
         for (chunk, hostTime) in returned where chunk < burstEnds.count {
-            guard let heard = growth.time(ofByte: burstEnds[chunk] * 8) else { continue }
-            early.append((Double(heard) - Double(hostTime)) / 1e9)
+            let heard = start + Double(burstEnds[chunk]) / sampleRate * 1e9
+            early.append((heard - Double(hostTime)) / 1e9)
         }
         let text = early.map { String(format: "%.3f", $0) }.joined(separator: " ")
         print("queue timing: seconds each buffer came back before its end was heard (negative: after): \(text)")
