@@ -627,15 +627,21 @@ public final class AudioOutputQueue: @unchecked Sendable {
             throw AudioError(.invalidArgument, component: component, "offline render takes \(deviceFormat.channels) buffers and 0...65536 frames", osStatus: -50)
         }
         var done = 0
+        var idleSpins = 0
+        var waits = 0
         while done < frames {
-            // Wait until the feeder has the frames, the stream ended, or nothing more can come.
-            var idleSpins = 0
+            // Wait until the ring holds the rest, the stream ended, or nothing more comes for
+            // 50 ms. Decoded buffers come back only once rendered (and a program refills them
+            // then, as Apple's callbacks run during the offline render): with nothing being
+            // decoded and buffers held, render what the ring has at once.
             while renderer.queuedFrames < Int64(frames - done) && renderer.endFrame.load(ordering: .acquiring) == Int64.max {
                 wake.signal()
                 offlineSpace.signal()
                 if offlineData.wait(timeout: .now() + .milliseconds(2)) == .timedOut {
-                    let idle = control.withLock { $0.pending.isEmpty } && feederIdle.load(ordering: .acquiring)
-                    idleSpins = idle ? idleSpins + 1 : 0
+                    let (noneEnqueued, holding) = control.withLock { ($0.pending.isEmpty, !$0.held.isEmpty) }
+                    let feederDone = noneEnqueued && feederIdle.load(ordering: .acquiring)
+                    if feederDone && holding { break }
+                    idleSpins = feederDone ? idleSpins + 1 : 0
                     if idleSpins > 25 { break }
                 }
             }
@@ -644,8 +650,19 @@ public final class AudioOutputQueue: @unchecked Sendable {
             for c in 0..<buffers.count { part[c] = buffers[c] + done }
             let got = device.render(part, frames: frames - done, timeStamp: timeStamp, offset: done)
             offlineSpace.signal()
-            if got == 0 { break }
             done += got
+            if got > 0 {
+                idleSpins = 0
+                waits = 0
+                continue
+            }
+            // Nothing rendered: the end was played, nothing came for 50 ms, or the buffers
+            // render passed are on their way back to the program (wait for them, 5 s at most).
+            if renderer.consumed.load(ordering: .acquiring) >= renderer.endFrame.load(ordering: .acquiring) || idleSpins > 25 { break }
+            waits += 1
+            if waits > 2500 { break }
+            wake.signal()
+            _ = offlineData.wait(timeout: .now() + .milliseconds(2))
         }
         for c in 0..<buffers.count { (buffers[c] + done).update(repeating: 0, count: frames - done) }
         return done
