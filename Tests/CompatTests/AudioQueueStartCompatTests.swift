@@ -27,7 +27,7 @@ private func countingCallback(_ user: UnsafeMutableRawPointer?, _ queue: AudioQu
 }
 
 /// Renders `frames` frames of an offline queue (Float32 stereo) in 4096-frame calls.
-func renderOffline(_ q: AudioQueueRef, frames: Int) throws {
+func renderQueueOffline(_ q: AudioQueueRef, frames: Int) throws {
     var out: AudioQueueBufferRef?
     #expect(AudioQueueAllocateBuffer(q, 4096 * 8, &out) == noErr)
     let o = try #require(out)
@@ -74,7 +74,7 @@ func renderOffline(_ q: AudioQueueRef, frames: Int) throws {
         usleep(300_000)
         #expect(returned.list.withLock { $0.count } == 0, "buffers came back before AudioQueueStart")
         #expect(AudioQueueStart(q, nil) == noErr)
-        try renderOffline(q, frames: 3 * 2048)
+        try renderQueueOffline(q, frames: 3 * 2048)
         for _ in 0..<2500 where returned.list.withLock({ $0.count }) < 3 { usleep(2_000) }
         #expect(returned.list.withLock { $0 } == enqueued)
     }
@@ -99,7 +99,7 @@ func renderOffline(_ q: AudioQueueRef, frames: Int) throws {
         usleep(300_000)
         #expect(returned.list.withLock { $0.count } == 0, "a buffer came back before AudioQueueStart")
         #expect(AudioQueueStart(q, nil) == noErr)
-        try renderOffline(q, frames: 1024)
+        try renderQueueOffline(q, frames: 1024)
         for _ in 0..<2500 where returned.list.withLock({ $0.count }) < 1 { usleep(2_000) }
         #expect(returned.list.withLock { $0.count } == 1)
     }
