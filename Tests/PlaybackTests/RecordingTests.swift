@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import AudioTestSupport
+import Dispatch
 import OpenAudioToolbox
 import Synchronization
 import Testing
@@ -406,4 +407,52 @@ final class DeviceThreadForTests: @unchecked Sendable {
         if status != 0 { box.release(); throw AudioError(.io, component: "test", "pthread_create \(status)") }
     }
     func join() { pthread_join(thread, nil) }
+}
+
+extension PlaybackRecordingTests {
+    /// An input queue calls its IsRunning listener and its buffer callbacks with no lock of the
+    /// queue held: the listener, told of the stop, waits for a thread that calls the queue's
+    /// transport (pause), and the callback of the stop's last delivery waits for one that
+    /// starts and stops another queue. Neither deadlocks (each wait gives up after 2 s, and the
+    /// test sees it).
+    @Test func inputQueueCallbacksMayWaitForThreadsThatCallTheTransport() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let factory: AudioInputDeviceFactory = { f throws(AudioError) in
+            try AudioInput.open(.pulse(source: daemon.monitorSource), format: f, options: AudioInput.Options(pulseServer: daemon.server)).device
+        }
+        let format = AudioStreamBasicDescription.linearPCM(sampleRate: 44100, channels: 2, bitsPerChannel: 16, isFloat: false)
+        let other = try AudioInputQueue(format: format, input: factory) { q, d in try? q.enqueue(d.buffer) }
+        defer { other.dispose(immediately: true) }
+        let results = Mutex<[String]>([])
+        let stopping = Atomic<Bool>(false)
+        @Sendable func onAnotherThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+            let done = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async { body(); done.signal() }
+            return done.wait(timeout: .now() + .seconds(2)) == .success
+        }
+        let queue = try AudioInputQueue(format: format, input: factory) { q, d in
+            if stopping.load(ordering: .acquiring) {
+                let ok = onAnotherThread { _ = try? other.start(); other.stop(immediately: true) }
+                results.withLock { $0.append("callback \(ok)") }
+            }
+            try? q.enqueue(d.buffer)
+        }
+        defer { queue.dispose(immediately: true) }
+        queue.addPropertyListener { q, p in
+            guard p == .isRunning, !q.isRunning else { return }
+            let ok = onAnotherThread { _ = try? q.pause() }
+            results.withLock { $0.append("listener \(ok)") }
+        }
+        for _ in 0..<3 { try queue.enqueue(try queue.allocateBuffer(byteCapacity: 44100 * 4)) }
+        try queue.start()
+        usleep(700_000)
+        stopping.store(true, ordering: .releasing)
+        queue.stop(immediately: true)
+        let got = results.withLock { $0 }
+        print("input queue callbacks during the stop: \(got)")
+        #expect(got.contains("listener true"), "\(got)")
+        #expect(got.contains { $0.hasPrefix("callback") }, "no buffer was delivered during the stop: \(got)")
+        #expect(!got.contains { $0.hasSuffix("false") }, "a callback waiting for a thread that calls a queue's transport deadlocked: \(got)")
+    }
 }
