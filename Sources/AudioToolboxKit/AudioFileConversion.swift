@@ -158,7 +158,7 @@ public enum AudioFileConversion {
 
     /// Converts `input` to `output`. `progress` gets the fraction done (0...1) now and then.
     ///
-    /// The output is written through a ``SafeOutputFile`` (``SafeOutputFile/Mode/replaceOnSuccess``):
+    /// The output is written through a `SafeOutputFile` (`SafeOutputFile/Mode/replaceOnSuccess`):
     /// an output that is the input (also through a link) is refused before anything is opened
     /// for writing; the audio goes to a temporary file beside `output`, renamed over it only
     /// when the conversion succeeded. On failure the temporary is removed, an existing file at

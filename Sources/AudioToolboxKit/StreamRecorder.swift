@@ -11,7 +11,7 @@ import Synchronization
 /// re-encoding (an MP3 stream to `.mp3`, an AAC stream to `.aac`, `.m4a` or `.caf`, Opus to
 /// `.ogg`/`.opus`); otherwise they are decoded and encoded to the container's default format
 /// (e.g. MP3 to `.m4a` becomes AAC). The file is written crash-safe (headers made valid about once
-/// a second), so a killed player leaves a readable recording. It is a ``SafeOutputFile``
+/// a second), so a killed player leaves a readable recording. It is a `SafeOutputFile`
 /// recording: nothing is created before the first packet; a new path is written in place, an
 /// existing file is replaced only by ``finish()`` (until then the recording goes to a temporary
 /// beside it), and a path that is not a regular file or seekable device is refused.

@@ -190,7 +190,7 @@ private func normalised(_ f: AudioStreamBasicDescription) -> AudioStreamBasicDes
 
 /// Creates a converter (Apple's `AudioConverterNew`): from any decodable format or PCM to PCM
 /// (decoding, format, rate and channel conversion), or from PCM to a compressed format
-/// (encoding through ``AudioEncoder``: AAC-LC, ALAC, FLAC, Opus, MP3, mu-law, A-law). Other
+/// (encoding through `AudioEncoder`: AAC-LC, ALAC, FLAC, Opus, MP3, mu-law, A-law). Other
 /// compressed-to-compressed pairs return `kAudioConverterErr_FormatNotSupported`.
 @discardableResult
 public func AudioConverterNew(_ inSourceFormat: UnsafePointer<AudioStreamBasicDescription>,

@@ -228,7 +228,7 @@ public func AudioFileClose(_ inAudioFile: AudioFileID) -> OSStatus {
 
 /// Creates `inFileRef` for writing packets of `inFormat` in an `inFileType` container (Apple's
 /// `AudioFileCreateWithURL`): WAVE, AIFF, AIFC, CAF, M4A, FLAC, Ogg (Opus), ADTS, MP3, through
-/// ``AudioFileWriter``. The file is created (replaced) at once; the container is written with the
+/// `AudioFileWriter`. The file is created (replaced) at once; the container is written with the
 /// first ``AudioFileWritePackets(_:_:_:_:_:_:_:)``, so the magic cookie can be set in between as
 /// Apple's recording code does. Formats a container cannot hold give
 /// `kAudioFileUnsupportedDataFormatError`. Packets are appended in order (`inStartingPacket` is

@@ -10,7 +10,7 @@ import Synchronization
 public typealias AudioFileStreamID = OpaquePointer
 /// A stream property identifier (Apple's `AudioFileStreamPropertyID`).
 public typealias AudioFileStreamPropertyID = UInt32
-/// A file type identifier (Apple's `AudioFileTypeID`); the Swift API's type is ``AudioFileType``.
+/// A file type identifier (Apple's `AudioFileTypeID`); the Swift API's type is `AudioFileType`.
 public typealias AudioFileTypeID = UInt32
 
 /// Flags passed to the property listener (Apple's `AudioFileStreamPropertyFlags`).

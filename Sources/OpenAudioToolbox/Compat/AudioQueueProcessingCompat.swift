@@ -73,7 +73,7 @@ public typealias AudioQueueProcessingTapRef = OpaquePointer
 
 /// The tap callback (Apple's `AudioQueueProcessingTapCallback`): client data, the tap, frames
 /// wanted, the time stamp and flags (in/out), frames produced (out) and the buffers
-/// (non-interleaved Float32, one `AudioBuffer` per channel, ``AudioQueueProcessingTapNew`` tells
+/// (non-interleaved Float32, one `AudioBuffer` per channel, `AudioQueueProcessingTapNew` tells
 /// the maximum frames). Called on the queue's feeder thread. As with the queue's output callback,
 /// this is a Swift function type rather than `@convention(c)`.
 public typealias AudioQueueProcessingTapCallback = (UnsafeMutableRawPointer, AudioQueueProcessingTapRef, UInt32,

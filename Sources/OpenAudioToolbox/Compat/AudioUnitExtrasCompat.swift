@@ -17,13 +17,13 @@ import Synchronization
 public let kAudioUnitType_Generator: UInt32 = fourCC("augn")
 /// `'aumu'`: music devices (none here).
 public let kAudioUnitType_MusicDevice: UInt32 = fourCC("aumu")
-/// Time-pitch (`'nutp'`, a format converter): ``AUTimePitchNode`` with the spectral algorithm.
+/// Time-pitch (`'nutp'`, a format converter): `AUTimePitchNode` with the spectral algorithm.
 public let kAudioUnitSubType_NewTimePitch: UInt32 = fourCC("nutp")
 /// The older time-pitch (`'tmpt'`): the same node with the time-domain algorithm.
 public let kAudioUnitSubType_TimePitch: UInt32 = fourCC("tmpt")
-/// Plays regions of audio files (`'afpl'`, a generator): ``AUPlayerNode`` fed from the file.
+/// Plays regions of audio files (`'afpl'`, a generator): `AUPlayerNode` fed from the file.
 public let kAudioUnitSubType_AudioFilePlayer: UInt32 = fourCC("afpl")
-/// Plays scheduled slices of audio (`'sspl'`, a generator): ``AUPlayerNode``.
+/// Plays scheduled slices of audio (`'sspl'`, a generator): `AUPlayerNode`.
 public let kAudioUnitSubType_ScheduledSoundPlayer: UInt32 = fourCC("sspl")
 /// DLS synth (`'dls '`): not available here.
 public let kAudioUnitSubType_DLSSynth: UInt32 = fourCC("dls ")
@@ -649,7 +649,7 @@ private func scheduleSlice(_ unit: CompatUnit, _ player: AUPlayerNode, _ slice: 
 
 // MARK: - Property listeners
 
-/// Adds a listener called after `inID` changes through ``AudioUnitSetProperty(_:_:_:_:_:_:)``
+/// Adds a listener called after `inID` changes through `AudioUnitSetProperty`
 /// (Apple's `AudioUnitAddPropertyListener`), on the thread that made the change.
 @discardableResult
 public func AudioUnitAddPropertyListener(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inProc: @escaping AudioUnitPropertyListenerProc,

@@ -1,5 +1,5 @@
 // Audio Toolbox–compatible Extended Audio File API (ExtAudioFile*), built on the Swift
-// ``ExtendedAudioFile`` (reading), ``AudioEncoder`` and ``AudioFileWriter`` (writing).
+// ``ExtendedAudioFile`` (reading), `AudioEncoder` and `AudioFileWriter` (writing).
 
 import AudioConversion
 import AudioCore
