@@ -6,8 +6,8 @@ import Testing
 @Suite struct AudioConverterTests {
     static var stdlib: String? { Corpus.root.map { $0 + "/python-stdlib-audiodata" } }
 
-    @Test func pcmAndG711DecodeLikeFFmpeg() throws {
-        guard let dir = Self.stdlib else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func pcmAndG711DecodeLikeFFmpeg() throws {
+        let dir = try TestResource.corpusRoot() + "/python-stdlib-audiodata"
         for name in ["pluck-pcm8.au", "pluck-pcm16.au", "pluck-pcm24.au", "pluck-pcm32.au", "pluck-ulaw.au"] {
             let ours = try decodeWithToolbox(dir + "/" + name)
             let reference = try #require(decodeWithFFmpeg(dir + "/" + name))
@@ -16,8 +16,8 @@ import Testing
         }
     }
 
-    @Test func resamplesAndRemixes() throws {
-        guard let dir = Self.stdlib else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func resamplesAndRemixes() throws {
+        let dir = try TestResource.corpusRoot() + "/python-stdlib-audiodata"
         let file = try AudioFile(path: dir + "/pluck-pcm16.au")
         let out = AudioStreamBasicDescription.canonicalFloat(sampleRate: 48000, channels: 1)
         let converter = try AudioConverter(from: file.dataFormat, to: out)
@@ -31,8 +31,8 @@ import Testing
         #expect(converter.read(into: buffer) == frames)
     }
 
-    @Test func trimsPrimingAndRemainder() throws {
-        guard let dir = Self.stdlib else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func trimsPrimingAndRemainder() throws {
+        let dir = try TestResource.corpusRoot() + "/python-stdlib-audiodata"
         let file = try AudioFile(path: dir + "/pluck-pcm16.au")
         let out = AudioStreamBasicDescription.linearPCM(sampleRate: file.dataFormat.sampleRate, channels: 2, bitsPerChannel: 16)
         let full = try AudioConverter(from: file.dataFormat, to: out)
@@ -83,8 +83,8 @@ import Testing
 }
 
 @Suite struct ChannelMapTests {
-    @Test func mapsSwapsAndMutesChannels() throws {
-        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func mapsSwapsAndMutesChannels() throws {
+        let root = try TestResource.corpusRoot()
         let file = try AudioFile(path: root + "/python-stdlib-audiodata/pluck-pcm16.au")
         let stereo = AudioStreamBasicDescription.linearPCM(sampleRate: file.dataFormat.sampleRate, channels: 2, bitsPerChannel: 32, isFloat: true)
         func convert(_ map: [Int]?, to format: AudioStreamBasicDescription) throws -> [Float] {
