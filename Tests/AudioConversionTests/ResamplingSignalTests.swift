@@ -24,8 +24,8 @@ import Testing
 
     /// Converts mono Float32 `input` from `from` Hz to `to` Hz at high quality.
     static func resample(_ input: [Float], from: Double, to: Double) throws -> [Float] {
-        let inFormat = AudioStreamBasicDescription.canonicalFloat(sampleRate: from, channels: 1)
-        let outFormat = AudioStreamBasicDescription.canonicalFloat(sampleRate: to, channels: 1)
+        let inFormat = AudioStreamBasicDescription.linearPCM(sampleRate: from, channels: 1, bitsPerChannel: 32, isFloat: true)
+        let outFormat = AudioStreamBasicDescription.linearPCM(sampleRate: to, channels: 1, bitsPerChannel: 32, isFloat: true)
         let converter = try AudioConverter(from: inFormat, to: outFormat)
         converter.sampleRateConverterQuality = .high
         let bytes = input.withUnsafeBytes { Array($0) }
