@@ -247,8 +247,11 @@ public final class PulseTestDaemon: @unchecked Sendable {
         guard let parec = ChildProcess.which("parec") else {
             throw AudioError(.deviceUnavailable, component: "PulseTestDaemon", "parec is not installed (pulseaudio-utils)")
         }
+        // The sink's own channel map (a recording stream with the default map would be
+        // remixed from a 5.1 or 7.1 monitor).
+        let map = Self.surroundMaps[sink.channels].map { ["--channel-map=\($0)"] } ?? []
         let p = try ChildProcess.spawn(parec, ["-d", "\(sink.name).monitor", "--raw", "--format=float32le", "--rate=\(sink.rate)",
-                                               "--channels=\(sink.channels)", "--latency-msec=20", "--file-format=raw", path],
+                                               "--channels=\(sink.channels)"] + map + ["--latency-msec=20", "--file-format=raw", path],
                                        environment: environment, outputPath: "\(directory)/parec.log")
         // Wait until the recording stream exists (parec created its file and connected).
         let deadline = HostTime.now() + HostTime.ticks(seconds: 5)
