@@ -86,8 +86,11 @@ import Testing
             return
         }
         if reference.isEmpty {
-            // The reference decoder outputs nothing: neither do we (or we stopped with an error above).
-            #expect(decoded.samples.isEmpty, "\(vector): the reference is empty, we decode \(decoded.samples.count) samples")
+            // The reference decoder outputs nothing: neither do we, or only silence
+            // (l3-nonstandard-sideinfo-size: libavcodec conceals its broken frames as silence).
+            let sounding = decoded.samples.contains { $0 != 0 }
+            #expect(!sounding, "\(vector): the reference is empty, we decode \(decoded.samples.count) samples, not all silent")
+            if !decoded.samples.isEmpty { print("\(vector): empty reference; we decode \(decoded.samples.count) samples of silence") }
             return
         }
         let channels = decoded.channels
