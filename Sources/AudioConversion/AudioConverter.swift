@@ -538,7 +538,7 @@ public final class AudioConverter {
         } else if planar {
             // Planar decoder output, interleaved destination.
             let old = fifo[0].count
-            fifo[0].append(contentsOf: repeatElement(0, count: frames * channels * 4))
+            fifo[0].append(contentsOf: [UInt8](repeating: 0, count: frames * channels * 4))
             fifo[0].withUnsafeMutableBytes { raw in
                 let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
                 for c in 0..<channels {
@@ -584,7 +584,7 @@ public final class AudioConverter {
         }
         if interleavedOut {
             let old = fifo[0].count
-            fifo[0].append(contentsOf: repeatElement(0, count: frames * channels * 4))
+            fifo[0].append(contentsOf: [UInt8](repeating: 0, count: frames * channels * 4))
             fifo[0].withUnsafeMutableBytes { raw in
                 let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
                 for c in 0..<channels { convert(into: dst + c, dstStride: channels, channel: c) }
@@ -592,7 +592,7 @@ public final class AudioConverter {
         } else {
             for c in 0..<Swift.min(outPlanes, channels) {
                 let old = fifo[c].count
-                fifo[c].append(contentsOf: repeatElement(0, count: frames * 4))
+                fifo[c].append(contentsOf: [UInt8](repeating: 0, count: frames * 4))
                 fifo[c].withUnsafeMutableBytes { raw in
                     convert(into: (raw.baseAddress! + old).assumingMemoryBound(to: Float.self), dstStride: 1, channel: c)
                 }
@@ -616,7 +616,7 @@ public final class AudioConverter {
     private func appendDeinterleaved(_ start: UnsafePointer<Float>, frames: Int, channels: Int) {
         for plane in 0..<Swift.min(outPlanes, channels) {
             let old = fifo[plane].count
-            fifo[plane].append(contentsOf: repeatElement(0, count: frames * 4))
+            fifo[plane].append(contentsOf: [UInt8](repeating: 0, count: frames * 4))
             fifo[plane].withUnsafeMutableBytes { raw in
                 let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
                 for f in 0..<frames { dst[f] = start[f * channels + plane] }
@@ -709,7 +709,7 @@ public final class AudioConverter {
             for f in 0..<frames {
                 for c in map {
                     if c < 0 {
-                        fifo[0].append(contentsOf: repeatElement(0, count: bps))
+                        fifo[0].append(contentsOf: [UInt8](repeating: 0, count: bps))
                     } else {
                         fifo[0].append(contentsOf: UnsafeBufferPointer(start: src + f * srcFrame + c * bps, count: bps))
                     }
@@ -718,7 +718,7 @@ public final class AudioConverter {
         } else {
             for (plane, c) in map.enumerated() {
                 if c < 0 {
-                    fifo[plane].append(contentsOf: repeatElement(0, count: frames * bps))
+                    fifo[plane].append(contentsOf: [UInt8](repeating: 0, count: frames * bps))
                 } else if let src = scratch[c] {
                     fifo[plane].append(contentsOf: UnsafeBufferPointer(start: src, count: frames * bps))
                 }

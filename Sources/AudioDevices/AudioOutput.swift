@@ -23,8 +23,18 @@ public enum AudioOutput {
         public var pulseLatency: Double = 0.1
         /// The ALSA PCM ``AudioOutputSpec/auto`` tries when no PulseAudio server answers.
         public var alsaDevice: String = "default"
-        /// The ALSA period in frames (the buffer is four periods).
-        public var alsaPeriodFrames: Int = 1024
+        /// The ALSA period in frames (the buffer is four periods); nil (the default):
+        /// ``alsaPeriodSeconds`` at the device's rate.
+        public var alsaPeriodFrames: Int?
+        /// The ALSA period in seconds when ``alsaPeriodFrames`` is nil: 1024 frames at 44.1 kHz
+        /// (23 ms), the same time at every rate (a fixed 1024 frames was a 21 ms buffer at 192 kHz
+        /// and a 0.5 s one at 8 kHz).
+        public var alsaPeriodSeconds: Double = 1024.0 / 44100
+
+        /// The ALSA period in frames at `sampleRate`.
+        public func alsaPeriod(at sampleRate: Double) -> Int {
+            alsaPeriodFrames ?? max(32, Int((alsaPeriodSeconds * sampleRate).rounded()))
+        }
         /// The period of null and WAV outputs.
         public var framesPerRender: Int = 1024
 
@@ -48,7 +58,7 @@ public enum AudioOutput {
                                                              targetLatency: options.pulseLatency,
                                                              connectTimeout: options.connectTimeout), notice: nil)
         case .alsa(let device):
-            return Opened(device: try ALSAOutputDevice(device: device, format: format, periodFrames: options.alsaPeriodFrames), notice: nil)
+            return Opened(device: try ALSAOutputDevice(device: device, format: format, periodFrames: options.alsaPeriod(at: format.sampleRate)), notice: nil)
         case .wav(let path, let realTime):
             return Opened(device: try NullOutputDevice.wavFile(path: path, format: format, realTime: realTime,
                                                                 framesPerRender: options.framesPerRender), notice: nil)
@@ -65,7 +75,7 @@ public enum AudioOutput {
                 reasons.append("PulseAudio: \(error.underlying ?? error.message)")
             }
             do {
-                let device = try ALSAOutputDevice(device: options.alsaDevice, format: format, periodFrames: options.alsaPeriodFrames)
+                let device = try ALSAOutputDevice(device: options.alsaDevice, format: format, periodFrames: options.alsaPeriod(at: format.sampleRate))
                 return Opened(device: device, notice: "no PulseAudio server: playing to ALSA \(options.alsaDevice)")
             } catch {
                 reasons.append("ALSA \(options.alsaDevice): \(error.underlying ?? error.message)")

@@ -322,11 +322,40 @@ private final class PulseCore: @unchecked Sendable {
         }
     }
 
+    /// The stream's channel map: the order libavcodec (and so our decoders) deliver channels
+    /// in, so that the server maps each to its speaker. Mono and stereo as usual; 5.1 (6) and
+    /// 7.1 (8) as FL FR FC LFE RL RR (SL SR); other counts in WAVEFORMATEXTENSIBLE order.
+    /// PulseAudio's default map (nil) was wrong for surround (its AIFF order labels six
+    /// channels FL FLC FC FR FRC RC) and does not exist for eight: the stream was refused
+    /// (`Invalid argument`).
+    static func channelMap(channels: Int) -> pa_channel_map {
+        var map = pa_channel_map()
+        let count = max(1, min(channels, Int(PA_CHANNELS_MAX)))
+        let surround: [pa_channel_position_t] = [PA_CHANNEL_POSITION_FRONT_LEFT, PA_CHANNEL_POSITION_FRONT_RIGHT,
+                                                 PA_CHANNEL_POSITION_FRONT_CENTER, PA_CHANNEL_POSITION_LFE,
+                                                 PA_CHANNEL_POSITION_REAR_LEFT, PA_CHANNEL_POSITION_REAR_RIGHT,
+                                                 PA_CHANNEL_POSITION_SIDE_LEFT, PA_CHANNEL_POSITION_SIDE_RIGHT]
+        switch count {
+        case 6, 8:
+            map.channels = UInt8(count)
+            withUnsafeMutableBytes(of: &map.map) { raw in
+                let positions = raw.bindMemory(to: pa_channel_position_t.self)
+                for i in 0..<count { positions[i] = surround[i] }
+            }
+        default:
+            if pa_channel_map_init_extend(&map, UInt32(count), PA_CHANNEL_MAP_WAVEEX) == nil {
+                _ = pa_channel_map_init_extend(&map, UInt32(count), PA_CHANNEL_MAP_DEFAULT)
+            }
+        }
+        return map
+    }
+
     /// Creates and connects the playback stream (lock held).
     private func createStream() -> Bool {
         guard let ctx = context else { return false }
         var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(format.sampleRate), channels: UInt8(format.channels))
-        guard let s = pa_stream_new(ctx, "OpenAudioToolbox playback", &spec, nil) else { return false }
+        var map = Self.channelMap(channels: format.channels)
+        guard let s = pa_stream_new(ctx, "OpenAudioToolbox playback", &spec, &map) else { return false }
         stream = s
         drainStarted = false
         streamWritten = 0

@@ -117,7 +117,10 @@ final class QueueRenderer: @unchecked Sendable {
     /// The render callback body.
     /// Thread safety: device thread only; no allocation, no locks.
     func render(_ buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, _ frameCount: Int, _ time: AudioTimeStamp) -> AudioRenderResult {
-        let count = min(frameCount, maxFrames)
+        // Every frame asked for is served, whatever the rate: the scratch is a staging area
+        // copied through in pieces, not a cap (capped at 8192 frames, a 96 kHz PulseAudio
+        // stream asking for 9600 got 8192 and the device padded the rest with silence).
+        let count = frameCount
         var out = 0
         // Drop stale frames first.
         let stale = discardUntil.load(ordering: .acquiring) - consumed.load(ordering: .relaxed)
@@ -147,12 +150,16 @@ final class QueueRenderer: @unchecked Sendable {
         let consumedNow = consumed.load(ordering: .relaxed)
         let available = min(Int64(ring.availableToRead / channels), end - consumedNow)
         let n = Int(min(Int64(count - out), max(0, available)))
-        if n > 0 {
-            let got = ring.read(into: UnsafeMutableBufferPointer(rebasing: frameScratch[0..<(n * channels)])) / channels
+        var left = n
+        while left > 0 {
+            let part = min(left, maxFrames)
+            let got = ring.read(into: UnsafeMutableBufferPointer(rebasing: frameScratch[0..<(part * channels)])) / channels
+            if got == 0 { break }
             consumed.add(Int64(got), ordering: .releasing)
             deinterleave(into: buffers, at: out, frames: got)
             passEnds(upTo: consumedNow + Int64(got), from: consumedNow, at: out, time)
             out += got
+            left -= got
         }
         let isEnd = consumedNow + Int64(n) >= end
         if out < count && !isEnd && padsShortRenders.load(ordering: .relaxed) {

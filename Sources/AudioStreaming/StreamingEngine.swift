@@ -200,7 +200,10 @@ final class DecoderThread {
         let waiting = Atomic<Bool>(false)
     }
     let pool = Pool()
-    let framesPerBuffer = 2048
+    /// Frames per queue buffer: about 46 ms at the device rate (set with the queue), so that the
+    /// ten buffers hold the same time at every rate (2048 frames were 0.46 s at 44.1 kHz, 0.11 s
+    /// at 192 kHz).
+    var framesPerBuffer = 2048
     var pcm: AudioPCMBuffer?
 
     /// Timeline: frames enqueued since the queue was created or last reset.
@@ -975,6 +978,7 @@ final class DecoderThread {
         deviceRate = format.sampleRate
         channels = Int(min(8, max(1, format.channelsPerFrame)))
         queueFormat = .linearPCM(sampleRate: deviceRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
+        framesPerBuffer = max(64, Int((deviceRate * 2048 / 44100).rounded(.up)))
         let pool = self.pool
         let wake = engine.wake
         let q = try AudioOutputQueue(format: queueFormat, bufferReturn: .whenCopied, output: engine.output) { _, buffer in

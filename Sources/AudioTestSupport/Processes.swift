@@ -73,8 +73,33 @@ public final class ChildProcess: @unchecked Sendable {
 /// Clients reach it through ``server`` (`unix:/tmp/.../native`); nothing is exported to the
 /// environment, so parallel tests do not see each other's daemons.
 public final class PulseTestDaemon: @unchecked Sendable {
-    /// The null sink's name.
-    public let sinkName = "oat_test"
+    /// A null sink the daemon serves: its name, rate and channel count (float32le; 5.1 and 7.1
+    /// in the order the output device's streams use, FL FR FC LFE RL RR (SL SR), so nothing is
+    /// remixed and channel k of the stream is channel k of the monitor).
+    public struct Sink: Hashable, Sendable {
+        /// The sink's name (its monitor is `NAME.monitor`).
+        public var name: String
+        /// The sink's rate.
+        public var rate: Int
+        /// The sink's channels.
+        public var channels: Int
+        /// A sink.
+        public init(name: String, rate: Int, channels: Int) {
+            self.name = name
+            self.rate = rate
+            self.channels = channels
+        }
+    }
+
+    static let surroundMaps = [6: "front-left,front-right,front-center,lfe,rear-left,rear-right",
+                               8: "front-left,front-right,front-center,lfe,rear-left,rear-right,side-left,side-right"]
+
+    /// The first (default) null sink's name.
+    public let sinkName: String
+    /// Every null sink, the default first.
+    public let sinks: [Sink]
+    /// Seconds after the last client left at which the daemon exits by itself (nil: never).
+    public let exitIdleSeconds: Int?
     /// The private directory (runtime, state, socket, log).
     public let directory: String
     /// The socket path.
@@ -102,13 +127,27 @@ public final class PulseTestDaemon: @unchecked Sendable {
     private static func which(_ name: String) -> String? { ChildProcess.which(name) }
 
     /// Creates the private directory and starts the daemon, waiting until its socket accepts.
-    public init(sampleRate: Int = 44100, channels: Int = 2) throws(AudioError) {
+    public convenience init(sampleRate: Int = 44100, channels: Int = 2) throws(AudioError) {
+        try self.init(sinks: [Sink(name: "oat_test", rate: sampleRate, channels: channels)])
+    }
+
+    /// Starts a daemon serving several null sinks (one daemon for many cases at several rates);
+    /// the first is the default sink. With `exitIdleSeconds` the daemon exits by itself that
+    /// long after its last client left (a daemon shared by many tests outlives none of them for
+    /// long); ``ensureRunning()`` starts it again.
+    public init(sinks: [Sink], exitIdleSeconds: Int? = nil) throws(AudioError) {
         guard let binary = Self.which("pulseaudio") else {
             throw AudioError(.deviceUnavailable, component: "PulseTestDaemon", Self.unavailableReason ?? "no pulseaudio")
         }
+        guard let first = sinks.first else {
+            throw AudioError(.invalidArgument, component: "PulseTestDaemon", "no sinks")
+        }
         self.binary = binary
-        self.sampleRate = sampleRate
-        self.channels = channels
+        self.sinks = sinks
+        self.exitIdleSeconds = exitIdleSeconds
+        sinkName = first.name
+        sampleRate = first.rate
+        channels = first.channels
         var template = Array("/tmp/oat-pa-XXXXXX".utf8CString)
         guard let dir = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw AudioError(.io, component: "PulseTestDaemon", "cannot create a private directory")
@@ -116,12 +155,12 @@ public final class PulseTestDaemon: @unchecked Sendable {
         directory = String(cString: dir)
         socketPath = "\(directory)/native"
         for sub in ["runtime", "state", "config", "home"] { mkdir("\(directory)/\(sub)", 0o700) }
-        let script = """
-        load-module module-native-protocol-unix socket=\(socketPath) auth-anonymous=1
-        load-module module-null-sink sink_name=\(sinkName) format=float32le rate=\(sampleRate) channels=\(channels) norewinds=1
-        set-default-sink \(sinkName)
-
-        """
+        let sinkLines = sinks.map {
+            "load-module module-null-sink sink_name=\($0.name) format=float32le rate=\($0.rate) channels=\($0.channels)"
+                + (Self.surroundMaps[$0.channels].map { " channel_map=\($0)" } ?? "") + " norewinds=1\n"
+        }.joined()
+        let script = "load-module module-native-protocol-unix socket=\(socketPath) auth-anonymous=1\n"
+            + sinkLines + "set-default-sink \(sinkName)\n"
         guard writeFile("\(directory)/daemon.pa", Array(script.utf8)) else {
             throw AudioError(.io, component: "PulseTestDaemon", "cannot write the daemon script")
         }
@@ -139,7 +178,7 @@ public final class PulseTestDaemon: @unchecked Sendable {
     public func start(timeout: Double = 10) throws(AudioError) {
         guard process == nil else { return }
         unlink(socketPath)
-        let args = ["-n", "--daemonize=no", "--system=false", "--exit-idle-time=-1", "--disallow-exit",
+        let args = ["-n", "--daemonize=no", "--system=false", "--exit-idle-time=\(exitIdleSeconds ?? -1)", "--disallow-exit",
                     "--use-pid-file=false", "--disable-shm=true", "--log-target=stderr", "--resample-method=speex-float-10",
                     "-F", "\(directory)/daemon.pa"]
         let p = try ChildProcess.spawn(binary, args, environment: environment, outputPath: logPath)
@@ -154,6 +193,12 @@ public final class PulseTestDaemon: @unchecked Sendable {
         p.killNow()
         process = nil
         throw AudioError(.deviceUnavailable, component: "PulseTestDaemon", "the private pulseaudio did not come up", underlying: log)
+    }
+
+    /// Starts the daemon again if it exited by itself (``exitIdleSeconds``).
+    public func ensureRunning() throws(AudioError) {
+        if let p = process, !p.isRunning { process = nil }
+        try start()
     }
 
     /// Kills the daemon at once (SIGKILL, by PID): clients see the server vanish.
@@ -194,16 +239,24 @@ public final class PulseTestDaemon: @unchecked Sendable {
     /// Records the null sink's monitor as raw float32le with `parec` into `path` until
     /// ``MonitorRecording/stop()``.
     public func recordMonitor(to path: String) throws(AudioError) -> MonitorRecording {
+        try recordMonitor(of: sinks[0], to: path)
+    }
+
+    /// Records the monitor of `sink` (one of ``sinks``) at its own rate and channel count.
+    public func recordMonitor(of sink: Sink, to path: String) throws(AudioError) -> MonitorRecording {
         guard let parec = ChildProcess.which("parec") else {
             throw AudioError(.deviceUnavailable, component: "PulseTestDaemon", "parec is not installed (pulseaudio-utils)")
         }
-        let p = try ChildProcess.spawn(parec, ["-d", monitorSource, "--raw", "--format=float32le", "--rate=\(sampleRate)",
-                                               "--channels=\(channels)", "--latency-msec=20", "--file-format=raw", path],
+        // The sink's own channel map (a recording stream with the default map would be
+        // remixed from a 5.1 or 7.1 monitor).
+        let map = Self.surroundMaps[sink.channels].map { ["--channel-map=\($0)"] } ?? []
+        let p = try ChildProcess.spawn(parec, ["-d", "\(sink.name).monitor", "--raw", "--format=float32le", "--rate=\(sink.rate)",
+                                               "--channels=\(sink.channels)"] + map + ["--latency-msec=20", "--file-format=raw", path],
                                        environment: environment, outputPath: "\(directory)/parec.log")
         // Wait until the recording stream exists (parec created its file and connected).
         let deadline = HostTime.now() + HostTime.ticks(seconds: 5)
         while HostTime.now() < deadline, p.isRunning, !Self.hasSourceOutput(self) { usleep(10_000) }
-        return MonitorRecording(process: p, path: path, channels: channels)
+        return MonitorRecording(process: p, path: path, channels: sink.channels)
     }
 
     /// True once some client records from the monitor (asks `pactl`).

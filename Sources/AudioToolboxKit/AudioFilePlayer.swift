@@ -60,7 +60,11 @@ public final class AudioFilePlayer: @unchecked Sendable {
     private let pool = Pool()
     private let bufferReturned = DispatchSemaphore(value: 0)
     private let state = Mutex(Shared())
-    private let framesPerBuffer = 4096
+    /// Frames per queue buffer: 0.1 s at the device rate. Six of them (0.6 s) are what the
+    /// queue decodes ahead before it starts, so they must cover play()'s 0.5 s wait at every
+    /// rate: at a fixed 4096 frames a 96 kHz file had 0.26 s decoded when the device asked for
+    /// its 0.4 s, and underran (the rest of its first request was silence).
+    private let framesPerBuffer: Int
     /// The feeder thread and whether ``stop()`` has run; guarded so that control calls from
     /// several threads start at most one feeder and join it once.
     private struct Transport {
@@ -99,6 +103,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         let file = try AudioFile(path: first)
         firstFile = file
         deviceFormat = AudioDeviceFormat(sampleRate: file.dataFormat.sampleRate, channels: Int(min(8, max(1, file.dataFormat.channelsPerFrame))))
+        framesPerBuffer = max(64, Int((deviceFormat.sampleRate / 10).rounded(.up)))
         let pcm = AudioStreamBasicDescription.linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)
         let pool = self.pool
         let returned = bufferReturned

@@ -48,9 +48,9 @@ import Testing
         return samples
     }
 
-    @Test(arguments: files)
+    @Test(.requires(TestResource.corpusMissing), arguments: files)
     func matchesLibavcodec(_ file: String) throws {
-        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+        let root = try TestResource.corpusRoot()
         let path = root + "/" + file
         let mpg123 = try Self.decode(path, viaFFmpeg: false)
         let ffmpeg = try Self.decode(path, viaFFmpeg: true)
@@ -63,8 +63,8 @@ import Testing
         #expect(value > (file.hasSuffix(".mp2") ? 75 : 110), "\(file): \(value) dB")
     }
 
-    @Test func resetLandsOnTheSameFrames() throws {
-        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func resetLandsOnTheSameFrames() throws {
+        let root = try TestResource.corpusRoot()
         let path = root + "/" + "ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3"
         // Restart 20 packets in, dropping the first 3 frames' worth (the bit reservoir and the
         // filter bank refill there), and compare what follows.
@@ -78,9 +78,9 @@ import Testing
 
     /// Native-endian 16- and 32-bit PCM to Float32 is scaled in Swift: the same samples, bit for
     /// bit, as libavcodec's PCM decoder and libswresample.
-    @Test(arguments: ["pluck-pcm16.wav", "pluck-pcm32.wav"])
+    @Test(.requires(TestResource.corpusMissing), arguments: ["pluck-pcm16.wav", "pluck-pcm32.wav"])
     func integerPCMMatchesLibswresample(_ name: String) throws {
-        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+        let root = try TestResource.corpusRoot()
         let path = root + "/python-stdlib-audiodata/" + name
         let direct = try Self.decode(path, viaFFmpeg: false)
         let ffmpeg = try Self.decode(path, viaFFmpeg: true)

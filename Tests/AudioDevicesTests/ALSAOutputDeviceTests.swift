@@ -88,20 +88,13 @@ import Testing
         #expect(!ALSAOutputDevice.listDevices().isEmpty)
     }
 
-    @Test(.enabled(if: PulseTestDaemon.unavailableReason == nil, "pulseaudio is not installed: run Scripts/setup.sh"))
+    @Test(.requires(TestResource.first(TestResource.pulseAudioMissing, TestResource.alsaPulsePluginMissing)))
     func pulsePluginPlaysThroughThePrivateDaemon() throws {
         let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
         defer { daemon.stop() }
         let config = "pcm.oatpulse { type pulse server \"\(daemon.server)\" device \"\(daemon.sinkName)\" }\n"
-        let device: ALSAOutputDevice
-        do {
-            device = try ALSAOutputDevice(device: "oatpulse", format: AudioDeviceFormat(sampleRate: 44100, channels: 2),
+        let device = try ALSAOutputDevice(device: "oatpulse", format: AudioDeviceFormat(sampleRate: 44100, channels: 2),
                                           periodFrames: 1024, configText: config)
-        } catch {
-            // The plugin (libasound2-plugins) is missing: nothing to test here.
-            print("alsa pulse plugin unavailable: \(error)")
-            return
-        }
         defer { device.close() }
         let recording = try daemon.recordMonitor(to: uniqueTempPath("monitor", "raw"))
         let source = ChirpSource(total: 66_150, sampleRate: 44100)
@@ -120,13 +113,13 @@ import Testing
         #expect(cmp.longestZeroRun == 0)
     }
 
-    @Test(.enabled(if: PulseTestDaemon.unavailableReason == nil, "pulseaudio is not installed: run Scripts/setup.sh"))
+    @Test(.requires(TestResource.first(TestResource.pulseAudioMissing, TestResource.alsaPulsePluginMissing)))
     func pulsePluginLossIsReportedAndTheDeviceReopens() throws {
         let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
         defer { daemon.stop() }
         let config = "pcm.oatpulse { type pulse server \"\(daemon.server)\" device \"\(daemon.sinkName)\" }\n"
-        guard let device = try? ALSAOutputDevice(device: "oatpulse", format: AudioDeviceFormat(sampleRate: 44100, channels: 2),
-                                                 periodFrames: 1024, configText: config) else { return }
+        let device = try ALSAOutputDevice(device: "oatpulse", format: AudioDeviceFormat(sampleRate: 44100, channels: 2),
+                                                 periodFrames: 1024, configText: config)
         defer { device.close() }
         let source = ChirpSource(total: 44100 * 30, sampleRate: 44100)
         let log = EventLog(device)

@@ -9,8 +9,7 @@ import Testing
 
 /// Plays through a private PulseAudio daemon (started and stopped by each test) into a null sink
 /// and records its monitor.
-@Suite(.serialized, .enabled(if: PulseTestDaemon.unavailableReason == nil,
-                             "pulseaudio is not installed: run Scripts/setup.sh"))
+@Suite(.serialized, .requires(TestResource.pulseAudioMissing))
 struct PulseAudioOutputDeviceTests {
     let format = AudioDeviceFormat(sampleRate: 44100, channels: 2)
 

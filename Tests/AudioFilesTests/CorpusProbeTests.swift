@@ -56,6 +56,12 @@ import Testing
     /// codec packets: compare frames instead.
     static func isBlockPCM(_ codec: String) -> Bool { codec.hasPrefix("pcm_") }
 
+    /// The argument list comes from the corpus: it must not be empty where the corpus is.
+    @Test(.requires(TestResource.corpusMissing)) func corpusListIsNotEmpty() throws {
+        _ = try TestResource.corpusRoot()
+        #expect(!Self.rows.isEmpty, "no ffprobe rows with audio")
+    }
+
     @Test(arguments: rows.map(\.file))
     func agreesWithFFprobe(_ file: String) throws {
         let row = try #require(Self.rows.first { $0.file == file })

@@ -65,8 +65,8 @@ func readFloatWAV(_ path: String) -> [Float] {
         return (readFloatWAV(out), log, queue)
     }
 
-    @Test func playsEverySampleThenStopsByItself() throws {
-        guard let path = Self.pluck else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func playsEverySampleThenStopsByItself() throws {
+        let path = try TestResource.corpusFile("python-stdlib-audiodata/pluck-pcm16.au")
         let reference = try decodeWithToolbox(path)
         let (samples, log, queue) = try Self.play(path)
         #expect(samples.count == reference.samples.count)
@@ -77,8 +77,8 @@ func readFloatWAV(_ path: String) -> [Float] {
         queue.dispose(immediately: true)
     }
 
-    @Test func trimsFramesPerBuffer() throws {
-        guard let path = Self.pluck else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func trimsFramesPerBuffer() throws {
+        let path = try TestResource.corpusFile("python-stdlib-audiodata/pluck-pcm16.au")
         let reference = try decodeWithToolbox(path)
         let (samples, _, _) = try Self.play(path, options: { i in i == 0 ? AudioQueueEnqueueOptions(trimFramesAtStart: 10, trimFramesAtEnd: 5) : AudioQueueEnqueueOptions() })
         #expect(samples.count == reference.samples.count - 15 * 2)
@@ -87,8 +87,8 @@ func readFloatWAV(_ path: String) -> [Float] {
         #expect(Array(samples[970..<980]) == Array(reference.samples[1000..<1010]))
     }
 
-    @Test func volumeAndPanScaleTheOutput() throws {
-        guard let path = Self.pluck else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func volumeAndPanScaleTheOutput() throws {
+        let path = try TestResource.corpusFile("python-stdlib-audiodata/pluck-pcm16.au")
         let reference = try decodeWithToolbox(path)
         let (samples, _, _) = try Self.play(path, configure: { q in
             try q.setParameter(.volume, 0.5)
@@ -102,8 +102,8 @@ func readFloatWAV(_ path: String) -> [Float] {
         #expect(throws: AudioError.self) { try AudioOutputQueueTests.makeIdleQueue().setParameter(.volume, 2) }
     }
 
-    @Test func meteringReportsPeaks() throws {
-        guard let path = Self.pluck else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func meteringReportsPeaks() throws {
+        let path = try TestResource.corpusFile("python-stdlib-audiodata/pluck-pcm16.au")
         let reference = try decodeWithToolbox(path)
         let peak = reference.samples.map { abs($0) }.max()!
         let (_, _, queue) = try Self.play(path, configure: { q in q.isLevelMeteringEnabled = true })

@@ -77,8 +77,8 @@ func sine(_ f: Double, rate: Double) -> @Sendable (Int, Int) -> Float {
 }
 
 @Suite(.serialized) struct QueueOfflineTests {
-    @Test func offlineRenderOfAFileEqualsItsDecode() throws {
-        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func offlineRenderOfAFileEqualsItsDecode() throws {
+        let root = try TestResource.corpusRoot()
         for name in ["ffmpeg-generated/wav/pcm_f32le_st.wav", "ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3"] {
             let path = root + "/" + name
             let reference = try decodeWithToolbox(path, trim: false)

@@ -7,7 +7,7 @@ import Testing
 
 /// The Icecast harness itself: a private icecast2 fed by ffmpeg, titles through the admin
 /// interface, seen in the ICY metadata a listener receives.
-@Suite(.enabled(if: IcecastTestServer.unavailableReason == nil, "icecast2 or ffmpeg missing"))
+@Suite(.requires(IcecastTestServer.unavailableReason))
 struct IcecastHarnessTests {
     @Test func mountServesAudioWithICYTitlesSetThroughTheAdminInterface() throws {
         let dir = try ScratchDirectory("icecast-harness")

@@ -15,11 +15,7 @@ import Testing
     /// PulseAudio; after 1.5 s the daemon is killed with SIGKILL, 0.5 s later a new one starts on
     /// the same socket. afplay neither crashes nor hangs: it reconnects, the new daemon's sink
     /// monitor hears the rest of the file to its last frame, in order, and afplay exits 0.
-    @Test func afplayURLSurvivesAPulseAudioKillAndRestart() throws {
-        if let reason = PulseTestDaemon.unavailableReason {
-            print("skipped: \(reason)")
-            return
-        }
+    @Test(.requires(TestResource.pulseAudioMissing)) func afplayURLSurvivesAPulseAudioKillAndRestart() throws {
         let afplay = try #require(AfplayURLTests.afplayPath(), "afplay is not built (swift build)")
         let dir = try ScratchDirectory("pulse-kill-afplay")
         defer { dir.remove() }
@@ -56,11 +52,7 @@ import Testing
     /// The PulseAudio server killed and never restarted: a StreamingPlayer keeps its state (no
     /// crash, no hang), `stop()` returns promptly, and the process can play again once a server
     /// is back.
-    @Test func streamingPlayerStopsPromptlyWhileTheServerIsGone() async throws {
-        if let reason = PulseTestDaemon.unavailableReason {
-            print("skipped: \(reason)")
-            return
-        }
+    @Test(.requires(TestResource.pulseAudioMissing)) func streamingPlayerStopsPromptlyWhileTheServerIsGone() async throws {
         let dir = try ScratchDirectory("pulse-kill-player")
         defer { dir.remove() }
         let file = dir.path + "/a.mp3"
@@ -103,11 +95,7 @@ import Testing
     /// The PulseAudio server killed and not restarted while a StreamingPlayer plays: the device
     /// keeps retrying, and after ``BufferingPolicy/deviceLostTimeout`` (2 s here, 30 s by
     /// default) the player stops with a `deviceUnavailable` error naming the device: no hang.
-    @Test func aServerThatStaysGoneStopsThePlayerWithAClearError() async throws {
-        if let reason = PulseTestDaemon.unavailableReason {
-            print("skipped: \(reason)")
-            return
-        }
+    @Test(.requires(TestResource.pulseAudioMissing)) func aServerThatStaysGoneStopsThePlayerWithAClearError() async throws {
         let dir = try ScratchDirectory("pulse-gone")
         defer { dir.remove() }
         let file = dir.path + "/a.mp3"
@@ -148,12 +136,8 @@ import Testing
     /// the loss and reopens every 0.5 s; restarted, it comes back and the rest of the file reaches
     /// the new daemon; never restarted, the player stops after `deviceLostTimeout` (2 s here)
     /// with a clear error. Neither case hangs.
-    @Test(arguments: [true, false])
+    @Test(.requires(TestResource.pulseAudioMissing), arguments: [true, false])
     func alsaPulsePCMWhoseServerDies(restart: Bool) async throws {
-        if let reason = PulseTestDaemon.unavailableReason {
-            print("skipped: \(reason)")
-            return
-        }
         let dir = try ScratchDirectory("alsa-gone")
         defer { dir.remove() }
         let file = dir.path + "/a.mp3"
@@ -204,11 +188,7 @@ import Testing
     /// `afplay FILE` (the file player) into a PulseAudio server that is killed and stays gone:
     /// after `OAT_DEVICE_LOST_TIMEOUT` (2 s here; 30 s by default) afplay says so and exits 1,
     /// instead of waiting forever; its stderr is not flooded meanwhile.
-    @Test func afplayFileGivesUpWhenTheServerStaysGone() throws {
-        if let reason = PulseTestDaemon.unavailableReason {
-            print("skipped: \(reason)")
-            return
-        }
+    @Test(.requires(TestResource.pulseAudioMissing)) func afplayFileGivesUpWhenTheServerStaysGone() throws {
         let afplay = try #require(AfplayURLTests.afplayPath(), "afplay is not built (swift build)")
         let dir = try ScratchDirectory("pulse-gone-afplay")
         defer { dir.remove() }
@@ -236,11 +216,7 @@ import Testing
     /// While the server is gone the PulseAudio output retries on its backoff (0.1 s doubling to
     /// 2 s): about 10 attempts in 12 s. (A connect failing at once used to schedule two retries,
     /// doubling the timers each round until the main loop spun about 30 s after the server died.)
-    @Test func pulseReconnectAttemptsStayOnTheBackoff() throws {
-        if let reason = PulseTestDaemon.unavailableReason {
-            print("skipped: \(reason)")
-            return
-        }
+    @Test(.requires(TestResource.pulseAudioMissing)) func pulseReconnectAttemptsStayOnTheBackoff() throws {
         let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
         defer { daemon.stop() }
         let device = try PulseAudioOutputDevice(format: AudioDeviceFormat(sampleRate: 44100, channels: 2), sink: daemon.sinkName, server: daemon.server)

@@ -30,8 +30,7 @@ struct IcecastCase: Sendable, CustomTestStringConvertible {
 /// the player's audio reaches a real PulseAudio null sink and matches the source, titles set
 /// through the admin interface are reported at the playback time of the audio they belong to,
 /// and the time to first audio is measured.
-@Suite(.serialized, .enabled(if: IcecastTestServer.unavailableReason == nil && PulseTestDaemon.unavailableReason == nil,
-                             "icecast2, ffmpeg or pulseaudio missing"))
+@Suite(.serialized, .requires(TestResource.first(IcecastTestServer.unavailableReason, TestResource.pulseAudioMissing)))
 struct PlaybackIcecastTests {
     static let cases: [IcecastCase] = [
         IcecastCase(name: "MP3", ext: "mp3", codec: ["-c:a", "libmp3lame", "-b:a", "128k"], rate: 44100, format: "mp3",

@@ -13,8 +13,8 @@ import Glibc
         return Corpus.read(root + "/ffmpeg-generated/" + relative)
     }
 
-    @Test func sniffsCorpusFilesOfEveryContainer() throws {
-        guard Corpus.root != nil else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func sniffsCorpusFilesOfEveryContainer() throws {
+        _ = try TestResource.corpusRoot()
         let cases: [(String, AudioFileType)] = [
             ("mp3/l3_cbr128_44k_st_info.mp3", .mp3), ("mp3/l3_id3v24.mp3", .mp3), ("mp3/l2_44k_st_192k.mp2", .mp2),
             ("adts/aac_lc_44k_st.aac", .aacADTS), ("adts/aac_lc_id3v2.aac", .aacADTS),
@@ -29,8 +29,8 @@ import Glibc
         }
     }
 
-    @Test func aLyingContentTypeIsOverruledByTheContent() throws {
-        guard let aac = Self.corpus("adts/aac_lc_44k_st.aac") else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func aLyingContentTypeIsOverruledByTheContent() throws {
+        let aac = try #require(Self.corpus("adts/aac_lc_44k_st.aac"), "corpus file ffmpeg-generated/adts/aac_lc_44k_st.aac")
         let d = StreamFormatDetector.detect(contentType: "audio/mpeg", url: "http://radio/stream.mp3", prefix: Array(aac.prefix(65536)))
         #expect(d.kind == .audio(.aacADTS))
         #expect(d.declared == .audio(.mp3))
@@ -85,8 +85,8 @@ import Glibc
         #expect(d.evidence == .contentType)
     }
 
-    @Test func lyingContentTypeOverHTTPIsDetectedFromTheFirstBytes() throws {
-        guard let aac = Self.corpus("adts/aac_lc_44k_st.aac") else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func lyingContentTypeOverHTTPIsDetectedFromTheFirstBytes() throws {
+        let aac = try #require(Self.corpus("adts/aac_lc_44k_st.aac"), "corpus file ffmpeg-generated/adts/aac_lc_44k_st.aac")
         let server = try TestHTTPServer()
         defer { server.stop() }
         server.serve("/stream.mp3", bytes: aac, contentType: "audio/mpeg")

@@ -13,7 +13,7 @@ let graphPlaybackUnavailable: String? = {
 
 /// The graph on a real PulseAudio server (a private daemon's null sink, recorded from its monitor):
 /// the output node driven by the PulseAudio device's render thread, in real time.
-@Suite("PlaybackGraphTests", .serialized, .enabled(if: graphPlaybackUnavailable == nil, "\(graphPlaybackUnavailable ?? "")"))
+@Suite("PlaybackGraphTests", .serialized, .requires(graphPlaybackUnavailable))
 struct PlaybackGraphTests {
     @Test func sineThroughEQAndMixerPlaysOnPulseAudio() throws {
         let rate = 48000.0

@@ -6,11 +6,8 @@ import Testing
 
 @Suite("AUPlayerNode with files")
 struct PlayerFileTests {
-    @Test func playsACorpusFileResampledToTheGraphRate() throws {
-        guard let root = Corpus.root else {
-            print(Corpus.absentMessage)
-            return
-        }
+    @Test(.requires(TestResource.corpusMissing)) func playsACorpusFileResampledToTheGraphRate() throws {
+        let root = try TestResource.corpusRoot()
         let path = root + "/ffmpeg-generated/wav/pcm_f32le_st.wav"
         let source = try decodeWithToolbox(path)
         #expect(source.rate == 44100 && source.channels == 2)

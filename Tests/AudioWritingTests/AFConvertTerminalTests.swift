@@ -7,7 +7,7 @@ import Glibc
 
 /// afconvert's progress bar: drawn on stderr when it is a terminal (run under a pseudo-terminal
 /// by `script`), never when stderr is a file or a pipe, nor with `--no-progress`.
-@Suite(.enabled(if: afconvertPath != nil && shell("command -v script >/dev/null").status == 0, "needs the afconvert build and script(1)"))
+@Suite(.requires(TestResource.first(afconvertMissing, shell("command -v script >/dev/null").status == 0 ? nil : "script(1) is not installed (bsdutils)")))
 struct AFConvertTerminalTests {
     /// Runs `command` under a pseudo-terminal (`script -q -f -e -c`); returns its exit status
     /// and everything it wrote to the terminal.
@@ -56,7 +56,7 @@ struct AFConvertTerminalTests {
 
 /// afconvert on bad input: the exit code (2 for usage errors, 1 for the rest), a first line
 /// `afconvert: ...` naming what is wrong and which file, and no output left behind.
-@Suite(.enabled(if: afconvertPath != nil, "needs the afconvert build")) struct AFConvertErrorTests {
+@Suite(.requires(afconvertMissing)) struct AFConvertErrorTests {
     @Test func badInputFailsClearly() throws {
         let afconvert = try #require(afconvertPath)
         let s = Scratch("afconvert-errors")

@@ -50,7 +50,7 @@ let outputCases: [OutputCase] = [
 @Suite struct AFConvertMatrixTests {
     /// Every container x data format afconvert writes: our AudioFile and ffprobe agree on the
     /// format, and the frame count is the input's (ours always; ffmpeg's where it trims).
-    @Test(arguments: outputCases)
+    @Test(.requires(TestResource.ffmpegMissing), arguments: outputCases)
     func writesReadableFiles(_ c: OutputCase) throws {
         let s = Scratch("matrix")
         defer { s.cleanup() }
@@ -88,7 +88,7 @@ let outputCases: [OutputCase] = [
         // Tags where the container has them (ADTS has none).
         if c.type != "adts" { #expect(file.infoDictionary[InfoKey.title] == "Test Tone", "tags: \(file.infoDictionary)") }
 
-        guard haveFFmpeg else { return }
+        try TestResource.require(TestResource.ffmpegMissing)
         let probe = try #require(ffprobe(output), "ffprobe cannot read \(output)")
         #expect(probe.codec == c.codec)
         #expect(probe.sampleRate == Int(rate))

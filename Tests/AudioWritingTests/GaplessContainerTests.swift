@@ -7,7 +7,7 @@ import Glibc
 
 /// Gapless information in the files we write, checked in the bytes and by what FFmpeg makes of
 /// it: an M4A's edit list and `iTunSMPB`, an MP3's LAME tag; ADTS has no place for it.
-@Suite(.enabled(if: haveFFmpeg, "needs ffmpeg and ffprobe")) struct GaplessContainerTests {
+@Suite(.requires(TestResource.ffmpegMissing)) struct GaplessContainerTests {
     static let frames = 88_200
 
     /// Converts a 2 s stereo test signal at 44.1 kHz into `ext` with `data`; returns its path.

@@ -10,7 +10,7 @@ import Glibc
 /// at 48 kHz, silence around it), decoded by our reader and aligned the same way
 /// (``lossyAlign(recording:reference:channels:segmentFrames:drift:)``). The figures are in
 /// docs/recording.md; they show why the 60 dB is out of reach for perceptual codecs.
-@Suite(.enabled(if: haveFFmpeg, "needs ffmpeg")) struct LossySNRTests {
+@Suite(.requires(TestResource.ffmpegMissing)) struct LossySNRTests {
     /// The recording tests' signal: 16-bit exact, chirp 300 Hz to 3.3 kHz left, 441 + 1234 Hz right.
     static func reference(rate: Int, seconds: Double) -> [Float] {
         let frames = Int(Double(rate) * seconds)

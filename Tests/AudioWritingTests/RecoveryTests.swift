@@ -53,12 +53,9 @@ import Glibc
     /// afconvert killed with SIGKILL mid-way (no handler can run) leaves nothing at the output
     /// path: the unfinished output is the temporary beside it (`.out.EXT.XXXXXX.partial`),
     /// and that is a readable file (the writer's checkpoints).
-    @Test(arguments: [("WAVE", "LEI16", "wav", 4), ("flac", "flac", "flac", 0), ("Ogg", "opus", "opus", 0), ("caff", "LEI24", "caf", 6)])
+    @Test(.requires(afconvertMissing), arguments: [("WAVE", "LEI16", "wav", 4), ("flac", "flac", "flac", 0), ("Ogg", "opus", "opus", 0), ("caff", "LEI24", "caf", 6)])
     func killedAfconvertLeavesReadableFile(_ type: String, _ data: String, _ ext: String, _ bytesPerFrame: Int) throws {
-        guard let tool = afconvertPath else {
-            print("afconvert is not built next to the tests: SIGKILL test skipped")
-            return
-        }
+        let tool = try #require(afconvertPath, "afconvert is not built next to the tests (swift build)")
         let s = Scratch("kill")
         defer { s.cleanup() }
         let input = s.path("in.wav")
@@ -134,8 +131,8 @@ import Glibc
         return shell("'\(tool)' --no-progress \(args) >/dev/null 2>&1").status
     }
 
-    @Test func badFlagsAndImpossibleFormatsFail() throws {
-        guard afconvertPath != nil else { print("afconvert is not built next to the tests: skipped"); return }
+    @Test(.requires(afconvertMissing)) func badFlagsAndImpossibleFormatsFail() throws {
+        try TestResource.require(afconvertMissing)
         let s = Scratch("cli")
         defer { s.cleanup() }
         let input = s.path("in.wav")
@@ -170,8 +167,8 @@ import Glibc
 
 @Suite struct CorpusConversionTests {
     /// Corpus files (read in place) convert to FLAC and M4A with their valid frame count kept.
-    @Test func corpusFilesConvert() throws {
-        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func corpusFilesConvert() throws {
+        let root = try TestResource.corpusRoot()
         let s = Scratch("corpus")
         defer { s.cleanup() }
         var picked: [String] = []

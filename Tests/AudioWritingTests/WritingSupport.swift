@@ -126,6 +126,9 @@ func decodeFloat(_ path: String, rate: Double? = nil) throws -> [Float] {
     return out
 }
 
+/// Why tests of the afconvert executable cannot run (it is not built next to the tests), or nil.
+let afconvertMissing: String? = afconvertPath == nil ? "afconvert is not built next to the tests (swift build)" : nil
+
 /// The afconvert executable built next to the test bundle, or nil.
 let afconvertPath: String? = {
     var buffer = [CChar](repeating: 0, count: 4096)

@@ -1,19 +1,20 @@
 // Analysis helpers for the seed translations: this file uses the Swift API (AudioTestSupport),
 // the seed files use only the C API through `import OpenAudioToolbox`.
 import AudioTestSupport
+import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Resolves a corpus file, or nil (the test then skips with a message).
-func corpusFile(_ relative: String) -> String? {
-    guard let root = Corpus.root else { return nil }
-    let path = root + "/" + relative
-    return access(path, R_OK) == 0 ? path : nil
-}
+/// Why the corpus tests cannot run, or nil (for `.requires(corpusMissing)` in files that use
+/// only the C API).
+let corpusMissing: String? = TestResource.corpusMissing
 
-/// Why a corpus test did not run.
-let corpusAbsent = Corpus.absentMessage
+/// Resolves a corpus file, or fails naming what is missing (the tests that use it carry
+/// `.requires(TestResource.corpusMissing)`, so without the corpus they are skipped, visibly).
+func corpusFile(_ relative: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+    try TestResource.corpusFile(relative, sourceLocation: sourceLocation)
+}
 
 /// A fresh temporary WAV path.
 func temporaryWAV(_ tag: String) -> String { "/tmp/oat-compat-\(tag)-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).wav" }

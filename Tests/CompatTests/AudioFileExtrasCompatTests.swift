@@ -113,8 +113,8 @@ private func allPacketBytes(_ file: AudioFileID) -> [UInt8] {
 
     /// A corpus M4A opened through read callbacks gives the same packets as AudioFileOpenURL;
     /// a WAV initialised through write callbacks arrives in memory whole and opens again.
-    @Test func callbacksReadAndWrite() throws {
-        guard let path = corpusFile("ffmpeg-generated/m4a/aac_faststart.m4a") else { print(corpusAbsent); return }
+    @Test(.requires(corpusMissing)) func callbacksReadAndWrite() throws {
+        let path = try corpusFile("ffmpeg-generated/m4a/aac_faststart.m4a")
         let data = MemoryData(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
         let client = Unmanaged.passUnretained(data).toOpaque()
         var viaCallbacks: AudioFileID?
@@ -153,8 +153,8 @@ private func allPacketBytes(_ file: AudioFileID) -> [UInt8] {
     }
 
     /// User data, markers and regions: none here, with Apple's error codes.
-    @Test func userDataMarkersRegions() throws {
-        guard let path = corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav") else { print(corpusAbsent); return }
+    @Test(.requires(corpusMissing)) func userDataMarkersRegions() throws {
+        let path = try corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav")
         var id: AudioFileID?
         #expect(AudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, .readPermission, 0, &id) == noErr)
         let file = try #require(id)

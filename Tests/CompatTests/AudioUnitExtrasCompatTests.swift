@@ -165,8 +165,8 @@ private func newUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = k
 
     /// An AudioFilePlayer unit plays a WAV region exactly (the samples of the file, then
     /// silence), reports its play time, and calls the region's completion proc.
-    @Test func audioFilePlayerPlaysARegion() throws {
-        guard let path = corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav") else { print(corpusAbsent); return }
+    @Test(.requires(corpusMissing)) func audioFilePlayerPlaysARegion() throws {
+        let path = try corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav")
         let unit = try newUnit(kAudioUnitType_Generator, kAudioUnitSubType_AudioFilePlayer)
         defer { AudioComponentInstanceDispose(unit) }
         var bufferFrames: UInt32 = 262_144
@@ -295,8 +295,8 @@ extension AudioUnitExtrasCompatTests {
     /// An AUGraph: AudioFilePlayer -> NewTimePitch (pitch 0, rate 1: passes through) ->
     /// GenericOutput, rendered with AudioUnitRender on the output unit: the file's samples come
     /// out in order, and the graph's render notifications run around every render.
-    @Test func filePlayerInAGraphWithRenderNotify() throws {
-        guard let path = corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav") else { print(corpusAbsent); return }
+    @Test(.requires(corpusMissing)) func filePlayerInAGraphWithRenderNotify() throws {
+        let path = try corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav")
         var graph: AUGraph?
         #expect(NewAUGraph(&graph) == noErr)
         let g = try #require(graph)

@@ -88,13 +88,10 @@ private func DJAudioConverterComplexInputDataProc(_ inAudioConverter: AudioConve
 }
 
 extension CompatSeedTests {
-    @Test("seed 001 (converter part): AudioFileStream packets -> AudioConverterFillComplexBuffer -> 16-bit PCM")
+    @Test("seed 001 (converter part): AudioFileStream packets -> AudioConverterFillComplexBuffer -> 16-bit PCM", .requires(corpusMissing))
     func converterFromStreamPackets() throws {
         let relative = "ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3"
-        guard let path = corpusFile(relative) else {
-            print("skipped: \(relative): \(corpusAbsent)")
-            return
-        }
+        let path = try corpusFile(relative)
         let player = ConverterPlayer()
         let client = Unmanaged.passUnretained(player).toOpaque()
         #expect(AudioFileStreamOpen(client, DJAudioFileStream_PropertyListenerProc, DJAudioFileStreamPacketsProc, 0, &player.audioFileStreamID) == noErr)

@@ -126,12 +126,10 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
     /// The big-endian AIFF read in its own format (the default client format) holds exactly the
     /// bytes AudioFileReadPacketData gives; the same signal as ALAC in M4A read as Int16 equals
     /// the WAV's bytes (lossless decode, priming trimmed).
-    @Test func readsTheSameFramesAsAudioFile() throws {
-        guard let aiff = corpusFile("ffmpeg-generated/aiff/pcm_s16be_st.aiff"), let wav = corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav"),
-              let alac = corpusFile("ffmpeg-generated/m4a/alac_st.m4a") else {
-            print(corpusAbsent)
-            return
-        }
+    @Test(.requires(corpusMissing)) func readsTheSameFramesAsAudioFile() throws {
+        let aiff = try corpusFile("ffmpeg-generated/aiff/pcm_s16be_st.aiff")
+        let wav = try corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav")
+        let alac = try corpusFile("ffmpeg-generated/m4a/alac_st.m4a")
         let direct = try audioFileBytes(aiff)
         let (viaExt, length) = try extRead(aiff, client: nil)
         #expect(length == 132300)
@@ -145,11 +143,10 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
         let (alacBigEndian, _) = try extRead(alac, client: int16Stereo(44100, bigEndian: true))
         #expect(alacBigEndian == direct)
         // Packed 24-bit read in its own format: the file's bytes.
-        if let s24 = corpusFile("ffmpeg-generated/wav/pcm_s24le_st.wav") {
-            let (bytes24, _) = try extRead(s24, client: nil, chunk: 777)
-            let direct24 = try audioFileBytes(s24)
-            #expect(!bytes24.isEmpty && bytes24 == direct24)
-        }
+        let s24 = try corpusFile("ffmpeg-generated/wav/pcm_s24le_st.wav")
+        let (bytes24, _) = try extRead(s24, client: nil, chunk: 777)
+        let direct24 = try audioFileBytes(s24)
+        #expect(!bytes24.isEmpty && bytes24 == direct24)
         // The AIFF swapped to little-endian is the WAV.
         var swapped = direct
         for i in stride(from: 0, to: swapped.count - 1, by: 2) { swapped.swapAt(i, i + 1) }
@@ -158,8 +155,8 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
 
     /// An AAC file read as planar Float32: the frame count is the file's valid length, and the
     /// audio matches ffmpeg's decode.
-    @Test func readsEncodedFileAsPlanarFloat() throws {
-        guard let path = corpusFile("ffmpeg-generated/m4a/aac_faststart.m4a") else { print(corpusAbsent); return }
+    @Test(.requires(corpusMissing)) func readsEncodedFileAsPlanarFloat() throws {
+        let path = try corpusFile("ffmpeg-generated/m4a/aac_faststart.m4a")
         var ref: ExtAudioFileRef?
         #expect(ExtAudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, &ref) == noErr)
         let file = try #require(ref)
@@ -212,8 +209,8 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
 
     /// Seeking lands on the exact frame: a read after ExtAudioFileSeek equals the same span of a
     /// full read, and Tell follows.
-    @Test func seekAndTell() throws {
-        guard let path = corpusFile("ffmpeg-generated/m4a/alac_st.m4a") else { print(corpusAbsent); return }
+    @Test(.requires(corpusMissing)) func seekAndTell() throws {
+        let path = try corpusFile("ffmpeg-generated/m4a/alac_st.m4a")
         let (all, _) = try extRead(path, client: int16Stereo(44100))
         var ref: ExtAudioFileRef?
         #expect(ExtAudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, &ref) == noErr)
@@ -380,8 +377,8 @@ private func ffprobe(_ path: String, _ entry: String) -> String? {
 
     /// A client rate other than the file's: the frames read follow the rate ratio, Tell and Seek
     /// stay in file frames, and the 440/660 Hz test content keeps its pitch.
-    @Test func resamplingClient() throws {
-        guard let path = corpusFile("ffmpeg-generated/m4a/alac_st.m4a") else { print(corpusAbsent); return }
+    @Test(.requires(corpusMissing)) func resamplingClient() throws {
+        let path = try corpusFile("ffmpeg-generated/m4a/alac_st.m4a")
         var client = floatPlanar(48000, channels: 2)
         client.mFormatFlags &= ~kAudioFormatFlagIsNonInterleaved
         client.mBytesPerFrame = 8

@@ -16,8 +16,8 @@ private func ignorePackets(_: UnsafeMutableRawPointer, _: UInt32, _: UInt32, _: 
 @Suite struct PacketDependencyCompatTests {
     /// An MP3 stream: packet 10 needs 2 packets of pre-roll, packet 0 none; the neighbouring
     /// independent packets are 9 and 11; the dependency info says independent with pre-roll 2.
-    @Test func streamRollDistanceAndIndependentPackets() throws {
-        guard let path = corpusFile("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3") else { print(corpusAbsent); return }
+    @Test(.requires(corpusMissing)) func streamRollDistanceAndIndependentPackets() throws {
+        let path = try corpusFile("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3")
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         var streamID: AudioFileStreamID?
         #expect(AudioFileStreamOpen(nil, ignoreProperty, ignorePackets, kAudioFileMP3Type, &streamID) == noErr)
@@ -55,8 +55,8 @@ private func ignorePackets(_: UnsafeMutableRawPointer, _: UInt32, _: UInt32, _: 
     }
 
     /// The same properties on an AudioFile: PCM needs no pre-roll; the last packet has no next.
-    @Test func fileRollDistance() throws {
-        guard let path = corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav") else { print(corpusAbsent); return }
+    @Test(.requires(corpusMissing)) func fileRollDistance() throws {
+        let path = try corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav")
         var id: AudioFileID?
         #expect(AudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, .readPermission, 0, &id) == noErr)
         let file = try #require(id)

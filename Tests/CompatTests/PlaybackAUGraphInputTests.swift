@@ -216,7 +216,7 @@ private func recorder16kRender(_ inRefCon: UnsafeMutableRawPointer, _ ioActionFl
     return noErr
 }
 
-@Suite("PlaybackAUGraphInputTests", .serialized, .enabled(if: PulseTestDaemon.unavailableReason == nil, "\(PulseTestDaemon.unavailableReason ?? "")"))
+@Suite("PlaybackAUGraphInputTests", .serialized, .requires(TestResource.pulseAudioMissing))
 struct PlaybackAUGraphInputTests {
     /// mic (RemoteIO element 1) -> N-band EQ (+6 dB at 1 kHz) -> mixer -> RemoteIO: the played
     /// 1 kHz tone comes out 6 dB louder.

@@ -162,7 +162,7 @@ private func playNearEnd(daemon: PulseTestDaemon, seconds: Double) throws -> Chi
 }
 
 /// The unit's output and input are the private daemon's null sink and its monitor.
-@Suite("PlaybackIOUnitInputTests", .serialized, .enabled(if: PulseTestDaemon.unavailableReason == nil, "\(PulseTestDaemon.unavailableReason ?? "")"))
+@Suite("PlaybackIOUnitInputTests", .serialized, .requires(TestResource.pulseAudioMissing))
 struct PlaybackIOUnitInputTests {
     /// Runs `body` with OAT_OUTPUT/OAT_INPUT/PULSE_SERVER pointing at a fresh daemon.
     func withLoopback(_ body: (PulseTestDaemon) throws -> Void) throws {

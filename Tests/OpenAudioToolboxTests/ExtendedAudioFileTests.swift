@@ -40,13 +40,13 @@ import Testing
         }
     }
 
-    @Test func seeksAreFrameExactInPCM() throws {
-        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func seeksAreFrameExactInPCM() throws {
+        let root = try TestResource.corpusRoot()
         try Self.checkSeeks(root + "/python-stdlib-audiodata/pluck-pcm16.au", frames: [0, 1, 1000, 3306])
     }
 
-    @Test func seekOutsideTheFileIsAnError() throws {
-        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+    @Test(.requires(TestResource.corpusMissing)) func seekOutsideTheFileIsAnError() throws {
+        let root = try TestResource.corpusRoot()
         let reader = try ExtendedAudioFile(path: root + "/python-stdlib-audiodata/pluck-pcm16.au")
         #expect(throws: AudioError.self) { try reader.seek(toFrame: -1) }
         #expect(throws: AudioError.self) { try reader.seek(toFrame: 1_000_000) }
@@ -62,9 +62,9 @@ import Testing
         "ffmpeg-generated/m4a/flac_in_mp4.mp4", "ffmpeg-generated/adts/aac_lc_44k_st.aac",
     ]
 
-    @Test(arguments: files)
+    @Test(.requires(TestResource.corpusMissing), arguments: files)
     func seekLandsOnTheFrame(_ file: String) throws {
-        guard let root = Corpus.root else { print(Corpus.absentMessage); return }
+        let root = try TestResource.corpusRoot()
         let lossy = file.contains("aac") || file.contains("opus")
         try ExtendedAudioFileTests.checkSeeks(root + "/" + file, frames: [0, 1, 4095, 44100, 100_000, 131_000], minimumSNR: lossy ? 20 : 60)
     }

@@ -44,8 +44,8 @@ import Testing
         return recorder
     }
 
-    @Test func mp3StreamIsRecordedPacketForPacket() throws {
-        guard let source = Self.mp3, Corpus.read(source) != nil else { return }
+    @Test(.requires(TestResource.corpusMissing)) func mp3StreamIsRecordedPacketForPacket() throws {
+        let source = try TestResource.corpusFile("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3")
         let dir = try ScratchDirectory("record-stream")
         let out = dir.path + "/radio.mp3"
         let recorder = try Self.record(source, to: out)
@@ -58,8 +58,8 @@ import Testing
         #expect(decodeWithFFmpeg(out)?.count == original.samples.count, "ffmpeg reads the recording")
     }
 
-    @Test func mp3StreamIsReencodedForM4A() throws {
-        guard let source = Self.mp3, Corpus.read(source) != nil else { return }
+    @Test(.requires(TestResource.corpusMissing)) func mp3StreamIsReencodedForM4A() throws {
+        let source = try TestResource.corpusFile("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3")
         let dir = try ScratchDirectory("record-stream")
         let out = dir.path + "/radio.m4a"
         let recorder = try Self.record(source, to: out)

@@ -7,9 +7,10 @@ import Testing
 
 /// `afplay --record FILE URL` (issue 5 point 7): the stream plays and its packets land in FILE.
 @Suite struct AfplayRecordTests {
-    @Test func afplayRecordsAStreamWhilePlaying() throws {
+    @Test(.requires(TestResource.corpusMissing)) func afplayRecordsAStreamWhilePlaying() throws {
         let afplay = try #require(builtProduct("afplay"), "afplay is not built (swift build)")
-        guard let root = Corpus.root, let bytes = Corpus.read(root + "/ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3") else { return }
+        let source = try TestResource.corpusFile("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3")
+        let bytes = try #require(Corpus.read(source))
         let scratch = try ScratchDirectory("afplay-record")
         defer { scratch.remove() }
         let server = try TestHTTPServer()
@@ -23,7 +24,7 @@ import Testing
         tool.stop()
         #expect(status == 0, "afplay: \(tool.output)")
         #expect(tool.output.contains("recorded"), "afplay: \(tool.output)")
-        let original = try decodeWithToolbox(root + "/ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3")
+        let original = try decodeWithToolbox(source)
         let recorded = try decodeWithToolbox(out)
         #expect(recorded.samples.count == original.samples.count)
         let identical = recorded.samples == original.samples  // a Bool: never diff large arrays in #expect

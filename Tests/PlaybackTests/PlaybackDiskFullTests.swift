@@ -5,17 +5,29 @@ import AudioTestSupport
 import OpenAudioToolbox
 import Testing
 
-/// A 512 KiB tmpfs mounted for the test (needs root; skipped with a message otherwise).
+/// A small tmpfs mounted for the test (needs root: the tests say so with `.requires`, and fail in CI without it).
 final class SmallFilesystem {
     let path: String
     private let scratch: ScratchDirectory
+
+    /// Why a tmpfs cannot be mounted here (not root, no mount(8), or mounting refused), or nil;
+    /// found once by mounting and unmounting a small one.
+    static let unavailableReason: String? = {
+        guard getuid() == 0, ChildProcess.which("mount") != nil else { return "mounting a tmpfs needs root and mount(8)" }
+        do {
+            guard let fs = try SmallFilesystem(kilobytes: 64) else { return "mount -t tmpfs is not permitted here" }
+            fs.remove()
+            return nil
+        } catch {
+            return "cannot prepare a tmpfs: \(error)"
+        }
+    }()
 
     init?(kilobytes: Int) throws {
         scratch = try ScratchDirectory("diskfull")
         path = scratch.path + "/mnt"
         mkdir(path, 0o755)
         guard getuid() == 0, let mount = ChildProcess.which("mount") else {
-            print("skipped: mounting a tmpfs needs root")
             scratch.remove()
             return nil
         }
@@ -23,7 +35,6 @@ final class SmallFilesystem {
         while p.isRunning { usleep(2_000) }
         var fs = statvfs()
         guard statvfs(path, &fs) == 0, UInt64(fs.f_blocks) * UInt64(fs.f_frsize) <= UInt64(kilobytes) * 1024 else {
-            print("skipped: mount -t tmpfs is not permitted here: \(String(decoding: Corpus.read(scratch.path + "/mount.log") ?? [], as: UTF8.self))")
             scratch.remove()
             return nil
         }
@@ -44,12 +55,11 @@ final class SmallFilesystem {
     /// it in about 3 s) as `type`: exit 1, the message names the file and the cause, and the
     /// file opens with afinfo and decodes to the frames that fit.
     /// (FLAC of the test signal takes about 30 KB/s: a 128 KiB tmpfs fills in about 4 s.)
-    @Test(arguments: [("WAVE", "wav", 512), ("caff", "caf", 512), ("AIFF", "aiff", 512), ("flac", "flac", 128)])
+    @Test(.requires(SmallFilesystem.unavailableReason), .requires(TestResource.pulseAudioMissing), arguments: [("WAVE", "wav", 512), ("caff", "caf", 512), ("AIFF", "aiff", 512), ("flac", "flac", 128)])
     func afrecordIntoAFullDisk(_ format: (type: String, ext: String, kilobytes: Int)) throws {
-        if let reason = PulseTestDaemon.unavailableReason { print("skipped: \(reason)"); return }
         let afrecord = try #require(builtProduct("afrecord"), "afrecord is not built (swift build)")
         let afinfo = try #require(builtProduct("afinfo"), "afinfo is not built (swift build)")
-        guard let fs = try SmallFilesystem(kilobytes: format.kilobytes) else { return }
+        let fs = try #require(try SmallFilesystem(kilobytes: format.kilobytes), "\(SmallFilesystem.unavailableReason ?? "the tmpfs did not mount")")
         defer { fs.remove() }
         let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
         defer { daemon.stop() }
@@ -84,9 +94,9 @@ final class SmallFilesystem {
 
     /// afconvert into a full disk: exit 1 with the cause and the file named; the partial output
     /// is removed (a converter leaves no half file behind).
-    @Test func afconvertIntoAFullDisk() throws {
+    @Test(.requires(SmallFilesystem.unavailableReason)) func afconvertIntoAFullDisk() throws {
         let afconvert = try #require(builtProduct("afconvert"), "afconvert is not built (swift build)")
-        guard let fs = try SmallFilesystem(kilobytes: 512) else { return }
+        let fs = try #require(try SmallFilesystem(kilobytes: 512), "\(SmallFilesystem.unavailableReason ?? "the tmpfs did not mount")")
         defer { fs.remove() }
         let source = fs.path + "/../source.wav"
         try #require(makeFixture(source, rate: 44100, channels: 2, seconds: 10, codec: ["-c:a", "pcm_s16le"]))

@@ -9,7 +9,7 @@ import Testing
 /// `afrecord --monitor` and `--measure-latency` on a private PulseAudio daemon: the null sink's
 /// monitor is the input, so sink -> monitor -> afrecord -> sink is a real loopback through the
 /// server's buffering.
-@Suite("PlaybackMonitorTests", .serialized, .enabled(if: playbackUnavailable == nil, "\(playbackUnavailable ?? "")"))
+@Suite("PlaybackMonitorTests", .serialized, .requires(playbackUnavailable))
 struct PlaybackMonitorTests {
     /// Runs `afrecord --measure-latency` with `arguments`; returns the latency in ms and the line.
     func measure(_ afrecord: String, _ daemon: PulseTestDaemon, log: String) throws -> (ms: Double, line: String, log: String) {

@@ -42,7 +42,7 @@ struct Fixture: Sendable, CustomTestStringConvertible {
 
 /// Every test here plays in real time through its own private PulseAudio daemon; they run one
 /// after another so they do not compete for the two cores.
-@Suite(.serialized, .enabled(if: playbackUnavailable == nil, "\(playbackUnavailable ?? "")"))
+@Suite(.serialized, .requires(playbackUnavailable))
 struct PlaybackTests {
     static let matrix: [Fixture] = [
         .mp3(44100, 2), .mp3(48000, 1),

@@ -10,7 +10,7 @@ import Testing
 /// Recording through a real PulseAudio server: a known signal played into the private daemon's
 /// null sink is recorded from its monitor by afrecord (as separate processes) and by the input
 /// queue, and compared with what was played.
-@Suite(.serialized, .enabled(if: playbackUnavailable == nil, Comment(rawValue: playbackUnavailable ?? "")))
+@Suite(.serialized, .requires(playbackUnavailable))
 struct PlaybackRecordingTests {
     /// True when the segments cover every reference frame once, in order, with nothing else
     /// recorded: bit-exact recording (a playback underrun may insert silence between segments).
@@ -358,15 +358,12 @@ extension PlaybackRecordingTests {
 extension PlaybackRecordingTests {
     /// ALSA capture in real time: the `pulse` ALSA plugin pointed at the private daemon's monitor,
     /// read by ``ALSAInputDevice`` under an input queue, holds the played signal bit-exactly.
-    @Test func alsaCaptureThroughThePulsePlugin() throws {
+    @Test(.requires(TestResource.first(TestResource.pulseAudioMissing, TestResource.alsaPulsePluginMissing))) func alsaCaptureThroughThePulsePlugin() throws {
         let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
         defer { daemon.stop() }
         let config = "pcm.oatpulsein { type pulse server \"\(daemon.server)\" device \"\(daemon.monitorSource)\" }\n"
         let format = AudioDeviceFormat(sampleRate: 48000, channels: 2)
-        guard let probe = try? ALSAInputDevice(device: "oatpulsein", format: format, configText: config) else {
-            print("alsa pulse plugin unavailable: nothing to test")
-            return
-        }
+        let probe = try ALSAInputDevice(device: "oatpulsein", format: format, configText: config)
         probe.close()
         let samples = Mutex<[Float]>([])
         var pcm = try #require(AudioFileConversion.dataFormat(named: "LEI16@48000"))
