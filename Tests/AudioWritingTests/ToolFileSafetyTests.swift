@@ -49,7 +49,7 @@ let canMakeDeviceNodes: Bool = {
     return mknod(path, S_IFCHR | 0o600, devFull) == 0
 }()
 
-@Suite(.enabled(if: afconvertPath != nil, "needs the tools built (swift build)"))
+@Suite(.requires(afconvertPath == nil ? "needs the tools built (swift build)" : nil))
 struct ToolFileSafetyTests {
     // MARK: input == output
 
@@ -134,7 +134,7 @@ struct ToolFileSafetyTests {
         #expect(temporaries(in: s.dir).isEmpty)
     }
 
-    @Test(.enabled(if: canMakeDeviceNodes, "needs permission to make device nodes (root)"))
+    @Test(.requires(canMakeDeviceNodes ? nil : "needs permission to make device nodes (root)"))
     func afconvertNeverRemovesADeviceNode() throws {
         let afconvert = try #require(afconvertPath)
         let s = Scratch("device-out")

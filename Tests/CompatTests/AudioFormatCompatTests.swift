@@ -6,6 +6,7 @@ import OpenAudioToolbox
 #endif
 import Foundation
 import Testing
+import AudioTestSupport
 
 private let asbdSize = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
 
@@ -57,9 +58,9 @@ private let mp3 = "ffmpeg-generated/mp3/l3_mpeg2_22k_mono.mp3"
     }
 
     @Test("FormatInfo and FormatList from a real M4A's cookie give the file's format",
-          .enabled(if: corpusFile(m4a) != nil, "corpus absent"))
+          .requires(TestResource.corpusMissing))
     func formatInfoFromFileCookie() throws {
-        let (format, cookie, file) = try formatAndCookie(corpusFile(m4a)!)
+        let (format, cookie, file) = try formatAndCookie(try corpusFile(m4a))
         defer { AudioFileClose(file) }
         try #require(!cookie.isEmpty)
         var asbd = AudioStreamBasicDescription()
@@ -79,9 +80,9 @@ private let mp3 = "ffmpeg-generated/mp3/l3_mpeg2_22k_mono.mp3"
         #expect(items[0].mASBD.mSampleRate == format.mSampleRate)
     }
 
-    @Test("FormatInfo reads an ALAC cookie", .enabled(if: corpusFile(alac) != nil, "corpus absent"))
+    @Test("FormatInfo reads an ALAC cookie", .requires(TestResource.corpusMissing))
     func formatInfoALAC() throws {
-        let (format, cookie, file) = try formatAndCookie(corpusFile(alac)!)
+        let (format, cookie, file) = try formatAndCookie(try corpusFile(alac))
         defer { AudioFileClose(file) }
         var asbd = AudioStreamBasicDescription()
         asbd.mFormatID = kAudioFormatAppleLossless
@@ -91,9 +92,9 @@ private let mp3 = "ffmpeg-generated/mp3/l3_mpeg2_22k_mono.mp3"
         #expect(asbd.mFramesPerPacket == format.mFramesPerPacket && asbd.mFormatFlags == format.mFormatFlags)
     }
 
-    @Test("ASBDFromMPEGPacket reads the first packet of an MP3", .enabled(if: corpusFile(mp3) != nil, "corpus absent"))
+    @Test("ASBDFromMPEGPacket reads the first packet of an MP3", .requires(TestResource.corpusMissing))
     func asbdFromMPEGPacket() throws {
-        let (format, _, file) = try formatAndCookie(corpusFile(mp3)!)
+        let (format, _, file) = try formatAndCookie(try corpusFile(mp3))
         defer { AudioFileClose(file) }
         var packet = [UInt8](repeating: 0, count: 4096)
         var bytes = UInt32(packet.count)

@@ -47,7 +47,7 @@ private func copyEncoderCookie(_ queue: AudioQueueRef, _ file: AudioFileID) -> O
     return AudioFileSetProperty(file, kAudioFilePropertyMagicCookieData, size, cookie)
 }
 
-@Suite("PlaybackAACRecorderCookieTests", .serialized, .enabled(if: PulseTestDaemon.unavailableReason == nil, "\(PulseTestDaemon.unavailableReason ?? "")"))
+@Suite("PlaybackAACRecorderCookieTests", .serialized, .requires(PulseTestDaemon.unavailableReason))
 struct PlaybackAACRecorderCookieTests {
     @Test("An AAC recorder copies the queue's converter cookie into the M4A, and the file decodes to the tone")
     func aacRecorderWritesTheCookieFromTheQueue() throws {

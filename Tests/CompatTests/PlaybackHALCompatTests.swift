@@ -29,7 +29,7 @@ private func stringProperty(_ device: AudioDeviceID, _ selector: AudioObjectProp
     return status == noErr ? value.map { String(describing: $0) } : nil
 }
 
-@Suite("PlaybackHALCompatTests", .serialized, .enabled(if: PulseTestDaemon.unavailableReason == nil, "\(PulseTestDaemon.unavailableReason ?? "")"))
+@Suite("PlaybackHALCompatTests", .serialized, .requires(PulseTestDaemon.unavailableReason))
 struct PlaybackHALCompatTests {
     @Test("Default output and input, the device list, rate, format, streams and buffer size through the HAL")
     func defaultDevicesThroughTheHAL() throws {

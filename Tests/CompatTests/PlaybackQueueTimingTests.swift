@@ -109,7 +109,7 @@ private final class FileGrowth: @unchecked Sendable {
     }
 }
 
-@Suite("PlaybackQueueTimingTests", .serialized, .enabled(if: PulseTestDaemon.unavailableReason == nil, "\(PulseTestDaemon.unavailableReason ?? "")"))
+@Suite("PlaybackQueueTimingTests", .serialized, .requires(PulseTestDaemon.unavailableReason))
 struct PlaybackQueueTimingTests {
     @Test func buffersComeBackWhenPlayedAndAStopTwoSecondsAfterTheLastLosesNothing() throws {
         let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
