@@ -48,7 +48,7 @@ extension AudioStreamBasicDescription {
     /// description is implausible (see ``plausibilityFailure``).
     public func checkPlausible(component: String, at offset: Int64? = nil, code: AudioError.Code = .invalidData) throws(AudioError) {
         if let why = plausibilityFailure {
-            throw AudioError(code, component: component, "the format is refused: \(why)", offset: offset,
+            throw AudioError(code, component: component, "refused: \(why)", offset: offset,
                              osStatus: code == .invalidData ? 0x666D_743F : nil) // 'fmt?'
         }
     }
