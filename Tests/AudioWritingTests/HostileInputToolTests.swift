@@ -19,7 +19,10 @@ import Glibc
         }
     }
 
-    static let toolsDirectory: String? = afconvertPath.map { String($0[..<$0.lastIndex(of: "/")!]) }
+    /// The built tools; `OAT_TOOLS_DIR` points the test at other builds (to check that it
+    /// fails on an older one).
+    static let toolsDirectory: String? = getenv("OAT_TOOLS_DIR").map { String(cString: $0) }
+        ?? afconvertPath.map { String($0[..<$0.lastIndex(of: "/")!]) }
 
     /// Runs `tool` with `arguments`, stdout to /dev/null and stderr captured, killed after
     /// `timeout` seconds; memory is the child's own peak RSS (wait4).
