@@ -130,6 +130,13 @@ family_matches() {
 prepare_seeds() {
     local family="$1" dest="$OUT/seeds-$1" f rel n=0
     rm -rf "$dest"; mkdir -p "$dest"
+    # The committed malformed inputs (boundary values in size/count/channel/rate fields) seed
+    # every family they belong to, with or without a corpus.
+    while IFS= read -r -d '' f; do
+        family_matches "$family" "$f" || continue
+        cp "$f" "$dest/regression__$(basename "$f")"
+        n=$((n + 1))
+    done < <(find "$FUZZ_DIR/regressions" -type f -print0 | LC_ALL=C sort -z)
     if [[ ! -d "$CORPUS" ]]; then
         echo "fuzz: corpus $CORPUS not found; $family starts from no seeds" >&2
         return

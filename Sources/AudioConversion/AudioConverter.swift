@@ -122,6 +122,10 @@ public final class AudioConverter {
         sourceFormat = source
         destinationFormat = destination
         AudioConverter.quietFFmpegLogging
+        // The one plausibility check parsers use too: nothing below sizes buffers from a
+        // channel count or rate outside FormatLimits.
+        try source.checkPlausible(component: "AudioConverter: source", code: .invalidArgument)
+        try destination.checkPlausible(component: "AudioConverter: destination", code: .invalidArgument)
         guard let fmt = CodecMapping.sampleFormat(for: destination), destination.validationFailure == nil,
               destination.sampleRate > 0 else {
             throw AudioError(.unsupportedFormat, component: "AudioConverter",
@@ -165,9 +169,6 @@ public final class AudioConverter {
         }
         guard let decoder = avcodec_find_decoder(choice.id) else {
             throw AudioError(.unsupportedFormat, component: component, "this libavcodec has no decoder for '\(source.formatID)'", osStatus: 0x666D_743F)
-        }
-        guard source.channelsPerFrame > 0, source.channelsPerFrame <= 255, source.sampleRate > 0, source.sampleRate < 1e7 else {
-            throw AudioError(.invalidArgument, component: component, "source format has \(source.channelsPerFrame) channels at \(source.sampleRate) Hz")
         }
         codec = avcodec_alloc_context3(decoder)
         frame = av_frame_alloc()

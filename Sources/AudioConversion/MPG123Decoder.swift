@@ -24,6 +24,9 @@ final class MPG123Decoder {
     private var currentRate: Int
 
     private static let initialized: Int32 = mpg123_init()
+    /// Most bytes libmpg123 may hold back undecoded (about five of the largest frames our
+    /// parser delivers, 8 KiB free format) before its buffer is dropped.
+    static let maximumHeldBytes = 40 << 10
 
     /// Opens a decoder for a stream of `sampleRate` Hz with `channels` (1 or 2) channels.
     init(sampleRate: Int, channels: Int) throws(AudioError) {
@@ -116,6 +119,14 @@ final class MPG123Decoder {
             if status == MPG123_OK.rawValue || status == MPG123_NEW_FORMAT.rawValue { continue }
             if status != MPG123_NEED_MORE.rawValue && status != MPG123_DONE.rawValue && produced == 0 { rejected = true }
             break
+        }
+        // libmpg123 keeps bytes it could not make a frame of in its feed buffer and rescans them
+        // on every call: fed junk frames (a run of bare headers) made decoding quadratic
+        // (256 KiB of `FF FB 00 00`: about 50 s). More than a few frames' worth held back
+        // means it is not decoding what it is fed: drop its buffer, so the work per input byte
+        // stays bounded.
+        if oat_mpg123_buffer_fill(handle) > MPG123Decoder.maximumHeldBytes {
+            try reset()
         }
         if rejected && produced == 0 { return false }
         if produced < expected {

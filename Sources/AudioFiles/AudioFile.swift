@@ -206,6 +206,7 @@ public final class AudioFile {
         guard let format = stream.dataFormat, let fileFormat = stream.fileFormat else {
             throw AudioError(.invalidData, component: "AudioFile", "no audio format found in \(path)", offset: offset)
         }
+        try format.checkPlausible(component: "AudioFile", at: stream.dataOffset)
         self.fileFormat = fileFormat
         self.dataFormat = format
         self.formatList = stream.formatList

@@ -260,6 +260,17 @@ public final class AudioFileStream {
             } catch {
                 throw AudioError(.invalidData, component: "AudioFileStream", "\(error)", offset: position)
             }
+            if let format = out.info.dataFormat, format != mark.info.dataFormat {
+                // One check for every parser: a format with absurd parameters (65535 channels,
+                // a 0 Hz or 1e300 Hz rate, 2^32-1 frames per packet) is refused before anything
+                // downstream sizes buffers from it.
+                do throws(AudioError) {
+                    try format.checkPlausible(component: "\(out.info.fileFormat.map { "\($0)" } ?? "AudioFileStream") data format", at: position)
+                } catch {
+                    out.rollback(to: mark) // nothing of the refused step is reported or kept
+                    throw error
+                }
+            }
             if !out.events.isEmpty {
                 // Report committed property changes as they happen (packets are batched).
                 handOut(handler)

@@ -84,7 +84,8 @@ func defaultSeek(toPacket packet: Int64, _ info: StreamInfo, component: String) 
     if format.bytesPerPacket > 0 {
         let (rel, overflow) = packet.multipliedReportingOverflow(by: Int64(format.bytesPerPacket))
         if overflow { throw AudioError(.invalidArgument, component: component, "packet \(packet) is out of range") }
-        return AudioFileStreamSeekResult(byteOffset: dataOffset + rel, dataByteOffset: rel, isEstimated: false, packetIndex: packet)
+        return AudioFileStreamSeekResult(byteOffset: try InputArithmetic(component, code: .invalidArgument).add(dataOffset, rel, "offset of packet \(packet)"),
+                                         dataByteOffset: rel, isEstimated: false, packetIndex: packet)
     }
     var average = info.averageBytesPerPacket ?? 0
     if average <= 0, let bytes = info.audioDataByteCount, let packets = info.audioDataPacketCount, packets > 0 {
@@ -93,8 +94,10 @@ func defaultSeek(toPacket packet: Int64, _ info: StreamInfo, component: String) 
     guard average > 0 else {
         throw AudioError(.valueUnknown, component: component, "no packet size known yet to estimate a seek offset")
     }
-    let rel = Int64((Double(packet) * average).rounded(.down))
-    return AudioFileStreamSeekResult(byteOffset: dataOffset + rel, dataByteOffset: rel, isEstimated: true, packetIndex: packet)
+    // A packet far past the data (no packet count known) must not trap in the conversion.
+    let c = InputArithmetic(component, code: .invalidArgument)
+    let rel = try c.convert((Double(packet) * average).rounded(.down), to: Int64.self, "estimated offset of packet \(packet)")
+    return AudioFileStreamSeekResult(byteOffset: try c.add(dataOffset, rel, "offset of packet \(packet)"), dataByteOffset: rel, isEstimated: true, packetIndex: packet)
 }
 
 /// What parse steps report: property changes and packets, in order.

@@ -180,6 +180,11 @@ public enum AudioFileConversion {
             throw naming(input, renaming(readPath, to: input, error))
         }
         let sf = source.dataFormat
+        do throws(AudioError) {
+            try sf.checkPlausible(component: "AudioFile")
+        } catch {
+            throw naming(input, error)
+        }
         var sourceBits = sf.bitsPerChannel
         if !sf.isPCM && (sf.formatID == .appleLossless || sf.formatID == .flac) {
             switch sf.formatFlags.rawValue {
@@ -205,6 +210,15 @@ public enum AudioFileConversion {
             let bytes = (target.bitsPerChannel + 7) / 8
             target.bytesPerFrame = bytes * channels
             target.bytesPerPacket = target.bytesPerFrame
+        }
+        do throws(AudioError) {
+            // Channels and rate come from the source (checked when it was opened) or the
+            // command line: refuse what no buffer should be sized from.
+            try target.checkPlausible(component: "afconvert", code: .invalidArgument)
+        } catch {
+            var e = naming(output, error)
+            e.message += " (nothing was written)"
+            throw e
         }
         let encoder: AudioEncoder
         do {

@@ -133,8 +133,16 @@ public final class AudioFilePlayer: @unchecked Sendable {
     }
 
     /// Starts playback at `seconds` into the first file; stops by itself after `duration`
-    /// seconds when given (afplay's `-t`).
+    /// seconds when given (afplay's `-t`). A start past the end of the file ends the item at
+    /// once; a duration longer than the files (up to infinity) plays them whole. NaN and negative
+    /// values throw `invalidArgument`.
     public func play(from seconds: Double = 0, duration: Double? = nil) throws(AudioError) {
+        guard !seconds.isNaN, seconds >= 0 else {
+            throw AudioError(.invalidArgument, component: "AudioFilePlayer", "start time \(seconds) is not a number of seconds >= 0")
+        }
+        if let duration, duration.isNaN || duration <= 0 {
+            throw AudioError(.invalidArgument, component: "AudioFilePlayer", "duration \(duration) is not a positive number of seconds")
+        }
         let started: PlayerThread? = try transport.withLock { (t: inout Transport) throws(AudioError) -> PlayerThread? in
             if t.stopped {
                 throw AudioError(.invalidState, component: "AudioFilePlayer", "play after stop: a stopped player cannot restart; create a new one")
@@ -205,6 +213,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
 
     /// Moves to `seconds` in the item playing now.
     public func seek(to seconds: Double) {
+        guard !seconds.isNaN else { return }
         state.withLock { $0.seekRequest = max(0, seconds) }
         bufferReturned.signal()
     }
@@ -299,7 +308,8 @@ public final class AudioFilePlayer: @unchecked Sendable {
         // True once everything is enqueued and the queue was told to end after it.
         var endIssued = false
         guard let pcm = try? AudioPCMBuffer(format: clientFormat, frameCapacity: framesPerBuffer) else { return }
-        let limitFrames = state.withLock { $0.stopAfterSeconds }.map { Int64($0 * deviceFormat.sampleRate) }
+        // Saturating: `-t 1e308` or `-t inf` means the whole file, never a trap.
+        let limitFrames = state.withLock { $0.stopAfterSeconds }.map { InputArithmetic.frames(seconds: $0, sampleRate: deviceFormat.sampleRate) }
         // End the stream only once the queue runs: starting a queue clears a pending
         // stop(immediately: false), and a queue stopped before it starts ends at once, dropping
         // what it holds (a file shorter than the ring would never play, or never end).
@@ -360,7 +370,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 }
             }
             if let seek = state.withLock({ s -> Double? in defer { s.seekRequest = nil }; return s.seekRequest }), let r = reader {
-                let frame = min(r.frameCount, Int64(seek * r.file.dataFormat.sampleRate))
+                let frame = min(r.frameCount, InputArithmetic.frames(seconds: seek, sampleRate: r.file.dataFormat.sampleRate))
                 queue.reset()
                 do { try r.seek(toFrame: frame) } catch { emit(.itemFailed(index: index, error: error)) }
                 let clientFrame = Int64(Double(frame) / r.file.dataFormat.sampleRate * deviceFormat.sampleRate)

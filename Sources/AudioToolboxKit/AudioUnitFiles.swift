@@ -27,7 +27,7 @@ extension AUPlayerNode {
         }
         let first = try open(firstPath)
         if startSeconds > 0 {
-            try first.seek(toFrame: min(first.frameCount, Int64(startSeconds * first.file.dataFormat.sampleRate)))
+            try first.seek(toFrame: min(first.frameCount, InputArithmetic.frames(seconds: startSeconds, sampleRate: first.file.dataFormat.sampleRate)))
         }
         final class FeedState: @unchecked Sendable {
             var file: ExtendedAudioFile?
@@ -37,7 +37,7 @@ extension AUPlayerNode {
         }
         let state = FeedState()
         state.file = first
-        state.remaining = durationSeconds.map { Int64($0 * rate) }
+        state.remaining = durationSeconds.map { InputArithmetic.frames(seconds: $0, sampleRate: rate) }
         play(from: { (out: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int in
             let wanted = out.count / outChannels
             while true {

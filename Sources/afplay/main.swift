@@ -57,6 +57,10 @@ struct Options: Sendable {
     var files: [String] = []
 }
 
+/// Longest `-t`/`--start` taken literally (about 31 years): larger values, up to `inf`, mean
+/// "the whole file" or "the end", so no seconds-to-frames conversion can overflow.
+let maximumSeconds = 1e9
+
 func parseArguments() -> Options {
     var o = Options()
     var args = ArraySlice(graphOptions.remaining)
@@ -67,10 +71,15 @@ func parseArguments() -> Options {
     while let arg = args.popFirst() {
         switch arg {
         case "-v": guard let v = Float(value(arg)), v >= 0 else { fail("-v takes a number from 0 to 1") }; o.volume = min(1, v)
-        case "-t": guard let v = Double(value(arg)), v > 0 else { fail("-t takes a positive number of seconds") }; o.limit = v
+        case "-t":
+            // Beyond any file (up to inf) means the whole file: no limit, never a frame-count overflow.
+            guard let v = Double(value(arg)), v > 0 else { fail("-t takes a positive number of seconds") }
+            o.limit = v < maximumSeconds ? v : nil
         case "-d": o.debug = true
         case _ where takeTimePitchOption(arg, { value(arg) }): break // -r, -q, --pitch: TimePitchOptions.swift
-        case "--start": guard let v = Double(value(arg)), v >= 0 else { fail("--start takes seconds >= 0") }; o.start = v
+        case "--start":
+            guard let v = Double(value(arg)), v >= 0, v.isFinite else { fail("--start takes a finite number of seconds >= 0") }
+            o.start = min(v, maximumSeconds) // past the end of the file: the item ends at once
         case "--output":
             guard let spec = AudioOutputSpec(parsing: value(arg)) else { fail("--output takes auto, pulse[:SINK], alsa[:DEVICE], wav:PATH, null or null:fast") }
             o.output = spec

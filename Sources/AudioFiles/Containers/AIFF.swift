@@ -106,7 +106,7 @@ struct AIFFParser: ContainerParser {
             }
             if let format, frameCount > 0 {
                 // The frame count bounds the samples (and says how many there are while streaming).
-                let stated = Int64(frameCount) * Int64(format.bytesPerPacket)
+                let stated = try InputArithmetic(Self.component, at: offset).multiply(Int64(frameCount), Int64(format.bytesPerPacket), "COMM frame count × bytes per frame")
                 length = min(length ?? stated, stated)
             }
             dataStart = start

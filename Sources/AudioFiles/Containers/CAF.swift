@@ -134,6 +134,10 @@ struct CAFParser: ContainerParser {
             _ = try r.u32be() // edit count
             let start = offset + 16
             let length: Int64? = size == -1 ? nil : size - 4
+            if let length {
+                // The end of the data must be representable (a size near 2^63 passes the chunk check).
+                _ = try InputArithmetic(Self.component, at: offset).add(start, length, "end of the data chunk (size \(size))")
+            }
             if let length { out.set(\.audioDataByteCount, length, .audioDataByteCount) }
             out.set(\.dataOffset, start, .dataOffset)
             let newState: ChunkDataRegion

@@ -473,7 +473,7 @@ struct MP4Parser: ContainerParser {
     /// A `moof`: appends the runs of the sound track to the sample table.
     mutating func parseFragment(_ moof: MP4.Box, _ out: inout ParseOutput) throws {
         guard moof.offset > lastFragmentOffset else { return } // already in the table
-        var runs: [(offset: Int64, sizes: [UInt32], durations: [UInt32], defaultDuration: UInt32)] = []
+        var runs: [(offset: Int64, sizes: MP4SizeRun, durations: [UInt32], defaultDuration: UInt32)] = []
         var added = 0
         for traf in try MP4.children(moof.payload, base: moof.payloadOffset) where traf.type == "traf" {
             let kids = try MP4.children(traf.payload, base: traf.payloadOffset)
@@ -522,17 +522,18 @@ struct MP4Parser: ContainerParser {
                     guard dataOffset >= 0, dataOffset < 1 << 60 else {
                         throw invalidData(Self.component, "'trun' data offset \(dataOffset) is out of range", at: trun.offset)
                     }
-                    var sizes = [UInt32](repeating: defaultSize, count: n)
+                    // Per-sample arrays only for what the box holds per sample (bounded by its
+                    // bytes); a default size stays one value.
+                    var sizes = [UInt32](repeating: 0, count: flags & 0x200 != 0 ? n : 0)
                     var durations = [UInt32](repeating: defaultDuration, count: flags & 0x100 != 0 ? n : 0)
-                    var bytes: Int64 = 0
+                    var bytes: Int64 = flags & 0x200 != 0 ? 0 : Int64(defaultSize) * Int64(n)
                     for i in 0..<n {
                         if flags & 0x100 != 0 { durations[i] = try r.u32be() }
-                        if flags & 0x200 != 0 { sizes[i] = try r.u32be() }
+                        if flags & 0x200 != 0 { sizes[i] = try r.u32be(); bytes += Int64(sizes[i]) }
                         if flags & 0x400 != 0 { try r.skip(4) }
                         if flags & 0x800 != 0 { try r.skip(4) }
-                        bytes += Int64(sizes[i])
                     }
-                    runs.append((dataOffset, sizes, durations, defaultDuration))
+                    runs.append((dataOffset, flags & 0x200 != 0 ? .explicit(sizes) : .constant(defaultSize, count: n), durations, defaultDuration))
                     added += n
                     next = dataOffset + bytes
                 }
@@ -541,7 +542,12 @@ struct MP4Parser: ContainerParser {
         // Commit.
         lastFragmentOffset = moof.offset
         let wasEmpty = table.sampleCount == 0
-        for run in runs { table.appendRun(offset: run.offset, sizes: run.sizes, durations: run.durations, defaultDuration: run.defaultDuration) }
+        let c = InputArithmetic(Self.component, at: moof.offset)
+        var updated = table
+        for run in runs {
+            try updated.appendRun(offset: run.offset, sizes: run.sizes, durations: run.durations, defaultDuration: run.defaultDuration, c)
+        }
+        table = updated
         cursor = table.cursor(at: cursor.sample)
         if wasEmpty && table.sampleCount > 0 {
             out.set(\.dataOffset, table.offset(ofSample: 0), .dataOffset)

@@ -90,13 +90,7 @@ enum MP4 {
     /// Checks a table's entry count against the limits and the bytes present, before any
     /// allocation sized by it.
     static func checkEntries(_ count: UInt32, entryBytes: Int, in r: ByteReader, box: String, limits: ParserLimits) throws -> Int {
-        let n = Int(count)
-        if n > limits.maximumTableEntries {
-            throw limitExceeded(component, "'\(box)' has \(n) entries, more than the limit of \(limits.maximumTableEntries)", at: r.absoluteOffset)
-        }
-        if n.multipliedReportingOverflow(by: entryBytes).partialValue > r.remaining || n.multipliedReportingOverflow(by: entryBytes).overflow {
-            throw invalidData(component, "'\(box)' claims \(n) entries but holds only \(r.remaining) bytes", at: r.absoluteOffset)
-        }
-        return n
+        try InputArithmetic(component, at: r.absoluteOffset)
+            .allocationCount(count, bytesEach: entryBytes, available: r.remaining, limit: limits.maximumTableEntries, "'\(box)' entry count")
     }
 }

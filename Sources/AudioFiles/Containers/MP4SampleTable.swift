@@ -4,8 +4,13 @@ import AudioCore
 /// index per chunk (or per `trun` run of a fragment), and run-length sample durations.
 struct MP4SampleTable: Equatable {
     var sampleCount = 0
-    /// Size of every sample when `sizes` is empty.
+    /// Size of the first ``constantCount`` samples (a constant-size `stsz`, or fragments with
+    /// a default size): kept as one value, never expanded into an array, so a count the input
+    /// claims costs no memory until per-sample sizes are actually present in the input.
     var constantSize: UInt32 = 0
+    /// Samples at the start that all have ``constantSize``.
+    var constantCount = 0
+    /// Sizes of the samples from ``constantCount`` on.
     var sizes: [UInt32] = []
     var chunkOffsets: [Int64] = []
     /// Index of the first sample of each chunk (non-decreasing).
@@ -17,7 +22,7 @@ struct MP4SampleTable: Equatable {
     /// Sum of the durations of the samples, in the media timescale.
     var totalDuration: Int64 = 0
 
-    func size(_ i: Int) -> UInt32 { sizes.isEmpty ? constantSize : sizes[i] }
+    func size(_ i: Int) -> UInt32 { i < constantCount ? constantSize : sizes[i - constantCount] }
 
     /// Where the delivery of samples stands.
     struct Cursor: Equatable {
@@ -46,13 +51,15 @@ struct MP4SampleTable: Equatable {
         c.chunk = chunk(containing: target)
         var offset = chunkOffsets[c.chunk]
         var i = chunkFirstSample[c.chunk]
-        if sizes.isEmpty {
-            offset += Int64(s - i) * Int64(constantSize)
-        } else {
-            while i < s {
-                offset += Int64(size(i))
-                i += 1
-            }
+        if i < min(s, constantCount) {
+            // Within the constant-size samples: no walk (a chunk may claim 64 Mi of them).
+            let upto = min(s, constantCount)
+            offset += Int64(upto - i) * Int64(constantSize)
+            i = upto
+        }
+        while i < s {
+            offset += Int64(size(i))
+            i += 1
         }
         c.offset = offset
         var left = s
@@ -125,6 +132,7 @@ struct MP4SampleTable: Equatable {
     mutating func setConstantSize(_ size: UInt32) {
         sizes = []
         constantSize = size
+        constantCount = sampleCount
         totalBytes = Int64(sampleCount) * Int64(size)
         maxSize = sampleCount > 0 ? size : 0
     }
@@ -150,36 +158,68 @@ struct MP4SampleTable: Equatable {
         return c.sample
     }
 
-    mutating func appendDurations(count: UInt32, delta: UInt32) {
+    /// Adds `count` samples lasting `delta` each; refuses (with `c`'s component and offset) a
+    /// total duration beyond Int64 (an `stts` entry (2^32-1, 2^32-1) alone is 2^64 - 2^33 + 1).
+    mutating func appendDurations(count: UInt32, delta: UInt32, _ c: InputArithmetic) throws(AudioError) {
         guard count > 0 else { return }
-        if let last = durationDeltas.last, last == delta {
-            durationCounts[durationCounts.count - 1] += count
+        let total = try c.add(totalDuration, try c.multiply(Int64(count), Int64(delta), "sample count × duration"), "total duration")
+        if let last = durationDeltas.last, last == delta,
+           case (let merged, false) = durationCounts[durationCounts.count - 1].addingReportingOverflow(count) {
+            durationCounts[durationCounts.count - 1] = merged
         } else {
+            // A run longer than 2^32-1 samples continues in a new entry.
             durationCounts.append(count)
             durationDeltas.append(delta)
         }
-        totalDuration += Int64(count) * Int64(delta)
+        totalDuration = total
     }
 
     /// Appends a contiguous run of samples (a fragment's `trun`); `durations` is per sample, or
     /// empty when every sample lasts `defaultDuration`.
-    mutating func appendRun(offset: Int64, sizes newSizes: [UInt32], durations: [UInt32], defaultDuration: UInt32) {
-        guard !newSizes.isEmpty else { return }
-        if sizes.isEmpty && sampleCount > 0 {
-            sizes = [UInt32](repeating: constantSize, count: sampleCount)
+    mutating func appendRun(offset: Int64, sizes newSizes: MP4SizeRun, durations: [UInt32], defaultDuration: UInt32,
+                            _ c: InputArithmetic) throws(AudioError) {
+        guard newSizes.count > 0 else { return }
+        var bytes: Int64 = 0
+        switch newSizes {
+        case .constant(let size, let n):
+            bytes = Int64(size) * Int64(n)
+            if sizes.isEmpty && (constantCount == 0 || constantSize == size) {
+                // Still one constant size: extend it without allocating per sample.
+                constantSize = size
+                constantCount += n
+            } else {
+                sizes += repeatElement(size, count: n)
+            }
+            if n > 0 { maxSize = max(maxSize, size) }
+        case .explicit(let list):
+            sizes += list
+            for s in list {
+                bytes += Int64(s)
+                maxSize = max(maxSize, s)
+            }
         }
         chunkOffsets.append(offset)
         chunkFirstSample.append(sampleCount)
-        sizes += newSizes
         sampleCount += newSizes.count
-        for s in newSizes {
-            totalBytes += Int64(s)
-            maxSize = max(maxSize, s)
-        }
+        totalBytes = try c.add(totalBytes, bytes, "total sample bytes")
         if durations.isEmpty {
-            appendDurations(count: UInt32(newSizes.count), delta: defaultDuration)
+            try appendDurations(count: try c.convert(newSizes.count, to: UInt32.self, "'trun' sample count"), delta: defaultDuration, c)
         } else {
-            for d in durations { appendDurations(count: 1, delta: d) }
+            for d in durations { try appendDurations(count: 1, delta: d, c) }
+        }
+    }
+}
+
+/// The sizes of one run of samples: one size for all (`stsz` constant, `tfhd` default size), or
+/// one per sample (read from the input, so bounded by the bytes present).
+enum MP4SizeRun: Equatable {
+    case constant(UInt32, count: Int)
+    case explicit([UInt32])
+
+    var count: Int {
+        switch self {
+        case .constant(_, let n): n
+        case .explicit(let list): list.count
         }
     }
 }
@@ -200,6 +240,7 @@ extension MP4 {
                         throw limitExceeded(component, "'stsz' has \(count) samples, more than the limit of \(limits.maximumTableEntries)", at: stsz.offset)
                     }
                     table.constantSize = constant
+                    table.constantCount = Int(count)
                     table.sampleCount = Int(count)
                     table.totalBytes = Int64(constant) * Int64(count)
                     table.maxSize = count > 0 ? constant : 0
@@ -306,7 +347,8 @@ extension MP4 {
                 if next < table.sampleCount {
                     // The chunks hold fewer samples than stsz lists: keep what the chunks place.
                     table.sampleCount = next
-                    if !table.sizes.isEmpty { table.sizes.removeSubrange(next...) }
+                    if next < table.constantCount { table.constantCount = next }
+                    if !table.sizes.isEmpty { table.sizes.removeSubrange(max(0, next - table.constantCount)...) }
                     table.totalBytes = 0
                     table.maxSize = 0
                     for i in 0..<next {
@@ -319,6 +361,7 @@ extension MP4 {
             chunkOffsets = []
             if table.sampleCount > 0 {
                 table.sampleCount = 0
+                table.constantCount = 0
                 table.sizes = []
                 table.totalBytes = 0
                 table.maxSize = 0
@@ -331,10 +374,11 @@ extension MP4 {
             try read(stts) { r in
                 try r.skip(4)
                 let n = try checkEntries(try r.u32be(), entryBytes: 8, in: r, box: "stts", limits: limits)
+                let c = InputArithmetic(component, at: stts.offset)
                 for _ in 0..<n {
                     let count = try r.u32be()
                     let delta = try r.u32be()
-                    table.appendDurations(count: count, delta: delta)
+                    try table.appendDurations(count: count, delta: delta, c)
                 }
             }
         }

@@ -239,7 +239,10 @@ struct MPEGAudioParser: ContainerParser {
             let window = Self.maximumFreeFormatFrame + 4
             _ = try has(window, input, isEOF)
             let end = min(window, input.count) - 4
-            var q = 16
+            // From 4: a matching header closer than the smallest frame that can hold the side
+            // information means an empty frame (a run of bare headers, `FF FB 00 00 ...`), junk
+            // rather than audio: 256 KiB of them were 16000 frames of 1152 samples each.
+            var q = 4
             var found: Int?
             while q <= end {
                 if input[q] == 0xFF, input[q + 1] == input[1], input[q + 2] & 0xFC == input[2] & 0xFC,
@@ -249,7 +252,7 @@ struct MPEGAudioParser: ContainerParser {
                 }
                 q += 1
             }
-            guard let f = found else { return nil }
+            guard let f = found, f >= h.minimumLength else { return nil }
             length = f
             newBase = h.freeFormatBase(length: f)
         }

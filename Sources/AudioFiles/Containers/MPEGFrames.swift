@@ -71,6 +71,20 @@ struct MPEGFrameHeader: Equatable {
         }
     }
 
+    /// The smallest frame that can hold this header's fixed parts: the header, the CRC and the
+    /// side information (Layer III: 17 or 32 bytes for MPEG-1, 9 or 17 for MPEG-2/2.5) or the
+    /// least bit allocation (Layers I and II). A shorter free-format "frame" (a run of bare
+    /// headers such as `FF FB 00 00`) holds no audio; accepting it would let a few bytes stand
+    /// for 1152 decoded frames each.
+    var minimumLength: Int {
+        let crc = hasCRC ? 2 : 0
+        switch layer {
+        case 3: return 4 + crc + (version == 0 ? (isMono ? 17 : 32) : (isMono ? 9 : 17))
+        case 1: return 4 + crc + 16
+        default: return 4 + crc + 4
+        }
+    }
+
     /// Frame length without padding for a free-format frame whose total length is `length`.
     func freeFormatBase(length: Int) -> Int { length - padding * slotSize }
 

@@ -461,8 +461,12 @@ struct OggParser: ContainerParser {
     private mutating func reportPacketTable(_ out: inout ParseOutput) {
         guard let l = link, l.tracksTotals, let start = l.granuleStart, let last = l.lastGranule else { return }
         let total = l.framesTotal
-        let priming = max(0, l.preSkip - start)
-        let end = min(total, max(priming, last - start))
+        // Granules are 64-bit values from the input: differences of extreme ones overflow.
+        let c = InputArithmetic(Self.component)
+        guard let skip = try? c.subtract(Int64(l.preSkip), start, "pre-skip relative to the first granule"),
+              let span = try? c.subtract(last, start, "granule span") else { return }
+        let priming = max(0, skip)
+        let end = min(total, max(priming, span))
         let valid = end - priming
         let remainder = total - end
         guard priming <= Int64(Int32.max), remainder <= Int64(Int32.max) else { return }

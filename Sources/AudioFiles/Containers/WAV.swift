@@ -110,7 +110,8 @@ struct WAVParser: ContainerParser {
         let id = try r.fourCC()
         let size32 = try u32(&r)
         let size = Int64(size32)
-        let total = 8 + size + (size & 1)
+        let c = InputArithmetic(Self.component, at: offset)
+        let total = 8 + size + (size & 1) // at most 2^32 + 8: cannot overflow
         switch id {
         case "data":
             if dataStart != nil { return .skip(total) } // a second data chunk: ignore
@@ -132,9 +133,11 @@ struct WAVParser: ContainerParser {
             } else {
                 length = size
             }
-            let start = offset + 8
+            let start = try c.add(offset, 8, "data chunk offset")
             let asbd = format.asbd
             if let length {
+                // ds64 can claim up to 2^64-1 bytes: the end of the data must be representable.
+                _ = try c.add(start, try c.add(length, length & 1, "data chunk size"), "end of the data chunk (ds64 size \(length))")
                 out.set(\.audioDataByteCount, length, .audioDataByteCount)
                 if asbd.bytesPerPacket > 0 {
                     out.set(\.audioDataPacketCount, length / Int64(asbd.bytesPerPacket), .audioDataPacketCount)

@@ -217,9 +217,7 @@ public struct HLSPlaylist: Sendable, Equatable {
                         }
                         r.offset = prev
                     }
-                    let (end, overflow) = r.offset.addingReportingOverflow(r.length)
-                    guard !overflow else { throw AudioError(.invalidData, component: component, "line \(n): byte range overflows") }
-                    lastRangeEnd[uri] = end
+                    lastRangeEnd[uri] = try InputArithmetic(component).add(r.offset, r.length, "line \(n): byte range end")
                     byteRange = r
                 }
                 media.segments.append(HLSSegment(uri: uri, duration: d, title: title, sequence: sequence,
@@ -228,9 +226,7 @@ public struct HLSPlaylist: Sendable, Equatable {
                 guard media.segments.count <= limits.maximumEntries else {
                     throw AudioError(.limitExceeded, component: component, "line \(n): more than \(limits.maximumEntries) segments")
                 }
-                let (next, overflow) = sequence.addingReportingOverflow(1)
-                guard !overflow else { throw AudioError(.invalidData, component: component, "line \(n): media sequence overflows") }
-                sequence = next
+                sequence = try InputArithmetic(component).add(sequence, 1, "line \(n): media sequence")
                 duration = nil
                 title = nil
                 discontinuity = false
