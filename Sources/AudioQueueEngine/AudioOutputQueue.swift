@@ -20,8 +20,13 @@ public enum AudioOutputQueueEvent: Sendable, Equatable {
     case ended
     /// The device ran out of audio mid-stream `count` times so far (buffers came too late).
     case underrun(count: Int)
-    /// The decoder rejected data; playback continues.
+    /// The decoder rejected data, or could not be created for the queue's format and cookie
+    /// (then the queue's buffers come back unplayed until a cookie that opens it is set);
+    /// ``AudioOutputQueue/converterError`` holds it.
     case converterError(AudioError)
+    /// The time-pitch stage could not be set up (e.g. the Rubber Band library is missing): the
+    /// audio plays at rate 1 and pitch 0. ``AudioOutputQueue/timePitchError`` holds it.
+    case timePitchError(AudioError)
     /// The device went away / came back.
     case device(AudioDeviceEvent)
 }
@@ -87,6 +92,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var playedAtStart: Int64 = 0
         var discontinuity = false
         var converterError: AudioError?
+        var timePitchError: AudioError?
         var generation = 0
         var flushRequested = false
         var lastUnderruns = 0
@@ -641,6 +647,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// The last decoder error (`kAudioQueueProperty_ConverterError`), if any.
     public var converterError: AudioError? { control.withLock { $0.converterError } }
 
+    /// Why the time-pitch stage is not running although it is enabled (e.g. the Rubber Band
+    /// library is missing), if it could not be set up; nil once it runs.
+    public var timePitchError: AudioError? { control.withLock { $0.timePitchError } }
+
     /// Name of the device in use (`kAudioQueueProperty_CurrentDevice`), once started.
     public var currentDevice: String? { control.withLock { $0.device?.name } }
 
@@ -692,6 +702,25 @@ public final class AudioOutputQueue: @unchecked Sendable {
         if changed { notify(.isRunning) }
     }
 
+    /// The decoder for the current format and cookie; a failure becomes the queue's converter
+    /// error (property, listener, event) once per distinct error, and nil.
+    private func makeConverterReporting() -> AudioConverter? {
+        do throws(AudioError) {
+            return try makeConverter()
+        } catch {
+            let fresh = control.withLock { s -> Bool in
+                guard s.converterError != error else { return false }
+                s.converterError = error
+                return true
+            }
+            if fresh {
+                notify(.converterError)
+                post(.converterError(error))
+            }
+            return nil
+        }
+    }
+
     private func notify(_ property: AudioQueueProperty) {
         let (listeners, handler) = control.withLock { s in (Array(s.listeners.values), s.eventHandler) }
         for l in listeners { l(self, property) }
@@ -735,7 +764,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// The queue's own thread: decodes enqueued buffers into the ring, returns them through the
     /// callback, watches the device, and ends the stream.
     private func feederLoop() {
-        var converter: AudioConverter? = try? makeConverter()
+        var converter: AudioConverter? = makeConverterReporting()
         let scratch = try! AudioPCMBuffer(format: .linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true), frameCapacity: 4096)
         var generation = control.withLock { $0.generation }
         var processingVersion = -1
@@ -745,7 +774,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
             // then (events, the end of a drained stream) without spinning.
             _ = wake.wait(timeout: .now() + .milliseconds(feederIdle.load(ordering: .relaxed) ? 50 : 5))
             if control.withLock({ $0.disposed }) { break }
-            if control.withLock({ $0.cookieChanged }) { converter = try? makeConverter() }
+            if control.withLock({ $0.cookieChanged }) { converter = makeConverterReporting() }
             // Generation change (reset/stop): start the decoder afresh.
             let g = control.withLock { $0.generation }
             if g != generation {
@@ -757,7 +786,12 @@ public final class AudioOutputQueue: @unchecked Sendable {
             let (version, settings, taps) = control.withLock { ($0.processingVersion, $0.timePitch, $0.taps) }
             if version != processingVersion {
                 processingVersion = version
-                chain.configure(settings, taps: taps)
+                let failure = chain.configure(settings, taps: taps)
+                let changed = control.withLock { s -> Bool in
+                    defer { s.timePitchError = failure }
+                    return s.timePitchError != failure
+                }
+                if changed, let failure { post(.timePitchError(failure)) }
             }
             handleDeviceEvents(&ended)
             returnHeldBuffers()
@@ -795,7 +829,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
             if let c = converter {
                 decode(next, contents: contents, descriptions: descriptions, with: c, scratch: scratch, generation: generation)
             } else {
-                converter = try? makeConverter()
+                converter = makeConverterReporting()
             }
             // Hand the buffer back unless a reset/stop already did; a queue not running yet
             // keeps it until it starts. Buffers still held from before the start go first, so
