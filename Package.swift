@@ -91,6 +91,8 @@ let package = Package(
         .testTarget(name: "AudioWritingTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "CompatTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
+        // Generated from docs/api-signatures.tsv by Scripts/gen-signature-tests.py: Apple's Swift signatures, checked by the compiler.
+        .testTarget(name: "CompatSignatureTests", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         .testTarget(name: "AudioStreamingTests", dependencies: ["AudioStreaming", "AudioUnits", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioUnitsTests", dependencies: ["AudioUnits", "AudioDevices", "OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),

@@ -7,6 +7,9 @@ Scripts/setup.sh
 if [ ! -d ../shared/corpus ] && [ -z "${OAT_CORPUS:-}" ]; then
   echo "test: ../shared/corpus is absent; corpus tests will be skipped"
 fi
+# The generated signature checks and coverage page must come from the committed tables.
+python3 Scripts/gen-signature-tests.py --check
+python3 Scripts/gen-api-coverage.py --check
 swift build --build-tests -Xswiftc -warnings-as-errors
 # Everything but the real-time playback tests, in parallel; then the tests that play through
 # PulseAudio/ALSA in real time, alone, so CPU-heavy corpus tests cannot starve them.

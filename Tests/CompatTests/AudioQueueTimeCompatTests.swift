@@ -18,10 +18,10 @@ final class TapTimes: @unchecked Sendable {
     init(_ source: ToneSource) { self.source = source }
 }
 
-private func timeTap(_ clientData: UnsafeMutableRawPointer?, _ tap: AudioQueueProcessingTapRef, _ frames: UInt32,
+private func timeTap(_ clientData: UnsafeMutableRawPointer, _ tap: AudioQueueProcessingTapRef, _ frames: UInt32,
                      _ time: UnsafeMutablePointer<AudioTimeStamp>, _ flags: UnsafeMutablePointer<AudioQueueProcessingTapFlags>,
                      _ outFrames: UnsafeMutablePointer<UInt32>, _ data: UnsafeMutablePointer<AudioBufferList>) {
-    let record = Unmanaged<TapTimes>.fromOpaque(clientData!).takeUnretainedValue()
+    let record = Unmanaged<TapTimes>.fromOpaque(clientData).takeUnretainedValue()
     var got: UInt32 = 0
     guard AudioQueueProcessingTapGetSourceAudio(tap, frames, time, flags, &got, data) == noErr else { outFrames.pointee = 0; return }
     var sampleTime: Float64 = -1

@@ -53,8 +53,8 @@ private func countNotify(_ refCon: UnsafeMutableRawPointer, _ flags: UnsafeMutab
     return noErr
 }
 
-private func listener(_ refCon: UnsafeMutableRawPointer?, _ unit: AudioUnit, _ id: AudioUnitPropertyID, _ scope: AudioUnitScope, _ element: AudioUnitElement) {
-    Unmanaged<NotifyCount>.fromOpaque(refCon!).takeUnretainedValue().listened.append(id)
+private func listener(_ refCon: UnsafeMutableRawPointer, _ unit: AudioUnit, _ id: AudioUnitPropertyID, _ scope: AudioUnitScope, _ element: AudioUnitElement) {
+    Unmanaged<NotifyCount>.fromOpaque(refCon).takeUnretainedValue().listened.append(id)
 }
 
 /// Halves its input: a unit implemented in Swift and registered with AudioComponentRegister.

@@ -38,11 +38,11 @@ final class ConverterPlayer {
     }
 }
 
-private func DJAudioFileStream_PropertyListenerProc(_ inClientData: UnsafeMutableRawPointer?, _ inAudioFileStream: AudioFileStreamID,
+private func DJAudioFileStream_PropertyListenerProc(_ inClientData: UnsafeMutableRawPointer, _ inAudioFileStream: AudioFileStreamID,
                                                     _ inPropertyID: AudioFileStreamPropertyID,
                                                     _ ioFlags: UnsafeMutablePointer<AudioFileStreamPropertyFlags>) {
     guard inPropertyID == kAudioFileStreamProperty_DataFormat else { return }
-    let player = Unmanaged<ConverterPlayer>.fromOpaque(inClientData!).takeUnretainedValue()
+    let player = Unmanaged<ConverterPlayer>.fromOpaque(inClientData).takeUnretainedValue()
     var dataSize: UInt32 = 0
     var writable: DarwinBoolean = false
     var status = AudioFileStreamGetPropertyInfo(inAudioFileStream, kAudioFileStreamProperty_DataFormat, &dataSize, &writable)
@@ -54,9 +54,9 @@ private func DJAudioFileStream_PropertyListenerProc(_ inClientData: UnsafeMutabl
     if status != noErr { player.failure = status }
 }
 
-private func DJAudioFileStreamPacketsProc(_ inClientData: UnsafeMutableRawPointer?, _ inNumberBytes: UInt32, _ inNumberPackets: UInt32,
+private func DJAudioFileStreamPacketsProc(_ inClientData: UnsafeMutableRawPointer, _ inNumberBytes: UInt32, _ inNumberPackets: UInt32,
                                           _ inInputData: UnsafeRawPointer, _ inPacketDescriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?) {
-    let player = Unmanaged<ConverterPlayer>.fromOpaque(inClientData!).takeUnretainedValue()
+    let player = Unmanaged<ConverterPlayer>.fromOpaque(inClientData).takeUnretainedValue()
     if let inPacketDescriptions {
         for i in 0..<Int(inNumberPackets) {
             let packetOffset = Int(inPacketDescriptions[i].mStartOffset)

@@ -8,9 +8,9 @@ import OpenAudioToolbox
 import Foundation
 import Testing
 
-private func ignoreProperty(_: UnsafeMutableRawPointer?, _: AudioFileStreamID, _: AudioFileStreamPropertyID,
+private func ignoreProperty(_: UnsafeMutableRawPointer, _: AudioFileStreamID, _: AudioFileStreamPropertyID,
                             _: UnsafeMutablePointer<AudioFileStreamPropertyFlags>) {}
-private func ignorePackets(_: UnsafeMutableRawPointer?, _: UInt32, _: UInt32, _: UnsafeRawPointer,
+private func ignorePackets(_: UnsafeMutableRawPointer, _: UInt32, _: UInt32, _: UnsafeRawPointer,
                            _: UnsafeMutablePointer<AudioStreamPacketDescription>?) {}
 
 @Suite struct PacketDependencyCompatTests {

@@ -128,11 +128,11 @@ private func DJAURenderCallback(_ inRefCon: UnsafeMutableRawPointer, _ ioActionF
     return noErr
 }
 
-private func DJAudioFileStream_PropertyListenerProc(_ inClientData: UnsafeMutableRawPointer?, _ inAudioFileStream: AudioFileStreamID,
+private func DJAudioFileStream_PropertyListenerProc(_ inClientData: UnsafeMutableRawPointer, _ inAudioFileStream: AudioFileStreamID,
                                                     _ inPropertyID: AudioFileStreamPropertyID,
                                                     _ ioFlags: UnsafeMutablePointer<AudioFileStreamPropertyFlags>) {
     guard inPropertyID == kAudioFileStreamProperty_DataFormat else { return }
-    let this = Unmanaged<AudioUnitManger>.fromOpaque(inClientData!).takeUnretainedValue()
+    let this = Unmanaged<AudioUnitManger>.fromOpaque(inClientData).takeUnretainedValue()
     var dataSize: UInt32 = 0
     var writable: DarwinBoolean = false
     var status = AudioFileStreamGetPropertyInfo(inAudioFileStream, kAudioFileStreamProperty_DataFormat, &dataSize, &writable)
@@ -144,9 +144,9 @@ private func DJAudioFileStream_PropertyListenerProc(_ inClientData: UnsafeMutabl
     assert(status == noErr)
 }
 
-private func DJAudioFileStreamPacketsProc(_ inClientData: UnsafeMutableRawPointer?, _ inNumberBytes: UInt32, _ inNumberPackets: UInt32,
+private func DJAudioFileStreamPacketsProc(_ inClientData: UnsafeMutableRawPointer, _ inNumberBytes: UInt32, _ inNumberPackets: UInt32,
                                           _ inInputData: UnsafeRawPointer, _ inPacketDescriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?) {
-    let this = Unmanaged<AudioUnitManger>.fromOpaque(inClientData!).takeUnretainedValue()
+    let this = Unmanaged<AudioUnitManger>.fromOpaque(inClientData).takeUnretainedValue()
     if let inPacketDescriptions {
         for i in 0..<Int(inNumberPackets) {
             let packetOffset = Int(inPacketDescriptions[i].mStartOffset)

@@ -195,15 +195,15 @@ final class StreamingPlayer {
     }
 }
 
-private func propertyListenerProc(_ clientData: UnsafeMutableRawPointer?, _ stream: AudioFileStreamID,
+private func propertyListenerProc(_ clientData: UnsafeMutableRawPointer, _ stream: AudioFileStreamID,
                                   _ propertyID: AudioFileStreamPropertyID, _ flags: UnsafeMutablePointer<AudioFileStreamPropertyFlags>) {
-    let player = Unmanaged<StreamingPlayer>.fromOpaque(clientData!).takeUnretainedValue()
+    let player = Unmanaged<StreamingPlayer>.fromOpaque(clientData).takeUnretainedValue()
     player.handleProperty(stream, propertyID)
 }
 
-private func packetsProc(_ clientData: UnsafeMutableRawPointer?, _ numberBytes: UInt32, _ numberPackets: UInt32,
+private func packetsProc(_ clientData: UnsafeMutableRawPointer, _ numberBytes: UInt32, _ numberPackets: UInt32,
                          _ inputData: UnsafeRawPointer, _ packetDescriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?) {
-    let player = Unmanaged<StreamingPlayer>.fromOpaque(clientData!).takeUnretainedValue()
+    let player = Unmanaged<StreamingPlayer>.fromOpaque(clientData).takeUnretainedValue()
     player.handlePackets(numberBytes, numberPackets, inputData, packetDescriptions)
 }
 

@@ -48,10 +48,10 @@ struct UnsafeSendableBuffer: @unchecked Sendable {
     init(_ ref: AudioQueueBufferRef) { self.ref = ref }
 }
 
-private func halvingTap(_ clientData: UnsafeMutableRawPointer?, _ tap: AudioQueueProcessingTapRef, _ frames: UInt32,
+private func halvingTap(_ clientData: UnsafeMutableRawPointer, _ tap: AudioQueueProcessingTapRef, _ frames: UInt32,
                         _ time: UnsafeMutablePointer<AudioTimeStamp>, _ flags: UnsafeMutablePointer<AudioQueueProcessingTapFlags>,
                         _ outFrames: UnsafeMutablePointer<UInt32>, _ data: UnsafeMutablePointer<AudioBufferList>) {
-    let source = Unmanaged<ToneSource>.fromOpaque(clientData!).takeUnretainedValue()
+    let source = Unmanaged<ToneSource>.fromOpaque(clientData).takeUnretainedValue()
     var got: UInt32 = 0
     guard AudioQueueProcessingTapGetSourceAudio(tap, frames, time, flags, &got, data) == noErr else { outFrames.pointee = 0; return }
     for buffer in UnsafeMutableAudioBufferListPointer(data) {

@@ -289,7 +289,7 @@ public func AudioConverterReset(_ inAudioConverter: AudioConverterRef) -> OSStat
 /// the input (call ``AudioConverterReset(_:)`` before reusing the converter).
 @discardableResult
 public func AudioConverterFillComplexBuffer(_ inAudioConverter: AudioConverterRef,
-                                            _ inInputDataProc: AudioConverterComplexInputDataProc,
+                                            _ inInputDataProc: @escaping AudioConverterComplexInputDataProc,
                                             _ inInputDataProcUserData: UnsafeMutableRawPointer?,
                                             _ ioOutputDataPacketSize: UnsafeMutablePointer<UInt32>,
                                             _ outOutputData: UnsafeMutablePointer<AudioBufferList>,

@@ -46,13 +46,15 @@ public let kAudioFileStreamSeekFlag_OffsetIsEstimated = AudioFileStreamSeekFlags
 
 /// Called synchronously from ``AudioFileStreamParseBytes(_:_:_:_:)`` when a property is found
 /// (Apple's `AudioFileStream_PropertyListenerProc`; a Swift function type here, see
-/// ``AudioQueueOutputCallback``).
-public typealias AudioFileStream_PropertyListenerProc = (UnsafeMutableRawPointer?, AudioFileStreamID, AudioFileStreamPropertyID,
+/// ``AudioQueueOutputCallback``). The client data is non-optional, as in Apple's SDK (the header is
+/// inside `CF_ASSUME_NONNULL`); a stream opened with nil client data passes
+/// a placeholder block (never read it then).
+public typealias AudioFileStream_PropertyListenerProc = (UnsafeMutableRawPointer, AudioFileStreamID, AudioFileStreamPropertyID,
                                                          UnsafeMutablePointer<AudioFileStreamPropertyFlags>) -> Void
 /// Called synchronously with parsed packets (Apple's `AudioFileStream_PacketsProc`): client
 /// data, byte count, packet count, the bytes, and packet descriptions (nil for constant-size
 /// packets such as PCM).
-public typealias AudioFileStream_PacketsProc = (UnsafeMutableRawPointer?, UInt32, UInt32, UnsafeRawPointer,
+public typealias AudioFileStream_PacketsProc = (UnsafeMutableRawPointer, UInt32, UInt32, UnsafeRawPointer,
                                                 UnsafeMutablePointer<AudioStreamPacketDescription>?) -> Void
 
 /// Frame/packet translation (Apple's `AudioFramePacketTranslation`).
@@ -190,7 +192,7 @@ public let kAudioFileStreamError_DiscontinuityCantRecover = OSStatus(bitPattern:
 
 final class CompatFileStream {
     let stream: AudioFileStream
-    let clientData: UnsafeMutableRawPointer?
+    let clientData: UnsafeMutableRawPointer
     let listener: AudioFileStream_PropertyListenerProc
     let packets: AudioFileStream_PacketsProc
     var descriptions: [AudioStreamPacketDescription] = []
@@ -198,7 +200,7 @@ final class CompatFileStream {
     init(stream: AudioFileStream, clientData: UnsafeMutableRawPointer?,
          listener: @escaping AudioFileStream_PropertyListenerProc, packets: @escaping AudioFileStream_PacketsProc) {
         self.stream = stream
-        self.clientData = clientData
+        self.clientData = clientData ?? compatNilClientData
         self.listener = listener
         self.packets = packets
     }

@@ -629,6 +629,7 @@ func maximumPacketSize(_ f: AudioStreamBasicDescription) -> UInt32 {
 public func AudioQueueGetPropertySize(_ inAQ: AudioQueueRef, _ inID: AudioQueuePropertyID,
                                       _ outDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    let inID = queuePropertyID(forConverterProperty: inID, isInput: box.inputSide != nil)
     if let layout = queueChannelLayout(box, inID) { outDataSize.pointee = UInt32(layout.count); return noErr }
     if let input = box.inputSide { return input.property(inID, outDataSize, nil) }
     guard let v = queueProperty(box, inID) else { return kAudioQueueErr_InvalidProperty }
@@ -648,6 +649,7 @@ public func AudioQueueGetPropertySize(_ inAQ: AudioQueueRef, _ inID: AudioQueueP
 public func AudioQueueGetProperty(_ inAQ: AudioQueueRef, _ inID: AudioQueuePropertyID,
                                   _ outData: UnsafeMutableRawPointer, _ ioDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    let inID = queuePropertyID(forConverterProperty: inID, isInput: box.inputSide != nil)
     if let layout = queueChannelLayout(box, inID) { return writeBytes(layout, ioDataSize, outData, sizeError: kAudioQueueErr_InvalidPropertySize) }
     if let input = box.inputSide { return input.property(inID, ioDataSize, outData) }
     guard let v = queueProperty(box, inID) else { return kAudioQueueErr_InvalidProperty }
@@ -668,6 +670,7 @@ public func AudioQueueGetProperty(_ inAQ: AudioQueueRef, _ inID: AudioQueuePrope
 public func AudioQueueSetProperty(_ inAQ: AudioQueueRef, _ inID: AudioQueuePropertyID,
                                   _ inData: UnsafeRawPointer, _ inDataSize: UInt32) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
+    let inID = queuePropertyID(forConverterProperty: inID, isInput: box.inputSide != nil)
     if let status = setQueueChannelLayout(box, inID, inData, inDataSize) { return status }
     if let input = box.inputSide { return input.setProperty(inID, inData, inDataSize) }
     switch inID {

@@ -179,3 +179,14 @@ public func AudioQueueNewInputWithDispatchQueue(_ outAQ: UnsafeMutablePointer<Au
                                                 _ inCallbackBlock: @escaping AudioQueueInputCallbackBlock) -> OSStatus {
     makeInputQueue(inFormat, .block(inCallbackDispatchQueue, inCallbackBlock), outAQ)
 }
+
+/// Let the system choose hardware or software codecs (Apple's `kAudioQueueHardwareCodecPolicy_Default`).
+public let kAudioQueueHardwareCodecPolicy_Default: UInt32 = 0
+/// Software codecs only (Apple's `kAudioQueueHardwareCodecPolicy_UseSoftwareOnly`); the only kind here.
+public let kAudioQueueHardwareCodecPolicy_UseSoftwareOnly: UInt32 = 1
+/// Hardware codecs only (Apple's `kAudioQueueHardwareCodecPolicy_UseHardwareOnly`): accepted, software is used.
+public let kAudioQueueHardwareCodecPolicy_UseHardwareOnly: UInt32 = 2
+/// Prefer software codecs (Apple's `kAudioQueueHardwareCodecPolicy_PreferSoftware`).
+public let kAudioQueueHardwareCodecPolicy_PreferSoftware: UInt32 = 3
+/// Prefer hardware codecs (Apple's `kAudioQueueHardwareCodecPolicy_PreferHardware`): accepted, software is used.
+public let kAudioQueueHardwareCodecPolicy_PreferHardware: UInt32 = 4

@@ -76,7 +76,7 @@ public typealias AudioQueueProcessingTapRef = OpaquePointer
 /// (non-interleaved Float32, one `AudioBuffer` per channel, ``AudioQueueProcessingTapNew`` tells
 /// the maximum frames). Called on the queue's feeder thread. As with the queue's output callback,
 /// this is a Swift function type rather than `@convention(c)`.
-public typealias AudioQueueProcessingTapCallback = (UnsafeMutableRawPointer?, AudioQueueProcessingTapRef, UInt32,
+public typealias AudioQueueProcessingTapCallback = (UnsafeMutableRawPointer, AudioQueueProcessingTapRef, UInt32,
                                                     UnsafeMutablePointer<AudioTimeStamp>,
                                                     UnsafeMutablePointer<AudioQueueProcessingTapFlags>,
                                                     UnsafeMutablePointer<UInt32>,
@@ -116,7 +116,7 @@ final class CompatTap: @unchecked Sendable {
         setList(buffers, frames: frames)
         var t = time
         var produced: UInt32 = 0
-        callback(clientData, ref, UInt32(frames), &t, &flags, &produced, list.unsafeMutablePointer)
+        callback(clientData ?? compatNilClientData, ref, UInt32(frames), &t, &flags, &produced, list.unsafeMutablePointer)
         // The client may have pointed the list at its own memory: copy from there.
         for c in 0..<min(channels, list.count) {
             if let data = list[c].mData, data != UnsafeMutableRawPointer(buffers[c]) {

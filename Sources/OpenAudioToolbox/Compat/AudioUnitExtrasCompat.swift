@@ -72,8 +72,44 @@ public let kAudioUnitErr_UnknownFileType: OSStatus = -10870
 public let kAudioUnitErr_FileNotSpecified: OSStatus = -10869
 /// The property or call is not available on this unit.
 public let kAudioUnitErr_Unauthorized: OSStatus = -10847
-/// The component is not available (`kAudioComponentErr_...`): used for the music devices.
-public let kAudioUnitErr_ExtensionNotFound: OSStatus = -10848
+/// An offline render was asked of a unit that does not render offline (Apple's
+/// `kAudioUnitErr_InvalidOfflineRender`).
+public let kAudioUnitErr_InvalidOfflineRender: OSStatus = -10848
+/// The property is not in use (Apple's `kAudioUnitErr_PropertyNotInUse`).
+public let kAudioUnitErr_PropertyNotInUse: OSStatus = -10850
+/// The MIDI output buffer is full (Apple's `kAudioUnitErr_MIDIOutputBufferFull`).
+public let kAudioUnitErr_MIDIOutputBufferFull: OSStatus = -66753
+/// The render did not finish in time (Apple's `kAudioUnitErr_RenderTimeout`).
+public let kAudioUnitErr_RenderTimeout: OSStatus = -66745
+/// The component's extension is not available (Apple's `kAudioUnitErr_ExtensionNotFound`): used for
+/// the music devices.
+public let kAudioUnitErr_ExtensionNotFound: OSStatus = -66744
+/// A parameter value is out of range (Apple's `kAudioUnitErr_InvalidParameterValue`).
+public let kAudioUnitErr_InvalidParameterValue: OSStatus = -66743
+/// A file path is invalid (Apple's `kAudioUnitErr_InvalidFilePath`).
+public let kAudioUnitErr_InvalidFilePath: OSStatus = -66742
+/// A required key is missing from a class-info dictionary (Apple's `kAudioUnitErr_MissingKey`).
+public let kAudioUnitErr_MissingKey: OSStatus = -66741
+/// The Component Manager is not supported (Apple's `kAudioUnitErr_ComponentManagerNotSupported`).
+public let kAudioUnitErr_ComponentManagerNotSupported: OSStatus = -66740
+/// A process may use only one voice-processing unit (Apple's `kAudioUnitErr_MultipleVoiceProcessors`).
+public let kAudioUnitErr_MultipleVoiceProcessors: OSStatus = -66635
+/// A description is registered twice (Apple's `kAudioComponentErr_DuplicateDescription`).
+public let kAudioComponentErr_DuplicateDescription: OSStatus = -66752
+/// The component type is not supported (Apple's `kAudioComponentErr_UnsupportedType`).
+public let kAudioComponentErr_UnsupportedType: OSStatus = -66751
+/// Too many instances of the component (Apple's `kAudioComponentErr_TooManyInstances`).
+public let kAudioComponentErr_TooManyInstances: OSStatus = -66750
+/// The instance was invalidated (Apple's `kAudioComponentErr_InstanceInvalidated`).
+public let kAudioComponentErr_InstanceInvalidated: OSStatus = -66749
+/// The component may not be used here (Apple's `kAudioComponentErr_NotPermitted`).
+public let kAudioComponentErr_NotPermitted: OSStatus = -66748
+/// The component did not initialise in time (Apple's `kAudioComponentErr_InitializationTimedOut`).
+public let kAudioComponentErr_InitializationTimedOut: OSStatus = -66747
+/// A format is invalid (Apple's `kAudioComponentErr_InvalidFormat`).
+public let kAudioComponentErr_InvalidFormat: OSStatus = -66746
+/// The instance timed out (Apple's `kAudioComponentErr_InstanceTimedOut`).
+public let kAudioComponentErr_InstanceTimedOut: OSStatus = -66754
 
 /// Reverb2 minimum delay time (2): not a parameter of the reverb here (`kAudioUnitErr_InvalidParameter`).
 public let kReverb2Param_MinDelayTime: AudioUnitParameterID = 2
@@ -199,7 +235,7 @@ public struct ScheduledAudioSlice {
 
 /// Called after a property of a unit changed (Apple's `AudioUnitPropertyListenerProc`; a Swift
 /// function type here): user data, unit, property, scope, element.
-public typealias AudioUnitPropertyListenerProc = (_ inRefCon: UnsafeMutableRawPointer?, _ inUnit: AudioUnit, _ inID: AudioUnitPropertyID,
+public typealias AudioUnitPropertyListenerProc = (_ inRefCon: UnsafeMutableRawPointer, _ inUnit: AudioUnit, _ inID: AudioUnitPropertyID,
                                                   _ inScope: AudioUnitScope, _ inElement: AudioUnitElement) -> Void
 
 /// A parameter event type (Apple's `AUParameterEventType`).
@@ -396,7 +432,7 @@ public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         status = builtinAudioUnitSetProperty(inUnit, inID, inScope, inElement, inData, inDataSize)
     }
     if status == noErr {
-        for l in unit.extras.listeners where l.id == inID { l.proc(l.userData, inUnit, inID, inScope, inElement) }
+        for l in unit.extras.listeners where l.id == inID { l.proc(l.userData ?? compatNilClientData, inUnit, inID, inScope, inElement) }
     }
     return status
 }
@@ -812,7 +848,7 @@ private func reportingIsRunning(_ units: [CompatUnit], _ body: () -> OSStatus) -
     for (u, was) in zip(units, before) where running(u) != was {
         let ref = u.handle
         for l in u.extras.listeners where l.id == kAudioOutputUnitProperty_IsRunning {
-            l.proc(l.userData, ref, kAudioOutputUnitProperty_IsRunning, kAudioUnitScope_Global, 0)
+            l.proc(l.userData ?? compatNilClientData, ref, kAudioOutputUnitProperty_IsRunning, kAudioUnitScope_Global, 0)
         }
     }
     return status

@@ -205,3 +205,80 @@ func convertComplexPlanar(_ box: CompatConverter, _ frames: Int, _ input: Unsafe
         return error.osStatus ?? kAudioConverterErr_UnspecifiedError
     }
 }
+
+// MARK: - AudioConverter properties asked of a queue
+
+/// The queue property that answers an AudioConverter property asked of a queue: Apple's queues
+/// forward converter property IDs to their codec, so a recorder reads an AAC input queue's
+/// `kAudioConverterCurrentOutputStreamDescription` and `kAudioConverterCompressionMagicCookie`
+/// (the encoded format and its cookie), and a player its decoder's
+/// `kAudioConverterDecompressionMagicCookie` and `kAudioConverterCurrentInputStreamDescription`.
+/// Other IDs come back unchanged.
+func queuePropertyID(forConverterProperty id: UInt32, isInput: Bool) -> AudioQueuePropertyID {
+    switch id {
+    case kAudioConverterCurrentOutputStreamDescription where isInput: return kAudioQueueProperty_StreamDescription
+    case kAudioConverterCurrentInputStreamDescription where !isInput: return kAudioQueueProperty_StreamDescription
+    case kAudioConverterCompressionMagicCookie where isInput: return kAudioQueueProperty_MagicCookie
+    case kAudioConverterDecompressionMagicCookie where !isInput: return kAudioQueueProperty_MagicCookie
+    case kAudioConverterPropertyMaximumOutputPacketSize: return kAudioQueueProperty_MaximumOutputPacketSize
+    default: return id
+    }
+}
+
+// MARK: - Further AudioConverter.h constants (Apple's values)
+//
+// Declared so that code naming them compiles; the FFmpeg-backed converter answers these properties
+// with `kAudioConverterErr_PropertyNotSupported` unless noted elsewhere.
+
+/// `UInt32` maximum input buffer size (Apple's `kAudioConverterPropertyMaximumInputBufferSize`, `'xibs'`).
+public let kAudioConverterPropertyMaximumInputBufferSize: AudioConverterPropertyID = fourCC("xibs")
+/// `UInt32` input bytes for an output size (Apple's `kAudioConverterPropertyCalculateInputBufferSize`, `'cibs'`).
+public let kAudioConverterPropertyCalculateInputBufferSize: AudioConverterPropertyID = fourCC("cibs")
+/// `UInt32` output bytes for an input size (Apple's `kAudioConverterPropertyCalculateOutputBufferSize`, `'cobs'`).
+public let kAudioConverterPropertyCalculateOutputBufferSize: AudioConverterPropertyID = fourCC("cobs")
+/// Codec input parameters (Apple's `kAudioConverterPropertyInputCodecParameters`, `'icdp'`).
+public let kAudioConverterPropertyInputCodecParameters: AudioConverterPropertyID = fourCC("icdp")
+/// Codec output parameters (Apple's `kAudioConverterPropertyOutputCodecParameters`, `'ocdp'`).
+public let kAudioConverterPropertyOutputCodecParameters: AudioConverterPropertyID = fourCC("ocdp")
+/// `OSType` resampler algorithm (Apple's `kAudioConverterSampleRateConverterAlgorithm`, `'srci'`).
+public let kAudioConverterSampleRateConverterAlgorithm: AudioConverterPropertyID = fourCC("srci")
+/// `Float64` resampler initial phase (Apple's `kAudioConverterSampleRateConverterInitialPhase`, `'srip'`).
+public let kAudioConverterSampleRateConverterInitialPhase: AudioConverterPropertyID = fourCC("srip")
+/// `UInt32` codec quality (Apple's `kAudioConverterCodecQuality`, `'cdqu'`).
+public let kAudioConverterCodecQuality: AudioConverterPropertyID = fourCC("cdqu")
+/// `Float64` adjustable encode sample rate (Apple's `kAudioConverterEncodeAdjustableSampleRate`, `'ajsr'`).
+public let kAudioConverterEncodeAdjustableSampleRate: AudioConverterPropertyID = fourCC("ajsr")
+/// `AudioChannelLayout` of the input (Apple's `kAudioConverterInputChannelLayout`, `'icl '`).
+public let kAudioConverterInputChannelLayout: AudioConverterPropertyID = fourCC("icl ")
+/// `AudioChannelLayout` of the output (Apple's `kAudioConverterOutputChannelLayout`, `'ocl '`).
+public let kAudioConverterOutputChannelLayout: AudioConverterPropertyID = fourCC("ocl ")
+/// `[AudioChannelLayoutTag]` encoder layouts (Apple's `kAudioConverterAvailableEncodeChannelLayoutTags`, `'aecl'`).
+public let kAudioConverterAvailableEncodeChannelLayoutTags: AudioConverterPropertyID = fourCC("aecl")
+/// `CFArray` settings (Apple's `kAudioConverterPropertySettings`, `'acps'`).
+public let kAudioConverterPropertySettings: AudioConverterPropertyID = fourCC("acps")
+/// `SInt32` source bit depth hint (Apple's `kAudioConverterPropertyBitDepthHint`, `'acbd'`).
+public let kAudioConverterPropertyBitDepthHint: AudioConverterPropertyID = fourCC("acbd")
+/// `[AudioFormatListItem]` output formats (Apple's `kAudioConverterPropertyFormatList`, `'flst'`).
+public let kAudioConverterPropertyFormatList: AudioConverterPropertyID = fourCC("flst")
+/// `UInt32` dither algorithm (Apple's `kAudioConverterPropertyDithering`, `'dith'`).
+public let kAudioConverterPropertyDithering: AudioConverterPropertyID = fourCC("dith")
+/// `UInt32` dither bit depth (Apple's `kAudioConverterPropertyDitherBitDepth`, `'dbit'`).
+public let kAudioConverterPropertyDitherBitDepth: AudioConverterPropertyID = fourCC("dbit")
+/// Linear resampling (Apple's `kAudioConverterSampleRateConverterComplexity_Linear`, `'line'`).
+public let kAudioConverterSampleRateConverterComplexity_Linear: UInt32 = fourCC("line")
+/// Normal resampling (Apple's `kAudioConverterSampleRateConverterComplexity_Normal`, `'norm'`).
+public let kAudioConverterSampleRateConverterComplexity_Normal: UInt32 = fourCC("norm")
+/// Mastering-quality resampling (Apple's `kAudioConverterSampleRateConverterComplexity_Mastering`, `'bats'`).
+public let kAudioConverterSampleRateConverterComplexity_Mastering: UInt32 = fourCC("bats")
+/// Minimum-phase resampling (Apple's `kAudioConverterSampleRateConverterComplexity_MinimumPhase`, `'minp'`).
+public let kAudioConverterSampleRateConverterComplexity_MinimumPhase: UInt32 = fourCC("minp")
+/// TPDF dither (Apple's `kDitherAlgorithm_TPDF`).
+public let kDitherAlgorithm_TPDF: UInt32 = 1
+/// Noise-shaped dither (Apple's `kDitherAlgorithm_NoiseShaping`).
+public let kDitherAlgorithm_NoiseShaping: UInt32 = 2
+/// Prime with leading and trailing input frames (Apple's `kConverterPrimeMethod_Pre`).
+public let kConverterPrimeMethod_Pre: UInt32 = 0
+/// Prime with trailing frames only (Apple's `kConverterPrimeMethod_Normal`).
+public let kConverterPrimeMethod_Normal: UInt32 = 1
+/// No priming (Apple's `kConverterPrimeMethod_None`).
+public let kConverterPrimeMethod_None: UInt32 = 2

@@ -569,3 +569,10 @@ enum CLayout {
 public typealias CFAllocator = OpaquePointer
 /// The default allocator (nil).
 public var kCFAllocatorDefault: CFAllocator? { nil }
+
+/// What a callback whose client data Apple's SDK declares non-optional (`AudioFileStream_PacketsProc`,
+/// `AudioUnitPropertyListenerProc`, `AudioQueueProcessingTapCallback`...) receives when the client
+/// data given at registration was nil: a valid, never-freed 16-byte block, so the callback gets a
+/// pointer it can compare but should not read (on Apple it gets a null pointer typed non-optional).
+nonisolated(unsafe) let compatNilClientData: UnsafeMutableRawPointer =
+    UnsafeMutableRawPointer.allocate(byteCount: 16, alignment: 16)
