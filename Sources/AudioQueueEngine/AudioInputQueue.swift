@@ -56,7 +56,7 @@ public struct AudioInputQueueDelivery: @unchecked Sendable {
 /// The device thread only copies captured frames into a preallocated ring; the queue's own
 /// thread converts, encodes, meters and calls the callback. Buffers are delivered when full
 /// (the next packet would not fit or the packet descriptions run out), and the partial last one
-/// at ``stop(immediately:)`` with `immediately: false`.
+/// at ``stop(immediately:)``.
 ///
 /// Thread safety: the control methods are safe from any thread; callbacks and events arrive on
 /// the queue's own thread.
@@ -145,7 +145,11 @@ public final class AudioInputQueue: @unchecked Sendable {
         var encoderError: AudioError?
     }
 
-    enum StopRequest { case immediate, drain }
+    /// How the queue's thread ends: `drain` (stop after the queued audio: everything captured,
+    /// waiting up to 2 s for buffers), `immediate` (Apple's synchronous stop: capture ends now,
+    /// what was captured is delivered into the buffers enqueued, partially filled ones included),
+    /// `discard` (dispose, or an encoder failure: nothing more is delivered).
+    enum StopRequest: Comparable { case drain, immediate, discard }
 
     /// The encoder, used by the queue's thread only (creation and reset hand it over).
     final class EncoderBox: @unchecked Sendable {
@@ -338,15 +342,16 @@ public final class AudioInputQueue: @unchecked Sendable {
     /// Starts recording (or resumes after ``pause()``): opens the device, starts capturing and
     /// the queue's thread.
     public func start() throws(AudioError) {
-        try transport.withLock { () throws(AudioError) in
+        // Listeners are told once the transport lock is released.
+        let started = try transport.withLock { () throws(AudioError) -> Bool in
             let (disposed, running, paused, device) = control.withLock { s in (s.disposed, s.isRunning, s.isPaused, s.device) }
             guard !disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
             if running && paused, let device {
                 try device.resume()
                 control.withLock { $0.isPaused = false }
-                return
+                return false
             }
-            guard !running else { return }
+            guard !running else { return false }
             let needsEncoder = control.withLock { $0.encoder == nil }
             if needsEncoder {
                 let e = EncoderBox(try Self.makeEncoder(format, encoderSettings))
@@ -378,8 +383,9 @@ public final class AudioInputQueue: @unchecked Sendable {
                 control.withLock { s in s.device = nil; s.isRunning = false }
                 throw error
             }
-            notify(.isRunning)
+            return true
         }
+        if started { notify(.isRunning) }
     }
 
     /// Pauses capturing; ``start()`` resumes. Audio captured before the pause is still delivered.
@@ -394,22 +400,32 @@ public final class AudioInputQueue: @unchecked Sendable {
         }
     }
 
-    /// Stops recording. `immediately`: captured audio not yet delivered is discarded. Otherwise
-    /// everything captured is converted, the encoder is drained (its last packets, the final
-    /// packet table and FLAC cookie) and delivered, the last buffer partially filled, before
-    /// this returns (waiting up to two seconds for buffers to be enqueued). Called from the
-    /// input callback, the stop completes after the callback returns.
+    /// Stops recording. Capture ends now; everything captured is converted, the encoder is
+    /// drained (its last packets, the final packet table and FLAC cookie) and delivered through
+    /// the callback, the last buffer partially filled, before this returns. `immediately`
+    /// (Apple's synchronous stop, as in the guide's recorder, whose callback writes what it gets
+    /// before it checks whether the queue still runs): into the buffers enqueued, without waiting
+    /// for more. Otherwise it waits up to two seconds for buffers to be enqueued. Called from the
+    /// input callback, the stop completes after the callback returns. The callbacks run with no
+    /// lock of the queue held.
     public func stop(immediately: Bool) {
-        transport.withLock {
-            let (device, feeder) = control.withLock { s -> ((any AudioInputDevice)?, DeviceThread?) in
+        stop(immediately ? .immediate : .drain)
+    }
+
+    private func stop(_ request: StopRequest) {
+        // The queue's thread delivers while this waits for it: not under the transport lock, so
+        // that a callback may call the queue's transport.
+        let (device, feeder) = transport.withLock {
+            control.withLock { s -> ((any AudioInputDevice)?, DeviceThread?) in
                 guard s.isRunning else { return (nil, nil) }
-                if s.stopRequest != .immediate { s.stopRequest = immediately ? .immediate : .drain }
+                s.stopRequest = max(s.stopRequest ?? request, request)
                 return (s.device, s.feeder)
             }
-            device?.stop()
-            feeder?.join()
-            finishStop()
         }
+        device?.stop()
+        feeder?.join()
+        let stopped = transport.withLock { finishStop() }
+        if stopped { notify(.isRunning) }
     }
 
     /// Discards captured audio not yet delivered and restarts the encoder (Apple's
@@ -422,7 +438,7 @@ public final class AudioInputQueue: @unchecked Sendable {
 
     /// Stops (see ``stop(immediately:)``) and releases the buffers.
     public func dispose(immediately: Bool) {
-        stop(immediately: immediately)
+        stop(immediately ? .discard : .drain)
         control.withLock { s in
             s.disposed = true
             s.queued.removeAll()
@@ -432,8 +448,9 @@ public final class AudioInputQueue: @unchecked Sendable {
         }
     }
 
-    /// Tears down after the feeder ended (transport lock held).
-    private func finishStop() {
+    /// Tears down after the feeder ended (transport lock held); true when it stopped a running
+    /// queue (the caller tells the listeners, with no lock held).
+    private func finishStop() -> Bool {
         let (device, wasRunning) = control.withLock { s -> ((any AudioInputDevice)?, Bool) in
             let d = s.device
             let r = s.isRunning
@@ -445,7 +462,7 @@ public final class AudioInputQueue: @unchecked Sendable {
         }
         device?.stop()
         device?.close()
-        if wasRunning { notify(.isRunning) }
+        return wasRunning
     }
 
     private func notify(_ property: AudioQueueProperty) {
@@ -498,7 +515,7 @@ public final class AudioInputQueue: @unchecked Sendable {
         var lostDevice = false
 
         func fail(_ error: AudioError) {
-            control.withLock { s in s.encoderError = error; if s.stopRequest == nil { s.stopRequest = .immediate } }
+            control.withLock { s in s.encoderError = error; s.stopRequest = .discard }
             post(.encoderError(error))
         }
 
@@ -663,7 +680,7 @@ public final class AudioInputQueue: @unchecked Sendable {
                     control.withLock { s in s.encoderBox = e; s.deliveredFrames = 0; s.deliveredPackets = 0 }
                 } catch { fail(error) }
             }
-            if request == .immediate { break }
+            if request == .discard { break }
             // Take captured frames (leave them in the ring while the packets wait for buffers).
             // Frames encoded but not delivered (no buffer enqueued): stop taking more past a second.
             let backlog = isConstant
@@ -695,13 +712,21 @@ public final class AudioInputQueue: @unchecked Sendable {
                 if drainDeadline == 0 { drainDeadline = HostTime.now() + HostTime.ticks(seconds: 2) }
                 if HostTime.now() > drainDeadline { break }
             }
+            // An immediate stop takes what was captured (the device has stopped) without
+            // waiting for buffers: done once nothing more moves.
+            if request == .immediate && (ring.availableToRead == 0 || !tookAny) { break }
             if !tookAny { usleep(request == .drain ? 1000 : 5000) }
         }
         let request = control.withLock { $0.stopRequest }
-        if request != .immediate {
+        if request != .discard {
             do { try finishEncoder() } catch { fail(error) }
-            let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
-            while !deliver(flush: true) && HostTime.now() < deadline { usleep(2000) }
+            if request == .immediate {
+                // Into the buffers enqueued (a callback that enqueues again gets more), no waiting.
+                deliver(flush: true)
+            } else {
+                let deadline = HostTime.now() + HostTime.ticks(seconds: 2)
+                while !deliver(flush: true) && HostTime.now() < deadline { usleep(2000) }
+            }
             if finishedByLimit || lostDevice {
                 // Stopped by itself: release the device from this thread, then tell the client.
                 let device = control.withLock { s -> (any AudioInputDevice)? in

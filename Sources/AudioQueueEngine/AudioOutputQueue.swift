@@ -31,12 +31,28 @@ public enum AudioOutputQueueEvent: Sendable, Equatable {
     case device(AudioDeviceEvent)
 }
 
+/// When an output queue hands a buffer back through its callback.
+public enum AudioOutputQueueBufferReturn: Sendable, Hashable {
+    /// When the device has played the buffer's last frame (Apple's timing): render has taken
+    /// it from the play ring and the device's clock says it has left the output (the render
+    /// time stamp's host time of that frame, which includes the device's latency; at once on
+    /// a device that is not paced, such as a WAV file or offline rendering). A program that
+    /// waits for its buffers to come back and then stops loses nothing.
+    case whenPlayed
+    /// As soon as its contents are in the play ring, up to the ring's length and the device's
+    /// latency before they are heard: for producers that keep their own pacing and use the
+    /// ring as their buffer (``AudioFilePlayer``, the streaming player).
+    case whenCopied
+}
+
 /// An output audio queue: Apple's `AudioQueue` for playback.
 ///
 /// You allocate buffers, fill them with PCM frames or compressed packets in the queue's
 /// format, and enqueue them; the queue decodes them on its own thread, feeds the device's
 /// real-time render thread through a lock-free ring, and returns each buffer through the output
-/// callback (on the queue's thread, never the render thread) once it has used its contents.
+/// callback (on the queue's thread, never the render thread) once the device has played it
+/// (``AudioOutputQueueBufferReturn``). Callbacks, listeners and events never run with a lock
+/// of the queue held: they may call any queue, or wait for a thread that does.
 ///
 /// ```swift
 /// let queue = try AudioOutputQueue(format: file.dataFormat, magicCookie: file.magicCookie,
@@ -56,6 +72,8 @@ public final class AudioOutputQueue: @unchecked Sendable {
     public let deviceFormat: AudioDeviceFormat
     /// Called on the queue's thread with each buffer the queue has finished with.
     public let outputCallback: @Sendable (AudioOutputQueue, AudioQueueBuffer) -> Void
+    /// When buffers come back (default: when played, as Apple's queues do).
+    public let bufferReturn: AudioOutputQueueBufferReturn
 
     private let renderer: QueueRenderer
     private let deviceFactory: AudioOutputDeviceFactory
@@ -72,11 +90,32 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var options: AudioQueueEnqueueOptions
     }
 
+    /// A decoded buffer waiting to come back: its audio ends at ring frame `end`, heard at
+    /// host time `heardAt` (nil: render has not reached it yet; 0: at once).
+    struct Held {
+        var buffer: AudioQueueBuffer
+        var end: Int64
+        var heardAt: UInt64?
+    }
+
+    /// Starts the queue's thread (tests replace it to see a failure).
+    typealias ThreadStarter = @Sendable (String, @escaping @Sendable () -> Void) throws(AudioError) -> DeviceThread
+
+    /// User code (callbacks, listeners, events) that a transport operation runs once it has
+    /// released the transport lock.
+    struct Deferred {
+        var calls: [() -> Void] = []
+        mutating func add(_ call: @escaping () -> Void) { calls.append(call) }
+        func run() { for c in calls { c() } }
+    }
+
     struct ControlState {
         var pending: [Pending] = []
-        /// Buffers decoded while the queue was not running (a prime, or enqueued before start):
-        /// Apple's queue hands nothing back before it runs, so they wait for the start.
-        var held: [AudioQueueBuffer] = []
+        /// Buffers decoded into the ring, in order, until they are played (or, with
+        /// ``AudioOutputQueueBufferReturn/whenCopied``, at once). Apple's queue hands nothing back
+        /// before it runs, so buffers decoded before the start (a prime) wait for it.
+        var held: [Held] = []
+        var startThread: ThreadStarter = { name, body throws(AudioError) in try DeviceThread(name: name, body) }
         var buffers: [Int: AudioQueueBuffer] = [:]
         var nextBufferID = 0
         var device: (any AudioOutputDevice)?
@@ -121,9 +160,11 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// starts (or primes); `deviceFormat` overrides the device rate/channels (default: the
     /// stream's). `ringSeconds` is the size of the play ring between the feeder and the device
     /// (default 2 s; ``AudioFilePlayer`` uses 0.7 s: it feeds from a local file). The ring holds at
-    /// least that much; its size rounds up to a power of two samples.
+    /// least that much; its size rounds up to a power of two samples. `bufferReturn` says when
+    /// buffers come back (default: when played).
     public init(format: AudioStreamBasicDescription, magicCookie: [UInt8]? = nil,
                 deviceFormat: AudioDeviceFormat? = nil, ringSeconds: Double = 2,
+                bufferReturn: AudioOutputQueueBufferReturn = .whenPlayed,
                 output: @escaping AudioOutputDeviceFactory,
                 callback: @escaping @Sendable (AudioOutputQueue, AudioQueueBuffer) -> Void) throws(AudioError) {
         guard format.sampleRate >= 1, format.sampleRate <= 1_536_000, format.channelsPerFrame > 0, format.channelsPerFrame <= 64 else {
@@ -138,6 +179,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         self.deviceFormat = device
         self.deviceFactory = output
         self.outputCallback = callback
+        self.bufferReturn = bufferReturn
         renderer = QueueRenderer(channels: device.channels, sampleRate: device.sampleRate, ringSeconds: max(0.1, ringSeconds))
         chain = QueueProcessingChain(channels: device.channels, sampleRate: device.sampleRate)
         // Fail now, not at start, when the data cannot be decoded. A decoder that cannot open
@@ -194,7 +236,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// Frees a buffer (it must not be enqueued).
     public func freeBuffer(_ buffer: AudioQueueBuffer) {
         control.withLock { s in
-            if !s.pending.contains(where: { $0.buffer === buffer }) && !s.held.contains(where: { $0 === buffer }) {
+            if !s.pending.contains(where: { $0.buffer === buffer }) && !s.held.contains(where: { $0.buffer === buffer }) {
                 s.buffers[buffer.id] = nil
             }
         }
@@ -204,24 +246,31 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// `AudioQueueEnqueueBufferWithParameters`). Like Apple's queue, a queue that is not running
     /// keeps the buffers it has used (decoded ahead, or primed) and returns them through the
     /// callback only once it runs (``start(at:)``); ``reset()`` and ``stop(immediately:)`` return them.
+    /// An empty buffer (``AudioQueueBuffer/audioDataByteSize`` 0) is an error, as on Apple
+    /// (`kAudioQueueErr_BufferEmpty`). Packet descriptions of a constant-bit-rate format (linear
+    /// PCM included) are ignored, as on Apple: the packets are the buffer's bytes.
     public func enqueue(_ buffer: AudioQueueBuffer, options: AudioQueueEnqueueOptions = AudioQueueEnqueueOptions()) throws(AudioError) {
         guard buffer.audioDataByteSize >= 0, buffer.audioDataByteSize <= buffer.audioDataBytesCapacity else {
             throw AudioError(.invalidArgument, component: component, "audioDataByteSize \(buffer.audioDataByteSize) exceeds the capacity", osStatus: -50)
         }
-        if !format.isPCM && format.bytesPerPacket == 0 && buffer.packetDescriptions.isEmpty && buffer.audioDataByteSize > 0 {
+        guard buffer.audioDataByteSize > 0 else {
+            throw AudioError(.invalidArgument, component: component, "the buffer is empty (audioDataByteSize 0)", osStatus: -66686)
+        }
+        if !format.isPCM && format.bytesPerPacket == 0 && buffer.packetDescriptions.isEmpty {
             throw AudioError(.invalidArgument, component: component, "variable-size packets need packet descriptions", osStatus: -66687)
         }
+        // The queue's thread first: a queue that cannot start it says so here, not by never playing.
+        try ensureFeeder()
         try control.withLock { (s) throws(AudioError) in
             guard !s.disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
             guard s.buffers[buffer.id] === buffer else {
                 throw AudioError(.invalidArgument, component: component, "the buffer does not belong to this queue", osStatus: -66687)
             }
-            guard !s.pending.contains(where: { $0.buffer === buffer }) && !s.held.contains(where: { $0 === buffer }) else {
+            guard !s.pending.contains(where: { $0.buffer === buffer }) && !s.held.contains(where: { $0.buffer === buffer }) else {
                 throw AudioError(.invalidState, component: component, "the buffer is already enqueued", osStatus: -66687)
             }
             s.pending.append(Pending(buffer: buffer, options: options))
         }
-        ensureFeeder()
         wake.signal()
     }
 
@@ -230,10 +279,18 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// Starts playback now, or at host time `startTime.hostTime` when given (several queues
     /// started at one host time play in step).
     public func start(at startTime: AudioTimeStamp? = nil) throws(AudioError) {
-        try transport.withLock { () throws(AudioError) in try startLocked(at: startTime) }
+        try withTransport { (d: inout Deferred) throws(AudioError) in try startLocked(at: startTime, &d) }
     }
 
-    private func startLocked(at startTime: AudioTimeStamp?) throws(AudioError) {
+    /// Runs `body` under the transport lock, then the user code it deferred, with no lock held.
+    private func withTransport<R, E: Error>(_ body: (inout Deferred) throws(E) -> R) throws(E) -> R {
+        var deferred = Deferred()
+        defer { deferred.run() }
+        return try transport.withLock { () throws(E) -> R in try body(&deferred) }
+    }
+
+    private func startLocked(at startTime: AudioTimeStamp?, _ d: inout Deferred) throws(AudioError) {
+        try ensureFeeder()
         try openDevice()
         let device = try control.withLock { (s) throws(AudioError) -> any AudioOutputDevice in
             guard !s.disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
@@ -253,9 +310,8 @@ public final class AudioOutputQueue: @unchecked Sendable {
             renderer.padsShortRenders.store(device.isRealTime, ordering: .releasing)
             try device.start { buffers, frames, time in renderer.render(buffers, frames, time) }
             control.withLock { $0.playedAtStart = device.playedFrames }
-            setRunning(true)
+            setRunning(true, &d)
         }
-        ensureFeeder()
         wake.signal()
     }
 
@@ -263,8 +319,8 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// or nothing more is enqueued; returns the frames prepared (Apple's `AudioQueuePrime`).
     @discardableResult
     public func prime(frames: Int? = nil) throws(AudioError) -> Int {
+        try ensureFeeder()
         try openDevice()
-        ensureFeeder()
         let want = Int64(frames ?? Int(deviceFormat.sampleRate / 2))
         let deadline = HostTime.now() + HostTime.ticks(seconds: 10)
         while HostTime.now() < deadline {
@@ -295,10 +351,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// callback. Otherwise: what is enqueued plays out first, then the queue stops by itself,
     /// reporting `isRunning` false and ``AudioOutputQueueEvent/ended``.
     public func stop(immediately: Bool) {
-        transport.withLock { stopLocked(immediately: immediately) }
+        withTransport { d in stopLocked(immediately: immediately, &d) }
     }
 
-    private func stopLocked(immediately: Bool) {
+    private func stopLocked(immediately: Bool, _ d: inout Deferred) {
         if immediately {
             let device = control.withLock { s -> (any AudioOutputDevice)? in
                 s.generation += 1
@@ -308,17 +364,17 @@ public final class AudioOutputQueue: @unchecked Sendable {
             device?.stop(drain: false)
             cancelFlushAfterReset()
             renderer.discardAll()
-            returnPendingBuffers()
+            returnPendingBuffers(&d)
             control.withLock { s in
                 s.device?.close()
                 s.device = nil
                 s.isPaused = false
             }
             renderer.startHostTime.store(0, ordering: .releasing)
-            setRunning(false)
+            setRunning(false, &d)
         } else {
             control.withLock { $0.stopAfterQueued = true }
-            ensureFeeder()
+            try? ensureFeeder()
             wake.signal()
         }
     }
@@ -330,7 +386,11 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// decoder holds back (Apple's `AudioQueueFlush`). Returns when done.
     public func flush() {
         control.withLock { $0.flushRequested = true }
-        ensureFeeder()
+        // Without its thread nothing is decoded: nothing to wait for.
+        guard (try? ensureFeeder()) != nil else {
+            control.withLock { $0.flushRequested = false }
+            return
+        }
         let deadline = HostTime.now() + HostTime.ticks(seconds: 10)
         while HostTime.now() < deadline {
             wake.signal()
@@ -345,10 +405,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// dropped too (``AudioOutputDevice/flush()``): the old audio stops within about a device
     /// period, and audio enqueued next is heard from the point where the timeline restarts.
     public func reset() {
-        transport.withLock { resetLocked() }
+        withTransport { d in resetLocked(&d) }
     }
 
-    private func resetLocked() {
+    private func resetLocked(_ d: inout Deferred) {
         let holds = control.withLock { s -> Bool in
             s.generation += 1
             s.discontinuity = true
@@ -362,7 +422,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         }
         if holds { renderer.holding.store(true, ordering: .releasing) }
         renderer.discardAll()
-        returnPendingBuffers()
+        returnPendingBuffers(&d)
         wake.signal()
     }
 
@@ -412,9 +472,9 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 while (control.withLock { $0.isRunning }) && HostTime.now() < deadline { usleep_ms(5) }
             }
         }
-        let feeder = transport.withLock { () -> DeviceThread? in
+        let feeder = withTransport { d -> DeviceThread? in
             control.withLock { $0.disposed = true }
-            stopLocked(immediately: true)
+            stopLocked(immediately: true, &d)
             return control.withLock { s -> DeviceThread? in defer { s.feeder = nil }; return s.feeder }
         }
         wake.signal()
@@ -573,15 +633,21 @@ public final class AudioOutputQueue: @unchecked Sendable {
             throw AudioError(.invalidArgument, component: component, "offline render takes \(deviceFormat.channels) buffers and 0...65536 frames", osStatus: -50)
         }
         var done = 0
+        var idleSpins = 0
+        var waits = 0
         while done < frames {
-            // Wait until the feeder has the frames, the stream ended, or nothing more can come.
-            var idleSpins = 0
+            // Wait until the ring holds the rest, the stream ended, or nothing more comes for
+            // 50 ms. Decoded buffers come back only once rendered (and a program refills them
+            // then, as Apple's callbacks run during the offline render): with nothing being
+            // decoded and buffers held, render what the ring has at once.
             while renderer.queuedFrames < Int64(frames - done) && renderer.endFrame.load(ordering: .acquiring) == Int64.max {
                 wake.signal()
                 offlineSpace.signal()
                 if offlineData.wait(timeout: .now() + .milliseconds(2)) == .timedOut {
-                    let idle = control.withLock { $0.pending.isEmpty } && feederIdle.load(ordering: .acquiring)
-                    idleSpins = idle ? idleSpins + 1 : 0
+                    let (noneEnqueued, holding) = control.withLock { ($0.pending.isEmpty, !$0.held.isEmpty) }
+                    let feederDone = noneEnqueued && feederIdle.load(ordering: .acquiring)
+                    if feederDone && holding { break }
+                    idleSpins = feederDone ? idleSpins + 1 : 0
                     if idleSpins > 25 { break }
                 }
             }
@@ -590,8 +656,19 @@ public final class AudioOutputQueue: @unchecked Sendable {
             for c in 0..<buffers.count { part[c] = buffers[c] + done }
             let got = device.render(part, frames: frames - done, timeStamp: timeStamp, offset: done)
             offlineSpace.signal()
-            if got == 0 { break }
             done += got
+            if got > 0 {
+                idleSpins = 0
+                waits = 0
+                continue
+            }
+            // Nothing rendered: the end was played, nothing came for 50 ms, or the buffers
+            // render passed are on their way back to the program (wait for them, 5 s at most).
+            if renderer.consumed.load(ordering: .acquiring) >= renderer.endFrame.load(ordering: .acquiring) || idleSpins > 25 { break }
+            waits += 1
+            if waits > 2500 { break }
+            wake.signal()
+            _ = offlineData.wait(timeout: .now() + .milliseconds(2))
         }
         for c in 0..<buffers.count { (buffers[c] + done).update(repeating: 0, count: frames - done) }
         return done
@@ -693,13 +770,13 @@ public final class AudioOutputQueue: @unchecked Sendable {
         }
     }
 
-    private func setRunning(_ running: Bool) {
+    private func setRunning(_ running: Bool, _ d: inout Deferred) {
         let changed = control.withLock { s -> Bool in
             guard s.isRunning != running else { return false }
             s.isRunning = running
             return true
         }
-        if changed { notify(.isRunning) }
+        if changed { d.add { [self] in notify(.isRunning) } }
     }
 
     /// The decoder for the current format and cookie; a failure becomes the queue's converter
@@ -731,33 +808,68 @@ public final class AudioOutputQueue: @unchecked Sendable {
         control.withLock { $0.eventHandler }?(event)
     }
 
-    private func returnPendingBuffers() {
-        let (held, pending) = control.withLock { s -> ([AudioQueueBuffer], [Pending]) in
+    /// Takes every buffer the queue holds (decoded or not), to be handed back in order once
+    /// the transport lock is released.
+    private func returnPendingBuffers(_ d: inout Deferred) {
+        let buffers = control.withLock { s -> [AudioQueueBuffer] in
             defer { s.pending.removeAll(); s.held.removeAll() }
-            return (s.held, s.pending)
+            return s.held.map(\.buffer) + s.pending.map(\.buffer)
         }
-        for b in held { outputCallback(self, b) }
-        for p in pending { outputCallback(self, p.buffer) }
+        guard !buffers.isEmpty else { return }
+        d.add { [self] in for b in buffers { outputCallback(self, b) } }
     }
 
-    /// Feeder: once the queue runs, hands back the buffers it used before (in order).
-    private func returnHeldBuffers() {
-        let held = control.withLock { s -> [AudioQueueBuffer] in
-            guard s.isRunning, !s.held.isEmpty else { return [] }
-            defer { s.held.removeAll() }
-            return s.held
+    /// Feeder: takes what render reported (buffer ends it passed and when they are heard), hands
+    /// back, in order, the buffers whose audio has been played (a queue that is not running keeps
+    /// them), and returns when the next one is due (nil: nothing to wait for).
+    @discardableResult
+    private func returnPlayedBuffers() -> UInt64? {
+        var heard: [QueueRenderer.HeardEnd] = []
+        while let h = renderer.heardEnds.pop() { heard.append(h) }
+        let now = HostTime.now()
+        let (due, next) = control.withLock { s -> ([AudioQueueBuffer], Held?) in
+            if !heard.isEmpty {
+                var k = 0
+                for i in s.held.indices where s.held[i].heardAt == nil {
+                    while k < heard.count && heard[k].end < s.held[i].end { k += 1 }
+                    guard k < heard.count else { break }
+                    s.held[i].heardAt = heard[k].hostTime
+                }
+            }
+            // Paused, the device holds its audio: nothing is played (`.whenCopied` hands back as before).
+            guard s.isRunning, !s.isPaused || bufferReturn == .whenCopied else { return ([], nil) }
+            var n = 0
+            while n < s.held.count, let at = s.held[n].heardAt, at <= now { n += 1 }
+            defer { s.held.removeFirst(n) }
+            return (s.held[0..<n].map(\.buffer), n < s.held.count ? s.held[n] : nil)
         }
-        for b in held { outputCallback(self, b) }
+        for b in due { outputCallback(self, b) }
+        guard let next else { return nil }
+        if let at = next.heardAt { return at }
+        // Not reached by render yet: about when it will be, at the device's rate (render answers
+        // at its next call, so no sooner than 5 ms: no spinning while it comes).
+        let ahead = max(0, next.end - renderer.consumed.load(ordering: .acquiring))
+        return now + max(5_000_000, UInt64(Double(ahead) / deviceFormat.sampleRate * 1e9))
     }
 
     private let feederIdle = Atomic<Bool>(true)
 
-    private func ensureFeeder() {
-        control.withLock { s in
+    /// Tests: replaces how the queue's thread is started (before it is).
+    func setThreadStarter(_ starter: @escaping ThreadStarter) { control.withLock { $0.startThread = starter } }
+
+    /// Starts the queue's thread once; throws when it cannot be started (the queue would
+    /// never play).
+    private func ensureFeeder() throws(AudioError) {
+        try control.withLock { (s) throws(AudioError) in
             guard !s.feederStarted, !s.disposed else { return }
-            s.feederStarted = true
             // The new thread's first step takes this lock, so it waits until we are done here.
-            s.feeder = try? DeviceThread(name: "oat-queue") { [self] in feederLoop() }
+            do throws(AudioError) {
+                s.feeder = try s.startThread("oat-queue") { [self] in feederLoop() }
+            } catch {
+                throw AudioError(.deviceUnavailable, component: component,
+                                 "cannot start the queue's thread: \(error.message)", osStatus: -66681)
+            }
+            s.feederStarted = true
         }
     }
 
@@ -769,10 +881,20 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var generation = control.withLock { $0.generation }
         var processingVersion = -1
         var ended = false
+        /// When the next held buffer is due back (host time), if any.
+        var nextDue: UInt64?
+        /// Buffer ends render's queue had no room for yet (more than 1024 buffers in the ring).
+        var unsentEnds: [Int64] = []
         while true {
             // Enqueue, start, stop and reset signal `wake`; otherwise look at the device now and
-            // then (events, the end of a drained stream) without spinning.
-            _ = wake.wait(timeout: .now() + .milliseconds(feederIdle.load(ordering: .relaxed) ? 50 : 5))
+            // then (events, the end of a drained stream) without spinning, and wake when the next
+            // buffer has been played.
+            var timeout = UInt64(feederIdle.load(ordering: .relaxed) ? 50 : 5) * 1_000_000
+            if let due = nextDue {
+                let now = HostTime.now()
+                timeout = min(timeout, due > now ? due - now : 0)
+            }
+            if timeout > 0 { _ = wake.wait(timeout: .now() + .nanoseconds(Int(timeout))) }
             if control.withLock({ $0.disposed }) { break }
             if control.withLock({ $0.cookieChanged }) { converter = makeConverterReporting() }
             // Generation change (reset/stop): start the decoder afresh.
@@ -793,8 +915,9 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 }
                 if changed, let failure { post(.timePitchError(failure)) }
             }
+            while let e = unsentEnds.first, renderer.bufferEnds.push(e) { unsentEnds.removeFirst() }
+            nextDue = returnPlayedBuffers()
             handleDeviceEvents(&ended)
-            returnHeldBuffers()
             // The buffer's contents are copied while it is certainly still pending: once a
             // concurrent stop or reset has handed it back, the app may refill it at once.
             let claimed = control.withLock { s -> (Pending, [UInt8], [AudioStreamPacketDescription])? in
@@ -831,18 +954,18 @@ public final class AudioOutputQueue: @unchecked Sendable {
             } else {
                 converter = makeConverterReporting()
             }
-            // Hand the buffer back unless a reset/stop already did; a queue not running yet
-            // keeps it until it starts. Buffers still held from before the start go first, so
-            // buffers always come back in the order they were enqueued.
-            let giveBack = control.withLock { s -> [AudioQueueBuffer] in
-                guard s.generation == generation, let i = s.pending.firstIndex(where: { $0.buffer === next.buffer }) else { return [] }
+            // Hold the buffer until its audio has been played (or hand it back now, for
+            // `.whenCopied`), unless a reset/stop already handed it back; a queue not running yet
+            // keeps it until it starts. Buffers come back in the order they were enqueued.
+            let end = renderer.written.load(ordering: .acquiring)
+            let track = control.withLock { s -> Bool in
+                guard s.generation == generation, let i = s.pending.firstIndex(where: { $0.buffer === next.buffer }) else { return false }
                 s.pending.remove(at: i)
-                s.held.append(next.buffer)
-                guard s.isRunning else { return [] }
-                defer { s.held.removeAll() }
-                return s.held
+                s.held.append(Held(buffer: next.buffer, end: end, heardAt: bufferReturn == .whenCopied ? 0 : nil))
+                return bufferReturn == .whenPlayed
             }
-            for b in giveBack { outputCallback(self, b) }
+            if track && (!unsentEnds.isEmpty || !renderer.bufferEnds.push(end)) { unsentEnds.append(end) }
+            nextDue = returnPlayedBuffers()
             flushAfterReset(final: false)
         }
     }
@@ -851,7 +974,9 @@ public final class AudioOutputQueue: @unchecked Sendable {
                         with converter: AudioConverter, scratch: AudioPCMBuffer, generation: Int) {
         var batch = AudioPacketBatch()
         batch.data = contents
-        if descriptions.isEmpty {
+        // Constant-size packets (linear PCM included) are the buffer's bytes: descriptions
+        // passed with them are ignored, as Apple's queues do (stale ones must not drop audio).
+        if descriptions.isEmpty || format.bytesPerPacket > 0 {
             let bpp = max(1, Int(format.bytesPerPacket))
             batch.packetCount = contents.count / bpp
         } else {
@@ -932,7 +1057,13 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 // refills in one go, and a reset or stop is still seen within 100 ms).
                 let want = max(min(n - offset, 4096), renderer.capacityFrames / 4)
                 let missing = max(0, want - renderer.freeFrames)
-                usleep_ms(max(2, min(100, Int(Double(missing) / deviceFormat.sampleRate * 1000))))
+                var sleep = max(2, min(100, Int(Double(missing) / deviceFormat.sampleRate * 1000)))
+                // Buffers played meanwhile still come back on time.
+                if let due = returnPlayedBuffers() {
+                    let now = HostTime.now()
+                    sleep = max(1, min(sleep, due > now ? Int((due - now) / 1_000_000) + 1 : 1))
+                }
+                usleep_ms(sleep)
             }
         }
         return true
@@ -973,10 +1104,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
     }
 
     private func finishStop() {
-        transport.withLock { finishStopLocked() }
+        withTransport { d in finishStopLocked(&d) }
     }
 
-    private func finishStopLocked() {
+    private func finishStopLocked(_ d: inout Deferred) {
         guard control.withLock({ !$0.disposed && ($0.device != nil || $0.isRunning || $0.stopAfterQueued) }) else { return }
         let device = control.withLock { s -> (any AudioOutputDevice)? in
             defer { s.device = nil; s.stopAfterQueued = false; s.isPaused = false }
@@ -987,10 +1118,11 @@ public final class AudioOutputQueue: @unchecked Sendable {
         cancelFlushAfterReset()
         renderer.discardAll()
         renderer.startHostTime.store(0, ordering: .releasing)
-        setRunning(false)
-        // A queue that ended without running (stopped before any start) gives back what it kept.
-        returnPendingBuffers()
-        post(.ended)
+        // Everything has been played (or the queue ended without running, stopped before any
+        // start): the buffers come back, then the queue reports that it stopped.
+        returnPendingBuffers(&d)
+        setRunning(false, &d)
+        d.add { [self] in post(.ended) }
     }
 }
 

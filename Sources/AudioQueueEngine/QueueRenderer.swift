@@ -39,6 +39,21 @@ final class QueueRenderer: @unchecked Sendable {
     let holding = Atomic<Bool>(false)
     /// Level snapshots: per render call, peak then mean square per channel.
     let levels: SPSCRingBuffer<Float>
+    /// Feeder to render: the ring frame index at which each enqueued buffer's audio ends, in
+    /// order (queues that return buffers when they have been played).
+    let bufferEnds = SPSCQueue<Int64>(minimumCapacity: 1024)
+    /// Render to feeder: each of those ends once render has taken it from the ring, with the
+    /// host time at which the device plays its last frame (0: at once, or a stale frame).
+    let heardEnds = SPSCQueue<HeardEnd>(minimumCapacity: 1024)
+    /// A buffer end render has passed and when the device plays it.
+    struct HeardEnd {
+        /// The ring frame index (as in ``bufferEnds``).
+        var end: Int64
+        /// Host time (ns) at which the frame before `end` leaves the device; 0 for at once.
+        var hostTime: UInt64
+    }
+    /// Render-thread-only: the end popped from ``bufferEnds`` and not yet passed (-1: none).
+    private var nextEnd: Int64 = -1
     // Render-thread-only state (never touched elsewhere after start).
     private var gain: Float = 1
     private var gainStep: Float = 0
@@ -110,6 +125,9 @@ final class QueueRenderer: @unchecked Sendable {
             let dropped = ring.skip(Int(stale) * channels) / channels
             consumed.add(Int64(dropped), ordering: .releasing)
         }
+        let consumedBefore = consumed.load(ordering: .relaxed)
+        // Ends already passed (stale, or written after render took their frames): heard from now.
+        passEnds(upTo: consumedBefore, from: consumedBefore, at: 0, time)
         // Silence before the start time.
         let startAt = startHostTime.load(ordering: .acquiring)
         if startAt > 0 && time.flags.contains(.hostTimeValid) && time.hostTime < startAt {
@@ -133,6 +151,7 @@ final class QueueRenderer: @unchecked Sendable {
             let got = ring.read(into: UnsafeMutableBufferPointer(rebasing: frameScratch[0..<(n * channels)])) / channels
             consumed.add(Int64(got), ordering: .releasing)
             deinterleave(into: buffers, at: out, frames: got)
+            passEnds(upTo: consumedNow + Int64(got), from: consumedNow, at: out, time)
             out += got
         }
         let isEnd = consumedNow + Int64(n) >= end
@@ -143,6 +162,27 @@ final class QueueRenderer: @unchecked Sendable {
         }
         rendered.add(Int64(out), ordering: .releasing)
         return AudioRenderResult(frames: out, isEndOfStream: isEnd)
+    }
+
+    /// Render thread: reports the buffer ends up to ring frame `last` (frames from `first`
+    /// went to the output from frame `offset` of this call) with the host time at which the device
+    /// plays them: the call's time stamp plus their offset, on a paced device; at once otherwise.
+    @inline(__always)
+    private func passEnds(upTo last: Int64, from first: Int64, at offset: Int, _ time: AudioTimeStamp) {
+        while true {
+            if nextEnd < 0 {
+                guard let e = bufferEnds.pop() else { return }
+                nextEnd = e
+            }
+            guard nextEnd <= last else { return }
+            var at: UInt64 = 0
+            if padsShortRenders.load(ordering: .relaxed) && time.flags.contains(.hostTimeValid) && time.hostTime > 0 {
+                let frames = offset + Int(max(0, nextEnd - first))
+                at = time.hostTime &+ UInt64(Double(frames) / sampleRate * 1e9)
+            }
+            guard heardEnds.push(HeardEnd(end: nextEnd, hostTime: at)) else { return }
+            nextEnd = -1
+        }
     }
 
     @inline(__always)

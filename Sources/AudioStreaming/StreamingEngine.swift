@@ -922,7 +922,7 @@ final class DecoderThread {
         queueFormat = .linearPCM(sampleRate: deviceRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
         let pool = self.pool
         let wake = engine.wake
-        let q = try AudioOutputQueue(format: queueFormat, output: engine.output) { _, buffer in
+        let q = try AudioOutputQueue(format: queueFormat, bufferReturn: .whenCopied, output: engine.output) { _, buffer in
             pool.buffers.withLock { $0.append(buffer) }
             if pool.waiting.load(ordering: .sequentiallyConsistent) { wake.signal() }
         }

@@ -106,7 +106,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         // faster than real time, and the device holds 0.4 s more. At least 0.7 s (the ring rounds
         // up to a power of two: 0.74 s, 256 KB at 44.1 kHz stereo, 768 KB less than 2 s); play()
         // waits for 0.5 s of it before starting the device.
-        queue = try AudioOutputQueue(format: pcm, ringSeconds: 0.7, output: output) { _, buffer in
+        queue = try AudioOutputQueue(format: pcm, ringSeconds: 0.7, bufferReturn: .whenCopied, output: output) { _, buffer in
             pool.buffers.withLock { $0.append(buffer) }
             returned.signal()
         }

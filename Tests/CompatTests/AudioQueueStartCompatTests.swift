@@ -1,5 +1,6 @@
 // Apple's AudioQueue hands no buffer back to the output callback before AudioQueueStart: buffers
-// enqueued (and primed) before it stay with the queue and come back once it runs. Through the C
+// enqueued (and primed) before it stay with the queue and come back once it runs and has played
+// them (here: rendered offline). Through the C
 // API, as macOS code calls it (only the import differs), on an offline queue (no device needed).
 #if canImport(AudioToolbox)
 import AudioToolbox
@@ -23,6 +24,23 @@ private func countingCallback(_ user: UnsafeMutableRawPointer?, _ queue: AudioQu
     let returned = Unmanaged<ReturnedBuffers>.fromOpaque(user!).takeUnretainedValue()
     let address = Int(bitPattern: UnsafeMutableRawPointer(buffer))
     returned.list.withLock { $0.append(address) }
+}
+
+/// Renders `frames` frames of an offline queue (Float32 stereo) in 4096-frame calls.
+func renderOffline(_ q: AudioQueueRef, frames: Int) throws {
+    var out: AudioQueueBufferRef?
+    #expect(AudioQueueAllocateBuffer(q, 4096 * 8, &out) == noErr)
+    let o = try #require(out)
+    defer { AudioQueueFreeBuffer(q, o) }
+    var time = AudioTimeStamp()
+    time.mFlags = kAudioTimeStampSampleTimeValid
+    #expect(AudioQueueOfflineRender(q, &time, o, 0) == noErr)
+    var done = 0
+    while done < frames {
+        time.mSampleTime = Double(done)
+        #expect(AudioQueueOfflineRender(q, &time, o, 4096) == noErr)
+        done += 4096
+    }
 }
 
 @Suite struct AudioQueueStartCompatTests {
@@ -56,6 +74,7 @@ private func countingCallback(_ user: UnsafeMutableRawPointer?, _ queue: AudioQu
         usleep(300_000)
         #expect(returned.list.withLock { $0.count } == 0, "buffers came back before AudioQueueStart")
         #expect(AudioQueueStart(q, nil) == noErr)
+        try renderOffline(q, frames: 3 * 2048)
         for _ in 0..<2500 where returned.list.withLock({ $0.count }) < 3 { usleep(2_000) }
         #expect(returned.list.withLock { $0 } == enqueued)
     }
@@ -80,6 +99,7 @@ private func countingCallback(_ user: UnsafeMutableRawPointer?, _ queue: AudioQu
         usleep(300_000)
         #expect(returned.list.withLock { $0.count } == 0, "a buffer came back before AudioQueueStart")
         #expect(AudioQueueStart(q, nil) == noErr)
+        try renderOffline(q, frames: 1024)
         for _ in 0..<2500 where returned.list.withLock({ $0.count }) < 1 { usleep(2_000) }
         #expect(returned.list.withLock { $0.count } == 1)
     }

@@ -293,3 +293,31 @@ final class NSLockLike: @unchecked Sendable {
         return try body()
     }
 }
+
+extension PlaybackRecordingTests {
+    /// The guide's recorder run for 2 s and stopped with `AudioQueueStop(queue, true)`: its file
+    /// holds the 2 s. Apple's synchronous stop hands the partially filled buffers to the callback
+    /// while it stops ("buffer callbacks are invoked during the stopping"), which is why the
+    /// guide's callback writes its packets before it looks at `mIsRunning`. (It held 1.5 s when
+    /// the stop dropped what had not been delivered.)
+    @Test func seed000RecorderStoppedAfterTwoSecondsHoldsTwoSeconds() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let scratch = try ScratchDirectory("seed000-2s")
+        defer { scratch.remove() }
+        #if !canImport(AudioToolbox)
+        AudioQueueInputSelection.set(.pulse(source: daemon.monitorSource), options: AudioInput.Options(pulseServer: daemon.server))
+        defer { AudioQueueInputSelection.set(nil) }
+        #endif
+        for (name, compressed) in [("aiff", nil), ("caf", (kAudioFormatMPEG4AAC, kAudioFileCAFType))] as [(String, (AudioFormatID, AudioFileTypeID)?)] {
+            let path = "\(scratch.path)/seed000.\(name)"
+            let packets = try recordLikeSeed000(to: path, duration: 2.0, compressed: compressed) {}
+            let file = try AudioFile(path: path)
+            #expect(file.packetCount == packets)
+            let decoded = try decodeWithToolbox(path)
+            let seconds = Double(decoded.samples.count / 2) / 44100
+            print("seed 000 recorder, 2 s then AudioQueueStop(true), \(name): \(String(format: "%.3f", seconds)) s recorded")
+            #expect(seconds >= 1.85 && seconds <= 2.2, "\(name): \(seconds) s recorded of 2 s")
+        }
+    }
+}
