@@ -15,6 +15,9 @@ let portingPrograms: [(name: String, directory: String)] = [
     ("porting-queue-player", "QueuePlayer"),
     ("porting-augraph-player", "AUGraphFilePlayer"),
     ("porting-tone-generator", "ToneGenerator"),
+    ("porting-stream-player", "StreamPlayer"),
+    ("porting-aac-recorder", "AACRecorder"),
+    ("porting-device-query", "DeviceQuery"),
 ]
 
 let package = Package(

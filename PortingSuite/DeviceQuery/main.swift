@@ -27,10 +27,10 @@ func deviceName(_ id: AudioDeviceID) -> String {
     var address = AudioObjectPropertyAddress(mSelector: kAudioDevicePropertyDeviceNameCFString,
                                              mScope: kAudioObjectPropertyScopeGlobal,
                                              mElement: kAudioObjectPropertyElementMain)
-    var name: CFString = "" as CFString
-    var size = UInt32(MemoryLayout<CFString>.size)
-    CheckError(AudioObjectGetPropertyData(id, &address, 0, nil, &size, &name), "device name")
-    return name as String
+    var name: CFString? = nil
+    var size = UInt32(MemoryLayout<CFString?>.size)
+    CheckError(withUnsafeMutablePointer(to: &name) { AudioObjectGetPropertyData(id, &address, 0, nil, &size, $0) }, "device name")
+    return (name ?? "" as CFString) as String
 }
 
 func nominalRate(_ id: AudioDeviceID) -> Float64 {

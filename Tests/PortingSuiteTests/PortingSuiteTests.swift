@@ -71,4 +71,24 @@ import Testing
         // Played to the end: the 2 s wait then AudioQueueStop(queue, true) loses nothing.
         #expect(c.producedFrames >= c.referenceFrames, "\(relative): \(c)")
     }
+
+    @Test("AudioFileStream streamer (Unmanaged client data) to an unpaced WAV output", .enabled(if: corpusOrCI),
+          arguments: [("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3", 1500), ("ffmpeg-generated/adts/aac_lc_44k_st.aac", 4096),
+                      ("ffmpeg-generated/wav/pcm_s24le_st.wav", 777)])
+    func streamPlayer(_ relative: String, _ chunk: Int) throws {
+        let input = try corpusPath(relative)
+        let wav = scratchPath("stream.wav")
+        defer { unlink(wav) }
+        let result = try run(try portingProgram("porting-stream-player"), [input, String(chunk)], environment: ["OAT_OUTPUT": "wav:" + wav])
+        #expect(result.status == 0, "\(relative): \(result.output)")
+        let reference = try ffmpegDecode(input)
+        let played = readOutputWAV(wav)
+        #expect(played.channels == reference.channels)
+        let c = try #require(check(played.samples, against: reference.samples, channels: reference.channels), "\(relative): no alignment")
+        print("porting-stream-player \(relative) in \(chunk)-byte reads: \(c)")
+        #expect(c.snr >= 60, "\(relative): \(c)")
+        // Apple's parser keeps back the last packet of a stream that does not say where it ends.
+        let lastPacket = relative.hasSuffix(".wav") ? 0 : 1152
+        #expect(c.producedFrames + lastPacket >= c.referenceFrames, "\(relative): \(c)")
+    }
 }

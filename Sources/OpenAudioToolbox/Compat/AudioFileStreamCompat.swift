@@ -206,8 +206,8 @@ final class CompatFileStream {
     }
 
     /// The handle naming this parser (set when it is opened).
-    var id: AudioFileStreamID { handle! }
-    var handle: AudioFileStreamID?
+    var id: AudioFileStreamID { slot! }
+    var slot: AudioFileStreamID?
 
     static func from(_ id: AudioFileStreamID?) -> CompatFileStream? { CompatHandles.object(id, as: CompatFileStream.self) }
 
@@ -246,7 +246,7 @@ public func AudioFileStreamOpen(_ inClientData: UnsafeMutableRawPointer?,
                                 _ outAudioFileStream: UnsafeMutablePointer<AudioFileStreamID?>) -> OSStatus {
     let stream = AudioFileStream(fileTypeHint: inFileTypeHint == 0 ? nil : AudioFileType(rawValue: inFileTypeHint))
     let box = CompatFileStream(stream: stream, clientData: inClientData, listener: inPropertyListenerProc, packets: inPacketsProc)
-    box.handle = CompatHandles.make(box)
+    box.slot = CompatHandles.make(box)
     outAudioFileStream.pointee = box.id
     return noErr
 }
