@@ -6,6 +6,20 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+/// The porting suite (PortingSuite/, issue 17 §4): programs written as macOS code is, built with only
+/// the import changed. Swift 5 language mode, as the code they stand for is compiled. Each is run
+/// and checked by Tests/PortingSuiteTests.
+let portingPrograms: [(name: String, directory: String)] = [
+    ("porting-converter-decode", "ConverterDecode"),
+    ("porting-extaudiofile-convert", "ExtAudioFileConvert"),
+    ("porting-queue-player", "QueuePlayer"),
+    ("porting-augraph-player", "AUGraphFilePlayer"),
+    ("porting-tone-generator", "ToneGenerator"),
+    ("porting-stream-player", "StreamPlayer"),
+    ("porting-aac-recorder", "AACRecorder"),
+    ("porting-device-query", "DeviceQuery"),
+]
+
 let package = Package(
     name: "OpenAudioToolbox",
     platforms: [.macOS(.v15)],
@@ -91,5 +105,9 @@ let package = Package(
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioUnitsTests", dependencies: ["AudioUnits", "AudioDevices", "OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
-    ]
+        .testTarget(name: "PortingSuiteTests", dependencies: ["AudioTestSupport"], swiftSettings: strict),
+    ] + portingPrograms.map { program in
+        .executableTarget(name: program.name, dependencies: ["OpenAudioToolbox"], path: "PortingSuite/\(program.directory)",
+                          swiftSettings: [.swiftLanguageMode(.v5)])
+    }
 )

@@ -92,6 +92,15 @@ public final class TimePitchProcessor: @unchecked Sendable {
     private let pullOut: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     private let renderOut: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
 
+    /// Throws when `algorithm` cannot run here: the spectral and time-domain algorithms need
+    /// the Rubber Band library (loaded on first use), varispeed needs nothing.
+    public static func checkAvailable(_ algorithm: TimePitchAlgorithm) throws(AudioError) {
+        guard algorithm != .varispeed else { return }
+        if let why = oat_rubberband_load() {
+            throw AudioError(.unsupportedFormat, component: "TimePitchProcessor", String(cString: why))
+        }
+    }
+
     /// Creates a processor. `maximumFramesPerCall` bounds each push, retrieve and render call.
     public init(sampleRate: Double, channels: Int, algorithm: TimePitchAlgorithm = .spectral,
                 maximumFramesPerCall: Int = 4096) throws(AudioError) {

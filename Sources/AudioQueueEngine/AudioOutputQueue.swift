@@ -20,8 +20,13 @@ public enum AudioOutputQueueEvent: Sendable, Equatable {
     case ended
     /// The device ran out of audio mid-stream `count` times so far (buffers came too late).
     case underrun(count: Int)
-    /// The decoder rejected data; playback continues.
+    /// The decoder rejected data, or could not be created for the queue's format and cookie
+    /// (then the queue's buffers come back unplayed until a cookie that opens it is set);
+    /// ``AudioOutputQueue/converterError`` holds it.
     case converterError(AudioError)
+    /// The time-pitch stage could not be set up (e.g. the Rubber Band library is missing): the
+    /// audio plays at rate 1 and pitch 0. ``AudioOutputQueue/timePitchError`` holds it.
+    case timePitchError(AudioError)
     /// The device went away / came back.
     case device(AudioDeviceEvent)
 }
@@ -126,6 +131,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var playedAtStart: Int64 = 0
         var discontinuity = false
         var converterError: AudioError?
+        var timePitchError: AudioError?
         var generation = 0
         var flushRequested = false
         var lastUnderruns = 0
@@ -718,6 +724,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// The last decoder error (`kAudioQueueProperty_ConverterError`), if any.
     public var converterError: AudioError? { control.withLock { $0.converterError } }
 
+    /// Why the time-pitch stage is not running although it is enabled (e.g. the Rubber Band
+    /// library is missing), if it could not be set up; nil once it runs.
+    public var timePitchError: AudioError? { control.withLock { $0.timePitchError } }
+
     /// Name of the device in use (`kAudioQueueProperty_CurrentDevice`), once started.
     public var currentDevice: String? { control.withLock { $0.device?.name } }
 
@@ -767,6 +777,25 @@ public final class AudioOutputQueue: @unchecked Sendable {
             return true
         }
         if changed { d.add { [self] in notify(.isRunning) } }
+    }
+
+    /// The decoder for the current format and cookie; a failure becomes the queue's converter
+    /// error (property, listener, event) once per distinct error, and nil.
+    private func makeConverterReporting() -> AudioConverter? {
+        do throws(AudioError) {
+            return try makeConverter()
+        } catch {
+            let fresh = control.withLock { s -> Bool in
+                guard s.converterError != error else { return false }
+                s.converterError = error
+                return true
+            }
+            if fresh {
+                notify(.converterError)
+                post(.converterError(error))
+            }
+            return nil
+        }
     }
 
     private func notify(_ property: AudioQueueProperty) {
@@ -847,7 +876,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// The queue's own thread: decodes enqueued buffers into the ring, returns them through the
     /// callback, watches the device, and ends the stream.
     private func feederLoop() {
-        var converter: AudioConverter? = try? makeConverter()
+        var converter: AudioConverter? = makeConverterReporting()
         let scratch = try! AudioPCMBuffer(format: .linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true), frameCapacity: 4096)
         var generation = control.withLock { $0.generation }
         var processingVersion = -1
@@ -867,7 +896,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
             }
             if timeout > 0 { _ = wake.wait(timeout: .now() + .nanoseconds(Int(timeout))) }
             if control.withLock({ $0.disposed }) { break }
-            if control.withLock({ $0.cookieChanged }) { converter = try? makeConverter() }
+            if control.withLock({ $0.cookieChanged }) { converter = makeConverterReporting() }
             // Generation change (reset/stop): start the decoder afresh.
             let g = control.withLock { $0.generation }
             if g != generation {
@@ -879,7 +908,12 @@ public final class AudioOutputQueue: @unchecked Sendable {
             let (version, settings, taps) = control.withLock { ($0.processingVersion, $0.timePitch, $0.taps) }
             if version != processingVersion {
                 processingVersion = version
-                chain.configure(settings, taps: taps)
+                let failure = chain.configure(settings, taps: taps)
+                let changed = control.withLock { s -> Bool in
+                    defer { s.timePitchError = failure }
+                    return s.timePitchError != failure
+                }
+                if changed, let failure { post(.timePitchError(failure)) }
             }
             while let e = unsentEnds.first, renderer.bufferEnds.push(e) { unsentEnds.removeFirst() }
             nextDue = returnPlayedBuffers()
@@ -918,7 +952,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
             if let c = converter {
                 decode(next, contents: contents, descriptions: descriptions, with: c, scratch: scratch, generation: generation)
             } else {
-                converter = try? makeConverter()
+                converter = makeConverterReporting()
             }
             // Hold the buffer until its audio has been played (or hand it back now, for
             // `.whenCopied`), unless a reset/stop already handed it back; a queue not running yet

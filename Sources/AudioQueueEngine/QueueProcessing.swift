@@ -160,11 +160,19 @@ final class QueueProcessingChain {
     /// True when audio passes straight through.
     var isIdle: Bool { preTaps.isEmpty && postTaps.isEmpty && (timePitch == nil || settings.bypass) && pre[0].isEmpty && post[0].isEmpty }
 
-    /// Takes the current configuration (between buffers).
-    func configure(_ s: QueueTimePitchSettings, taps: [AudioQueueProcessingTap]) {
+    /// Takes the current configuration (between buffers). Returns why the time-pitch stage
+    /// could not be set up (it is then left out), nil when it runs or is off.
+    @discardableResult
+    func configure(_ s: QueueTimePitchSettings, taps: [AudioQueueProcessingTap]) -> AudioError? {
+        var failure: AudioError?
         if s.enabled {
             if timePitch == nil || timePitch!.algorithm != s.algorithm {
-                timePitch = try? TimePitchProcessor(sampleRate: sampleRate, channels: channels, algorithm: s.algorithm, maximumFramesPerCall: chunk)
+                do throws(AudioError) {
+                    timePitch = try TimePitchProcessor(sampleRate: sampleRate, channels: channels, algorithm: s.algorithm, maximumFramesPerCall: chunk)
+                } catch {
+                    timePitch = nil
+                    failure = error
+                }
             }
             try? timePitch?.setRate(Double(s.rate))
             try? timePitch?.setPitch(cents: Double(s.pitch))
@@ -175,6 +183,7 @@ final class QueueProcessingChain {
         settings = s
         preTaps = taps.filter { !$0.flags.contains(.postEffects) }
         postTaps = taps.filter { $0.flags.contains(.postEffects) }
+        return failure
     }
 
     /// Drops everything held (reset, stop).

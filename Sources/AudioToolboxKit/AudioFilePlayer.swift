@@ -230,7 +230,10 @@ public final class AudioFilePlayer: @unchecked Sendable {
     /// Plays at `rate` (0.5...2, pitch unchanged) shifted by `pitchCents` (-2400...2400) with
     /// `algorithm`; rate 1 and pitch 0 turn the time-pitch stage off. Set it before ``play(from:duration:)``
     /// (a later change reaches the ear after the audio already buffered). See docs/timepitch.md.
+    /// Throws when `algorithm` cannot run (the spectral and time-domain algorithms need the
+    /// Rubber Band library).
     public func setTimePitch(rate: Float, pitchCents: Float = 0, algorithm: TimePitchAlgorithm = .spectral) throws(AudioError) {
+        if rate != 1 || pitchCents != 0 { try TimePitchProcessor.checkAvailable(algorithm) }
         try queue.setParameter(.playRate, rate)
         try queue.setParameter(.pitch, pitchCents)
         queue.timePitchAlgorithm = algorithm

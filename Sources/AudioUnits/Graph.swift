@@ -142,6 +142,10 @@ public final class AudioGraph: @unchecked Sendable {
         var nodes: [AUNode] = []
         var connections: [Connection] = []
         var dirty = true
+        /// Nodes removed since the last commit: they stay bound to this graph (not addable
+        /// elsewhere, so never re-prepared) until no plan that the render thread may be
+        /// rendering holds them.
+        var pendingRemoval: [AUNode] = []
     }
 
     /// Frames per second on every bus.
@@ -206,6 +210,15 @@ public final class AudioGraph: @unchecked Sendable {
 
     /// Adds `node` (prepared for the graph's rate now, on this thread).
     public func add(_ node: AUNode) throws(AudioError) {
+        // Removed since the last commit and added back: it never left the running plan.
+        let readded = description.withLock { d -> Bool in
+            guard node.graph === self, let i = d.pendingRemoval.firstIndex(where: { $0 === node }) else { return false }
+            d.pendingRemoval.remove(at: i)
+            d.nodes.append(node)
+            d.dirty = true
+            return true
+        }
+        if readded { return }
         if let g = node.graph {
             throw AudioError(.invalidState, component: "AudioGraph", g === self ? "\(node.name) is already in this graph" : "\(node.name) belongs to another graph",
                              osStatus: -10862)
@@ -221,7 +234,11 @@ public final class AudioGraph: @unchecked Sendable {
         }
     }
 
-    /// Removes `node` and every connection to or from it (takes effect at ``commit()``).
+    /// Removes `node` and every connection to or from it (takes effect at ``commit()``). Once a
+    /// plan has been committed, the node stays bound to this graph until the next ``commit()``
+    /// has swapped in a plan without it and the render thread has left the old one: until then
+    /// it cannot join another graph, so it is never re-prepared (its render state freed) while
+    /// the old plan may still render it.
     public func remove(_ node: AUNode) throws(AudioError) {
         guard node !== output else {
             throw AudioError(.invalidArgument, component: "AudioGraph", "the output node cannot be removed", osStatus: -10860)
@@ -232,12 +249,29 @@ public final class AudioGraph: @unchecked Sendable {
             d.nodes.remove(at: i)
             d.connections.removeAll { $0.source == id || $0.destination == id }
             d.dirty = true
+            d.pendingRemoval.append(node)
             return true
         }
         guard found else {
             throw AudioError(.invalidArgument, component: "AudioGraph", "\(node.name) is not in this graph", osStatus: -10860)
         }
-        node.graph = nil
+        // Never committed: no plan holds the node, it is free at once.
+        commitLock.withLock { _ in
+            guard current.load(ordering: .sequentiallyConsistent) == nil else { return }
+            releasePendingRemovals(keeping: [])
+        }
+    }
+
+    /// Unbinds the nodes removed since the last commit that `plan` (the plan now current) does
+    /// not hold. Called with `commitLock` held, after the render thread left any older plan.
+    private func releasePendingRemovals(keeping plan: [AUNode]) {
+        let free = description.withLock { d -> [AUNode] in
+            let (keep, free) = (d.pendingRemoval.filter { n in plan.contains { $0 === n } },
+                                d.pendingRemoval.filter { n in !plan.contains { $0 === n } })
+            d.pendingRemoval = keep
+            return free
+        }
+        for n in free where n.graph === self { n.graph = nil }
     }
 
     /// Connects output bus `output` of `source` to input bus `input` of `destination` (takes effect at ``commit()``).
@@ -344,6 +378,8 @@ public final class AudioGraph: @unchecked Sendable {
                 while inUse.load(ordering: .sequentiallyConsistent) == old { usleep(200) }
                 Unmanaged<RenderPlan>.fromOpaque(old).release()
             }
+            // The render thread has left every older plan: nodes they alone held are free.
+            releasePendingRemovals(keeping: plan.entries.map(\.node))
             description.withLock { $0.dirty = false }
             commits.add(1, ordering: .relaxed)
         }
@@ -416,6 +452,23 @@ public final class AudioGraph: @unchecked Sendable {
         observer.after(buffers, frames, time)
     }
 
+    /// Render thread: true when every node of the current plan is ready to render `frames`
+    /// frames (``AUNode/isReadyToRender(frames:)``). Uses the plan as ``render(into:frames:time:)`` does.
+    private func sourcesReady(frames: Int) -> Bool {
+        var p = current.load(ordering: .sequentiallyConsistent)
+        while true {
+            inUse.store(p, ordering: .sequentiallyConsistent)
+            let q = current.load(ordering: .sequentiallyConsistent)
+            if q == p { break }
+            p = q
+        }
+        defer { inUse.store(nil, ordering: .sequentiallyConsistent) }
+        guard let p else { return true }
+        let plan = Unmanaged<RenderPlan>.fromOpaque(p).takeUnretainedValue()
+        for e in plan.entries where !e.node.isReadyToRender(frames: frames) { return false }
+        return true
+    }
+
     private func renderPlan(into buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, frames: Int, time: AudioTimeStamp) {
         // Announce the plan in use, re-checking that it is still current (the control side
         // frees a replaced plan only once `inUse` no longer names it).
@@ -471,10 +524,11 @@ public final class AudioGraph: @unchecked Sendable {
     /// Drives the graph from `device`'s render callback (commits pending edits first). The
     /// device must run at the graph's rate with the output node's channel count.
     ///
-    /// `isReady`, when given, is asked on the render thread before each render of a device
-    /// that is not real time (files, `null:fast`): when it returns false the graph renders
-    /// nothing and the device calls again, so a source still being fed (a player whose feeder
-    /// is behind) does not turn into gaps of silence. It must be real-time safe (read atomics).
+    /// On a device that is not real time (files, `null:fast`), the graph renders nothing (the
+    /// device calls again) while a node of the plan is not ready (``AUNode/isReadyToRender(frames:)``:
+    /// a player whose feeder is behind), so rendering faster than real time waits for the
+    /// sources instead of turning into gaps of silence. `isReady`, when given, is asked too
+    /// before each render of such a device. It must be real-time safe (read atomics).
     public func start(device: any AudioOutputDevice, isReady: (@Sendable () -> Bool)? = nil) throws(AudioError) {
         guard device.format.sampleRate == sampleRate else {
             throw AudioError(.unsupportedFormat, component: "AudioGraph", "device \(device.name) runs at \(device.format.sampleRate) Hz, the graph at \(sampleRate) Hz", osStatus: -10868)
@@ -491,8 +545,10 @@ public final class AudioGraph: @unchecked Sendable {
         if busy { throw AudioError(.invalidState, component: "AudioGraph", "the graph is already running on a device", osStatus: -10863) }
         do {
             let gate = device.isRealTime ? nil : isReady
+            let waitForSources = !device.isRealTime
             try device.start { [self] buffers, frames, time in
                 if let gate, !gate() { return AudioRenderResult(frames: 0) }
+                if waitForSources && !sourcesReady(frames: frames) { return AudioRenderResult(frames: 0) }
                 render(into: buffers, frames: frames, time: time)
                 return AudioRenderResult(frames: frames)
             }

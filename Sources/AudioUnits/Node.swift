@@ -136,6 +136,12 @@ open class AUNode: @unchecked Sendable, CustomStringConvertible {
         self.maxFrames = maxFrames
     }
 
+    /// Render thread, on a device that is not real time (files, `null:fast`): false while the
+    /// node waits for audio that is on its way (a player whose feeder is behind), so that the
+    /// graph renders nothing and the device asks again instead of rendering a gap of silence.
+    /// Real-time safe. The default is true.
+    open func isReadyToRender(frames: Int) -> Bool { true }
+
     /// Render thread: produce `context.frames` frames on every output bus. The default
     /// passes input bus 0 to output bus 0 (or silence without inputs).
     open func render(_ context: AURenderContext) {

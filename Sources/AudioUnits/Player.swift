@@ -165,6 +165,14 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         feederThread.withLock { t -> DeviceThread? in defer { t = nil }; return t }?.join()
     }
 
+    /// Not ready while a feeder is running and the ring holds fewer than `frames` frames (or
+    /// half the ring, for requests longer than that).
+    public override func isReadyToRender(frames: Int) -> Bool {
+        guard feederRunning.load(ordering: .acquiring), !ended.load(ordering: .acquiring) else { return true }
+        let ch = channels
+        return ring.availableToRead >= min(frames, ring.capacity / ch / 2) * ch
+    }
+
     /// Plays from the ring.
     public override func render(_ context: AURenderContext) {
         let out = context.output(0)

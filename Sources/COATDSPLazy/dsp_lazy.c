@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #pragma GCC visibility push(hidden)
 #include <rubberband/rubberband-c.h>
 #include <speex/speex_echo.h>
@@ -86,6 +87,10 @@ static void missing_function(struct loader *l, const char *name) {
 #define OAT_VRESOLVE(lib, name, params, args) OAT_RESOLVE_AS(lib, name)
 
 static void load_rb(void) {
+    /* OAT_RUBBERBAND_LIBRARY names another file or soname to load (a build elsewhere, or a
+       path that does not exist to check how a missing library is reported). */
+    const char *other = getenv("OAT_RUBBERBAND_LIBRARY");
+    if (other && *other) rb.soname = other;
     if (!open_library(&rb)) return;
     const char *missing = NULL;
     OAT_RB_FUNCTIONS(OAT_RESOLVE, OAT_VRESOLVE)

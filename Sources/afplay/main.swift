@@ -155,6 +155,9 @@ let deviceLost = Mutex<(since: UInt64, reason: String)?>(nil)
             if case .lost(let reason) = d { deviceLost.withLock { if $0 == nil { $0 = (HostTime.now(), reason) } } }
             if d == .restored { deviceLost.withLock { $0 = nil } }
         case .converterError(let error): emitJSON([("event", jsonString("decode_error")), ("message", jsonString(error.description))])
+        case .timePitchError(let error):
+            writeStderr("afplay: rate/pitch not applied: \(error)")
+            emitJSON([("event", jsonString("time_pitch_error")), ("message", jsonString(error.description))])
         default: break
         }
     }

@@ -174,6 +174,7 @@ func summary(_ e: AudioFilePlayer.Event) -> String? {
     case .queue(.underrun(let n)): "underrun \(n)"
     case .queue(.ended): "queue ended"
     case .queue(.converterError(let error)): "converter error \(error)"
+    case .queue(.timePitchError(let error)): "time-pitch error \(error)"
     case .queue(.propertyChanged): nil
     }
 }

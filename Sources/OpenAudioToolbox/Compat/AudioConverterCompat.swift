@@ -87,8 +87,16 @@ public let kAudioConverterErr_OutputSampleRateOutOfRange = OSStatus(bitPattern: 
 // MARK: - The object behind an AudioConverterRef
 
 final class CompatConverter {
+    /// The formats the Swift converter works in: the client's, native-endian.
     let source: AudioStreamBasicDescription
     let destination: AudioStreamBasicDescription
+    /// The formats as the client gave them (big-endian PCM keeps its flag).
+    let clientSource: AudioStreamBasicDescription
+    let clientDestination: AudioStreamBasicDescription
+    /// Bytes per sample to reverse on the way in (big-endian PCM source) and out (big-endian PCM
+    /// destination); 0 when the side is native-endian.
+    let sourceSwap: Int
+    let destinationSwap: Int
     var cookie: [UInt8]?
     var converter: AudioConverter?
     var primeInfo = AudioConverterPrimeInfo()
@@ -112,8 +120,10 @@ final class CompatConverter {
     var isEncoder: Bool { !destination.isPCM && source.isPCM }
 
     init(source: AudioStreamBasicDescription, destination: AudioStreamBasicDescription) {
-        self.source = source
-        self.destination = destination
+        clientSource = source
+        clientDestination = destination
+        (self.source, sourceSwap) = normalised(source)
+        (self.destination, destinationSwap) = normalised(destination)
     }
 
     /// The encoder, created on first use with the bit rate set so far.
@@ -157,11 +167,18 @@ final class CompatConverter {
     }
 
     static func from(_ ref: AudioConverterRef?) -> CompatConverter? {
-        guard let ref else { return nil }
-        return Unmanaged<CompatConverter>.fromOpaque(UnsafeRawPointer(ref)).takeUnretainedValue()
+        CompatHandles.object(ref, as: CompatConverter.self)
     }
 
-    var ref: AudioConverterRef { AudioConverterRef(Unmanaged.passUnretained(self).toOpaque()) }
+    /// The handle naming this converter (set by ``register()``).
+    var ref: AudioConverterRef { handle! }
+    private var handle: AudioConverterRef?
+
+    /// Gives this converter its handle.
+    func register() -> AudioConverterRef {
+        handle = CompatHandles.make(self)
+        return ref
+    }
 
     /// The Swift converter, created on first use with the cookie set so far.
     func make() throws(AudioError) -> AudioConverter {
@@ -175,15 +192,37 @@ final class CompatConverter {
     }
 }
 
-/// The destination format the Swift converter accepts: native-endian PCM, with the packed flag
-/// implied when the sample bits fill their bytes (Apple accepts it missing).
-private func normalised(_ f: AudioStreamBasicDescription) -> AudioStreamBasicDescription {
+/// The format the Swift converter works in: native-endian PCM, with the packed flag implied when
+/// the sample bits fill their bytes (Apple accepts it missing); and the bytes per sample to
+/// reverse between the two when `f` is big-endian PCM wider than a byte (else 0).
+func normalised(_ f: AudioStreamBasicDescription) -> (format: AudioStreamBasicDescription, swap: Int) {
     var f = f
+    var swap = 0
     if f.isPCM, f.channelsPerFrame > 0 {
         let perSample = f.isInterleaved ? f.bytesPerFrame / f.channelsPerFrame : f.bytesPerFrame
         if perSample * 8 == f.bitsPerChannel { f.formatFlags.insert(.isPacked) }
+        if f.formatFlags.contains(.isBigEndian) {
+            f.formatFlags.remove(.isBigEndian)
+            if perSample > 1 { swap = Int(perSample) }
+        }
     }
-    return f
+    return (f, swap)
+}
+
+/// Reverses the bytes of each `width`-byte sample in `bytes` bytes at `p` (big-endian PCM to
+/// native and back).
+func reverseSamples(_ p: UnsafeMutableRawPointer, bytes: Int, width: Int) {
+    guard width > 1 else { return }
+    let b = p.assumingMemoryBound(to: UInt8.self)
+    var i = 0
+    while i + width <= bytes {
+        var lo = i, hi = i + width - 1
+        while lo < hi {
+            let t = b[lo]; b[lo] = b[hi]; b[hi] = t
+            lo += 1; hi -= 1
+        }
+        i += width
+    }
 }
 
 // MARK: - Functions
@@ -196,16 +235,16 @@ private func normalised(_ f: AudioStreamBasicDescription) -> AudioStreamBasicDes
 public func AudioConverterNew(_ inSourceFormat: UnsafePointer<AudioStreamBasicDescription>,
                               _ inDestinationFormat: UnsafePointer<AudioStreamBasicDescription>,
                               _ outAudioConverter: UnsafeMutablePointer<AudioConverterRef?>) -> OSStatus {
-    let src = normalised(inSourceFormat.pointee), dst = normalised(inDestinationFormat.pointee)
+    let src = normalised(inSourceFormat.pointee).format, dst = normalised(inDestinationFormat.pointee).format
     if !dst.isPCM {
         guard src.isPCM else { return kAudioConverterErr_FormatNotSupported }
-        let box = CompatConverter(source: src, destination: dst)
+        let box = CompatConverter(source: inSourceFormat.pointee, destination: inDestinationFormat.pointee)
         do throws(AudioError) {
             _ = try box.makeEncoder()
         } catch {
             return error.code == .unsupportedFormat ? kAudioConverterErr_FormatNotSupported : (error.osStatus ?? kAudioConverterErr_FormatNotSupported)
         }
-        outAudioConverter.pointee = AudioConverterRef(Unmanaged.passRetained(box).toOpaque())
+        outAudioConverter.pointee = box.register()
         return noErr
     }
     do {
@@ -215,15 +254,15 @@ public func AudioConverterNew(_ inSourceFormat: UnsafePointer<AudioStreamBasicDe
         // A decoder that needs its cookie opens once the cookie is set.
         if !(error.osStatus == 0x2164_6174 && !src.isPCM) { return error.osStatus ?? kAudioConverterErr_FormatNotSupported }
     }
-    outAudioConverter.pointee = AudioConverterRef(Unmanaged.passRetained(CompatConverter(source: src, destination: dst)).toOpaque())
+    outAudioConverter.pointee = CompatConverter(source: inSourceFormat.pointee, destination: inDestinationFormat.pointee).register()
     return noErr
 }
 
-/// Disposes of a converter (Apple's `AudioConverterDispose`).
+/// Disposes of a converter (Apple's `AudioConverterDispose`). A converter already disposed of
+/// (a second call, or a stale handle) returns `kAudio_ParamError`.
 @discardableResult
 public func AudioConverterDispose(_ inAudioConverter: AudioConverterRef) -> OSStatus {
-    guard CompatConverter.from(inAudioConverter) != nil else { return kAudio_ParamError }
-    Unmanaged<CompatConverter>.fromOpaque(UnsafeRawPointer(inAudioConverter)).release()
+    guard CompatHandles.remove(inAudioConverter, as: CompatConverter.self) != nil else { return kAudio_ParamError }
     return noErr
 }
 
@@ -280,7 +319,7 @@ public func AudioConverterFillComplexBuffer(_ inAudioConverter: AudioConverterRe
     }
 
     var procStatus = noErr
-    let ref = box.ref
+    let ref: AudioConverterRef = box.ref
     let src = box.source
     var produced = 0
     do throws(AudioError) {
@@ -298,6 +337,9 @@ public func AudioConverterFillComplexBuffer(_ inAudioConverter: AudioConverterRe
             let size = Int(list[0].mDataByteSize)
             var batch = AudioPacketBatch()
             batch.data = Array(UnsafeRawBufferPointer(start: data, count: size))
+            if box.sourceSwap > 1 {
+                batch.data.withUnsafeMutableBytes { reverseSamples($0.baseAddress!, bytes: $0.count, width: box.sourceSwap) }
+            }
             batch.packetCount = Int(packets)
             if let descriptions, !(src.bytesPerPacket > 0) {
                 batch.packetDescriptions = Array(UnsafeBufferPointer(start: descriptions, count: Int(packets)))
@@ -316,6 +358,7 @@ public func AudioConverterFillComplexBuffer(_ inAudioConverter: AudioConverterRe
         let bytes = produced * Int(dst.bytesPerFrame)
         if bytes > 0, let outData = outList[i].mData {
             outData.copyMemory(from: output.mutableBytes(i).baseAddress!, byteCount: bytes)
+            reverseSamples(outData, bytes: bytes, width: box.destinationSwap)
         }
         var b = outList[i]
         b.mDataByteSize = UInt32(bytes)
@@ -345,7 +388,7 @@ private func fillEncoded(_ box: CompatConverter, _ proc: AudioConverterComplexIn
         return kAudioConverterErr_RequiresPacketDescriptionsError
     }
     let src = box.source
-    let ref = box.ref
+    let ref: AudioConverterRef = box.ref
     var status = noErr
     // Encode until enough packets are waiting or the input ends.
     while box.pendingPackets.count < wanted && !box.inputEnded {
@@ -355,6 +398,20 @@ private func fillEncoded(_ box: CompatConverter, _ proc: AudioConverterComplexIn
         var descriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?
         status = proc(ref, &frames, list.unsafeMutablePointer, &descriptions, userData)
         if status != noErr { break }
+        // Big-endian PCM from the client: native-endian copies (the client's buffers stay as given).
+        var swapped: [UnsafeMutableRawPointer] = []
+        defer { for p in swapped { p.deallocate() } }
+        if box.sourceSwap > 1 && frames > 0 {
+            for i in 0..<list.count {
+                guard let p = list[i].mData else { continue }
+                let n = Int(list[i].mDataByteSize)
+                let copy = UnsafeMutableRawPointer.allocate(byteCount: max(1, n), alignment: 16)
+                copy.copyMemory(from: p, byteCount: n)
+                reverseSamples(copy, bytes: n, width: box.sourceSwap)
+                swapped.append(copy)
+                list[i].mData = copy
+            }
+        }
         do throws(AudioError) {
             if frames == 0 || list.count == 0 || list[0].mData == nil {
                 box.inputEnded = true
@@ -443,11 +500,22 @@ public func AudioConverterConvertBuffer(_ inAudioConverter: AudioConverterRef, _
     do throws(AudioError) {
         let converter = try box.make()
         converter.reset()
-        try converter.decode(packet: UnsafeRawBufferPointer(start: inInputData, count: frames * Int(src.bytesPerFrame)))
+        if box.sourceSwap > 1 {
+            var native = Array(UnsafeRawBufferPointer(start: inInputData, count: frames * Int(src.bytesPerFrame)))
+            native.withUnsafeMutableBytes { reverseSamples($0.baseAddress!, bytes: $0.count, width: box.sourceSwap) }
+            var failure: AudioError?
+            native.withUnsafeBytes { raw in
+                do throws(AudioError) { try converter.decode(packet: raw) } catch { failure = error }
+            }
+            if let failure { throw failure }
+        } else {
+            try converter.decode(packet: UnsafeRawBufferPointer(start: inInputData, count: frames * Int(src.bytesPerFrame)))
+        }
         try converter.endOfInput()
         let out = try AudioPCMBuffer(format: dst, frameCapacity: max(1, frames))
         let n = converter.read(into: out, maxFrames: frames)
         outOutputData.copyMemory(from: out.mutableBytes(0).baseAddress!, byteCount: n * Int(dst.bytesPerFrame))
+        reverseSamples(outOutputData, bytes: n * Int(dst.bytesPerFrame), width: box.destinationSwap)
         ioOutputDataSize.pointee = UInt32(n * Int(dst.bytesPerFrame))
         converter.reset()
         return noErr
@@ -473,8 +541,8 @@ private func converterProperty(_ box: CompatConverter, _ id: AudioConverterPrope
         }
     }
     switch id {
-    case kAudioConverterCurrentInputStreamDescription: return .asbd(box.source)
-    case kAudioConverterCurrentOutputStreamDescription: return .asbd(box.destination)
+    case kAudioConverterCurrentInputStreamDescription: return .asbd(box.clientSource)
+    case kAudioConverterCurrentOutputStreamDescription: return .asbd(box.clientDestination)
     case kAudioConverterPrimeInfo: return .prime(box.converter?.primeInfo ?? box.primeInfo)
     case kAudioConverterSampleRateConverterQuality: return .uint32(box.quality.rawValue)
     case kAudioConverterDecompressionMagicCookie: return .bytes(box.cookie ?? [])

@@ -190,8 +190,7 @@ final class CompatAudioFile: @unchecked Sendable {
     init(_ file: AudioFile) { self.file = file }
 
     static func from(_ id: AudioFileID?) -> CompatAudioFile? {
-        guard let id, !CompatFileWriter.isWriter(id) else { return nil }
-        return Unmanaged<CompatAudioFile>.fromOpaque(UnsafeRawPointer(id)).takeUnretainedValue()
+        CompatHandles.object(id, as: CompatAudioFile.self)
     }
 
     func withFile<R>(_ body: (AudioFile) -> R) -> R { lock.withLock { _ in body(file) } }
@@ -209,7 +208,7 @@ public func AudioFileOpenURL(_ inFileRef: CFURL, _ inPermissions: AudioFilePermi
     let path = inFileRef.path(percentEncoded: false)
     do {
         let file = try AudioFile(path: path, typeHint: inFileTypeHint == 0 ? nil : AudioFileType(rawValue: inFileTypeHint))
-        outAudioFile.pointee = AudioFileID(Unmanaged.passRetained(CompatAudioFile(file)).toOpaque())
+        outAudioFile.pointee = CompatHandles.make(CompatAudioFile(file))
         return noErr
     } catch {
         if error.code == .io, access(path, R_OK) != 0 { return kAudioFileFileNotFoundError }
@@ -217,12 +216,12 @@ public func AudioFileOpenURL(_ inFileRef: CFURL, _ inPermissions: AudioFilePermi
     }
 }
 
-/// Closes a file (Apple's `AudioFileClose`).
+/// Closes a file (Apple's `AudioFileClose`). A file already closed (a second call, or a stale
+/// handle) returns `kAudioFileNotOpenError`.
 @discardableResult
 public func AudioFileClose(_ inAudioFile: AudioFileID) -> OSStatus {
     if CompatFileWriter.isWriter(inAudioFile) { return CompatFileWriter.close(inAudioFile) }
-    guard CompatAudioFile.from(inAudioFile) != nil else { return kAudio_ParamError }
-    Unmanaged<CompatAudioFile>.fromOpaque(UnsafeRawPointer(inAudioFile)).release()
+    guard CompatHandles.remove(inAudioFile, as: CompatAudioFile.self) != nil else { return kAudioFileNotOpenError }
     return noErr
 }
 
@@ -249,9 +248,7 @@ public func AudioFileCreateWithURL(_ inFileRef: CFURL, _ inFileType: AudioFileTy
     guard fd >= 0 else { return errno == ENOENT ? kAudioFileFileNotFoundError : kAudioFilePermissionsError }
     close(fd)
     let w = CompatFileWriter(path: path, type: type, format: inFormat.pointee)
-    let id = AudioFileID(Unmanaged.passRetained(w).toOpaque())
-    CompatFileWriter.register(id)
-    outAudioFile.pointee = id
+    outAudioFile.pointee = CompatFileWriter.register(w)
     return noErr
 }
 
@@ -322,7 +319,6 @@ final class CompatFileWriter: @unchecked Sendable {
     var writer: AudioFileWriter?
     /// Called with the finished file's path after closing (AudioFileInitializeWithCallbacks).
     var finish: ((String) -> OSStatus)?
-    private static let handles = Mutex<Set<Int>>([])
 
     init(path: String, type: AudioFileType, format: AudioStreamBasicDescription) {
         self.path = path
@@ -330,13 +326,11 @@ final class CompatFileWriter: @unchecked Sendable {
         self.format = format
     }
 
-    static func register(_ id: AudioFileID) { _ = handles.withLock { $0.insert(Int(bitPattern: UnsafeRawPointer(id))) } }
-    static func isWriter(_ id: AudioFileID) -> Bool { handles.withLock { $0.contains(Int(bitPattern: UnsafeRawPointer(id))) } }
+    /// A new handle for `writer`.
+    static func register(_ writer: CompatFileWriter) -> AudioFileID { CompatHandles.make(writer) }
+    static func isWriter(_ id: AudioFileID) -> Bool { from(id) != nil }
 
-    static func from(_ id: AudioFileID?) -> CompatFileWriter? {
-        guard let id, isWriter(id) else { return nil }
-        return Unmanaged<CompatFileWriter>.fromOpaque(UnsafeRawPointer(id)).takeUnretainedValue()
-    }
+    static func from(_ id: AudioFileID?) -> CompatFileWriter? { CompatHandles.object(id, as: CompatFileWriter.self) }
 
     /// The writer, created on first use (lock held).
     func openWriter() throws(AudioError) -> AudioFileWriter {
@@ -366,15 +360,12 @@ final class CompatFileWriter: @unchecked Sendable {
 
     /// Forgets a handle whose file was never written (the file stays as created, empty).
     static func discard(_ id: AudioFileID) {
-        guard from(id) != nil else { return }
-        _ = handles.withLock { $0.remove(Int(bitPattern: UnsafeRawPointer(id))) }
-        Unmanaged<CompatFileWriter>.fromOpaque(UnsafeRawPointer(id)).release()
+        _ = CompatHandles.remove(id, as: CompatFileWriter.self)
     }
 
     /// Finishes the file and forgets the handle (Apple's `AudioFileClose` on a created file).
     static func close(_ id: AudioFileID) -> OSStatus {
-        guard let w = from(id) else { return kAudio_ParamError }
-        _ = handles.withLock { $0.remove(Int(bitPattern: UnsafeRawPointer(id))) }
+        guard let w = CompatHandles.remove(id, as: CompatFileWriter.self) else { return kAudioFileNotOpenError }
         let result = w.lock.withLock { _ -> OSStatus in
             do throws(AudioError) {
                 try w.openWriter().close()
@@ -383,7 +374,6 @@ final class CompatFileWriter: @unchecked Sendable {
                 return error.osStatus ?? kAudioFileUnspecifiedError
             }
         }
-        Unmanaged<CompatFileWriter>.fromOpaque(UnsafeRawPointer(id)).release()
         return result
     }
 }

@@ -205,12 +205,11 @@ final class CompatFileStream {
         self.packets = packets
     }
 
-    var id: AudioFileStreamID { AudioFileStreamID(Unmanaged.passUnretained(self).toOpaque()) }
+    /// The handle naming this parser (set when it is opened).
+    var id: AudioFileStreamID { slot! }
+    var slot: AudioFileStreamID?
 
-    static func from(_ id: AudioFileStreamID?) -> CompatFileStream? {
-        guard let id else { return nil }
-        return Unmanaged<CompatFileStream>.fromOpaque(UnsafeRawPointer(id)).takeUnretainedValue()
-    }
+    static func from(_ id: AudioFileStreamID?) -> CompatFileStream? { CompatHandles.object(id, as: CompatFileStream.self) }
 
     func handle(_ event: AudioFileStreamEvent) {
         switch event {
@@ -248,7 +247,8 @@ public func AudioFileStreamOpen(_ inClientData: UnsafeMutableRawPointer?,
     let stream = AudioFileStream(fileTypeHint: inFileTypeHint == 0 ? nil : AudioFileType(rawValue: inFileTypeHint))
     stream.failsWhenNotOptimized = true // Apple's 'optm' where audio data precedes its index
     let box = CompatFileStream(stream: stream, clientData: inClientData, listener: inPropertyListenerProc, packets: inPacketsProc)
-    outAudioFileStream.pointee = AudioFileStreamID(Unmanaged.passRetained(box).toOpaque())
+    box.slot = CompatHandles.make(box)
+    outAudioFileStream.pointee = box.id
     return noErr
 }
 
@@ -434,10 +434,10 @@ public func AudioFileStreamSetProperty(_ inAudioFileStream: AudioFileStreamID, _
     return kAudioFileStreamError_IllegalOperation
 }
 
-/// Closes a stream parser (Apple's `AudioFileStreamClose`).
+/// Closes a stream parser (Apple's `AudioFileStreamClose`). A parser already closed (a second
+/// call, or a stale handle) returns `kAudio_ParamError`.
 @discardableResult
 public func AudioFileStreamClose(_ inAudioFileStream: AudioFileStreamID) -> OSStatus {
-    guard CompatFileStream.from(inAudioFileStream) != nil else { return kAudio_ParamError }
-    Unmanaged<CompatFileStream>.fromOpaque(UnsafeRawPointer(inAudioFileStream)).release()
+    guard CompatHandles.remove(inAudioFileStream, as: CompatFileStream.self) != nil else { return kAudio_ParamError }
     return noErr
 }

@@ -235,13 +235,20 @@ final class CompatQueue: @unchecked Sendable {
     var inputSide: CompatInputSide?
     let delivery: Delivery
     let state = Mutex(UnsafeSendable(State()))
-    var ref: AudioQueueRef { AudioQueueRef(Unmanaged.passUnretained(self).toOpaque()) }
+    /// The handle naming this queue (set by ``register()``).
+    var ref: AudioQueueRef { handle! }
+    private var handle: AudioQueueRef?
 
     init(delivery: Delivery) { self.delivery = delivery }
 
     static func from(_ ref: AudioQueueRef?) -> CompatQueue? {
-        guard let ref else { return nil }
-        return Unmanaged<CompatQueue>.fromOpaque(UnsafeRawPointer(ref)).takeUnretainedValue()
+        CompatHandles.object(ref, as: CompatQueue.self)
+    }
+
+    /// Gives this queue its handle.
+    func register() -> AudioQueueRef {
+        handle = CompatHandles.make(self)
+        return ref
     }
 
     func withState<R>(_ body: (inout State) -> R) -> R { state.withLock { body(&$0.value) } }
@@ -294,7 +301,7 @@ private func makeQueue(_ format: UnsafePointer<AudioStreamBasicDescription>?, _ 
         return error.osStatus ?? kAudioFormatUnsupportedDataFormatError
     }
     _ = box.queue.addPropertyListener { [weak box] _, property in box?.propertyChanged(property) }
-    out.pointee = AudioQueueRef(Unmanaged.passRetained(box).toOpaque())
+    out.pointee = box.register()
     return noErr
 }
 
@@ -331,7 +338,8 @@ public func AudioQueueNewOutputWithDispatchQueue(_ outAQ: UnsafeMutablePointer<A
 }
 
 /// Disposes of a queue and its buffers (Apple's `AudioQueueDispose`). Immediately: stops now;
-/// otherwise plays out what is enqueued first. May be called from the queue's callbacks.
+/// otherwise plays out what is enqueued first. May be called from the queue's callbacks. A queue
+/// already disposed of (a second call, or a stale handle) returns `kAudio_ParamError`.
 @discardableResult
 public func AudioQueueDispose(_ inAQ: AudioQueueRef, _ inImmediate: Bool) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
@@ -346,7 +354,7 @@ public func AudioQueueDispose(_ inAQ: AudioQueueRef, _ inImmediate: Bool) -> OSS
         return Array(s.buffers.keys)
     }
     for r in refs { freeCBuffer(r) }
-    Unmanaged<CompatQueue>.fromOpaque(UnsafeRawPointer(inAQ)).release()
+    _ = CompatHandles.remove(inAQ, as: CompatQueue.self)
     return noErr
 }
 

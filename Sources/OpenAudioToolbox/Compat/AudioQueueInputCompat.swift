@@ -73,7 +73,7 @@ final class CompatInputSide: @unchecked Sendable {
                 descPointer = UnsafePointer(t)
             }
         }
-        let ref = box.ref
+        let ref: AudioQueueRef = box.ref
         let packets = UInt32(d.packetCount)
         let time = d.startTime
         switch delivery {
@@ -146,7 +146,7 @@ private func makeInputQueue(_ format: UnsafePointer<AudioStreamBasicDescription>
         return error.osStatus ?? kAudioFormatUnsupportedDataFormatError
     }
     _ = side.queue.addPropertyListener { [weak box] _, property in box?.propertyChanged(property) }
-    out.pointee = AudioQueueRef(Unmanaged.passRetained(box).toOpaque())
+    out.pointee = box.register()
     return noErr
 }
 

@@ -365,20 +365,22 @@ public func AudioComponentGetDescription(_ inComponent: AudioComponent, _ outDes
 public func AudioComponentInstanceNew(_ inComponent: AudioComponent, _ outInstance: UnsafeMutablePointer<AudioComponentInstance?>) -> OSStatus {
     guard let c = compatComponent(inComponent) else { return kAudio_ParamError }
     let unit = CompatUnit(component: c)
-    outInstance.pointee = AudioComponentInstance(Unmanaged.passRetained(unit).toOpaque())
+    unit.handleSlot = CompatHandles.make(unit)
+    outInstance.pointee = unit.handle
     return noErr
 }
 
-/// Disposes of an instance (stopping it first).
+/// Disposes of an instance (stopping it first). An instance already disposed of (a second call,
+/// or a stale handle) returns `kAudio_ParamError`.
 @discardableResult
 public func AudioComponentInstanceDispose(_ inInstance: AudioComponentInstance) -> OSStatus {
-    let unit = Unmanaged<CompatUnit>.fromOpaque(UnsafeRawPointer(inInstance))
-    unit.takeUnretainedValue().uninitialize()
-    unit.release()
+    guard let unit = CompatHandles.remove(inInstance, as: CompatUnit.self) else { return kAudio_ParamError }
+    unit.uninitialize()
     return noErr
 }
 
-func compatUnit(_ u: AudioUnit) -> CompatUnit { Unmanaged<CompatUnit>.fromOpaque(UnsafeRawPointer(u)).takeUnretainedValue() }
+/// The unit `u` names; nil once it has been disposed of.
+func compatUnit(_ u: AudioUnit) -> CompatUnit? { CompatHandles.object(u, as: CompatUnit.self) }
 
 func osStatus(_ e: AudioError, default status: OSStatus) -> OSStatus { e.osStatus ?? status }
 
@@ -391,6 +393,9 @@ final class CompatUnit: @unchecked Sendable {
     struct ParamKey: Hashable { let id: UInt32; let scope: UInt32; let element: UInt32 }
 
     let component: CompatComponent
+    /// The handle naming this unit (set when it is created).
+    var handle: AudioUnit { handleSlot! }
+    var handleSlot: AudioUnit?
     var formats: [Key: AudioStreamBasicDescription] = [:]
     var callbacks: [UInt32: AURenderCallbackStruct] = [:]
     var parameterValues: [ParamKey: Float] = [:]
@@ -612,12 +617,13 @@ final class CompatCallbackNode: AudioUnits.AUNode, @unchecked Sendable {
 
 /// Prepares the unit to render (builds its node; an output unit opens nothing until started).
 @discardableResult
-public func AudioUnitInitialize(_ inUnit: AudioUnit) -> OSStatus { compatUnit(inUnit).initialize() }
+public func AudioUnitInitialize(_ inUnit: AudioUnit) -> OSStatus { compatUnit(inUnit)?.initialize() ?? kAudio_ParamError }
 
 /// Undoes ``AudioUnitInitialize(_:)`` (stops an output unit).
 @discardableResult
 public func AudioUnitUninitialize(_ inUnit: AudioUnit) -> OSStatus {
-    compatUnit(inUnit).uninitialize()
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
+    unit.uninitialize()
     return noErr
 }
 
@@ -626,7 +632,7 @@ public func AudioUnitUninitialize(_ inUnit: AudioUnit) -> OSStatus {
 /// ``AudioUnitRender(_:_:_:_:_:_:)``).
 @discardableResult
 func builtinAudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
-    let unit = compatUnit(ci)
+    guard let unit = compatUnit(ci) else { return kAudio_ParamError }
     guard unit.isOutput else { return kAudioUnitErr_InvalidProperty }
     if case .output(generic: true) = unit.component.kind { return noErr }
     if let owner = unit.owner { return owner.start() }
@@ -648,7 +654,7 @@ func builtinAudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
 /// Stops an output unit.
 @discardableResult
 func builtinAudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
-    let unit = compatUnit(ci)
+    guard let unit = compatUnit(ci) else { return kAudio_ParamError }
     if let owner = unit.owner { return owner.stop() }
     unit.graph?.stop()
     unit.io?.node.stop()
@@ -663,7 +669,7 @@ func builtinAudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
 func builtinAudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>?,
                             _ inTimeStamp: UnsafePointer<AudioTimeStamp>, _ inOutputBusNumber: UInt32, _ inNumberFrames: UInt32,
                             _ ioData: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
-    let unit = compatUnit(inUnit)
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     if inOutputBusNumber == 1 && unit.isOutput {
         // Element 1 of an I/O unit: the captured input, in the format set on its output scope.
         guard let io = unit.io else { return unit.initialized ? kAudioUnitErr_NoConnection : kAudioUnitErr_Uninitialized }
@@ -719,7 +725,7 @@ func builtinAudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
 @discardableResult
 func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                  _ outData: UnsafeMutableRawPointer, _ ioDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
-    let unit = compatUnit(inUnit)
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     func put<T>(_ value: T) -> OSStatus {
         guard Int(ioDataSize.pointee) >= MemoryLayout<T>.size else { return kAudio_ParamError }
         outData.storeBytes(of: value, toByteOffset: 0, as: T.self)
@@ -774,7 +780,7 @@ func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
 @discardableResult
 func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                  _ inData: UnsafeRawPointer?, _ inDataSize: UInt32) -> OSStatus {
-    let unit = compatUnit(inUnit)
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     func get<T>(_ type: T.Type) -> T? {
         guard let inData, Int(inDataSize) >= MemoryLayout<T>.size else { return nil }
         if Int(bitPattern: inData) % MemoryLayout<T>.alignment == 0 { return inData.assumingMemoryBound(to: T.self).pointee }
@@ -875,7 +881,7 @@ public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
 @discardableResult
 public func AudioUnitSetParameter(_ inUnit: AudioUnit, _ inID: AudioUnitParameterID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                   _ inValue: AudioUnitParameterValue, _ inBufferOffsetInFrames: UInt32) -> OSStatus {
-    let unit = compatUnit(inUnit)
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     guard let node = unit.node, let p = node.parameter(id: inID, scope: AUScope(rawValue: inScope) ?? .global, element: Int(inElement)) else {
         return kAudioUnitErr_InvalidParameter
     }
@@ -889,7 +895,7 @@ public func AudioUnitSetParameter(_ inUnit: AudioUnit, _ inID: AudioUnitParamete
 @discardableResult
 public func AudioUnitGetParameter(_ inUnit: AudioUnit, _ inID: AudioUnitParameterID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                   _ outValue: UnsafeMutablePointer<AudioUnitParameterValue>) -> OSStatus {
-    let unit = compatUnit(inUnit)
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     guard let node = unit.node, let p = node.parameter(id: inID, scope: AUScope(rawValue: inScope) ?? .global, element: Int(inElement)) else {
         return kAudioUnitErr_InvalidParameter
     }
@@ -915,7 +921,7 @@ final class CompatGraph: @unchecked Sendable {
     deinit {
         graph?.stop()
         renderPointers?.deallocate()
-        for u in units { Unmanaged.passUnretained(u.unit).release() }
+        for u in units { _ = CompatHandles.remove(u.unit.handle, as: CompatUnit.self) }
     }
 
     func unit(_ id: AUNode) -> CompatUnit? { units.first { $0.id == id }?.unit }
@@ -1039,32 +1045,33 @@ final class CompatGraph: @unchecked Sendable {
     }
 }
 
-func compatGraph(_ g: AUGraph) -> CompatGraph { Unmanaged<CompatGraph>.fromOpaque(UnsafeRawPointer(g)).takeUnretainedValue() }
+/// The graph `g` names; nil once it has been disposed of.
+func compatGraph(_ g: AUGraph) -> CompatGraph? { CompatHandles.object(g, as: CompatGraph.self) }
 
 /// Creates an empty graph.
 @discardableResult
 public func NewAUGraph(_ outGraph: UnsafeMutablePointer<AUGraph?>) -> OSStatus {
-    outGraph.pointee = AUGraph(Unmanaged.passRetained(CompatGraph()).toOpaque())
+    outGraph.pointee = CompatHandles.make(CompatGraph())
     return noErr
 }
 
-/// Stops and frees a graph and its units.
+/// Stops and frees a graph and its units. A graph already disposed of (a second call, or a stale
+/// handle) returns `kAudio_ParamError`.
 @discardableResult
 public func DisposeAUGraph(_ inGraph: AUGraph) -> OSStatus {
-    let g = Unmanaged<CompatGraph>.fromOpaque(UnsafeRawPointer(inGraph))
-    _ = g.takeUnretainedValue().stop()
-    g.release()
+    guard let g = CompatHandles.remove(inGraph, as: CompatGraph.self) else { return kAudio_ParamError }
+    _ = g.stop()
     return noErr
 }
 
 /// Adds a node for the component `inDescription` describes.
 @discardableResult
 public func AUGraphAddNode(_ inGraph: AUGraph, _ inDescription: UnsafePointer<AudioComponentDescription>, _ outNode: UnsafeMutablePointer<AUNode>) -> OSStatus {
-    let g = compatGraph(inGraph)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
     guard let c = AudioComponentFindNext(nil, inDescription), let component = compatComponent(c) else { return kAUGraphErr_InvalidAudioUnit }
     let unit = CompatUnit(component: component)
     unit.owner = g
-    _ = Unmanaged.passRetained(unit)
+    unit.handleSlot = CompatHandles.make(unit)
     g.units.append((g.nextID, unit))
     outNode.pointee = g.nextID
     g.nextID += 1
@@ -1074,10 +1081,10 @@ public func AUGraphAddNode(_ inGraph: AUGraph, _ inDescription: UnsafePointer<Au
 /// Removes a node and its connections.
 @discardableResult
 public func AUGraphRemoveNode(_ inGraph: AUGraph, _ inNode: AUNode) -> OSStatus {
-    let g = compatGraph(inGraph)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
     guard let i = g.units.firstIndex(where: { $0.id == inNode }) else { return kAUGraphErr_NodeNotFound }
     guard !g.units[i].unit.isOutput || !g.initialized else { return kAUGraphErr_OutputNodeErr }
-    Unmanaged.passUnretained(g.units[i].unit).release()
+    _ = CompatHandles.remove(g.units[i].unit.handle, as: CompatUnit.self)
     g.units.remove(at: i)
     g.connections.removeAll { $0.source == inNode || $0.destination == inNode }
     return noErr
@@ -1086,14 +1093,16 @@ public func AUGraphRemoveNode(_ inGraph: AUGraph, _ inNode: AUNode) -> OSStatus 
 /// Opens the graph (the units exist from AUGraphAddNode on; this marks the graph open).
 @discardableResult
 public func AUGraphOpen(_ inGraph: AUGraph) -> OSStatus {
-    compatGraph(inGraph).opened = true
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
+    g.opened = true
     return noErr
 }
 
 /// Closes the graph.
 @discardableResult
 public func AUGraphClose(_ inGraph: AUGraph) -> OSStatus {
-    compatGraph(inGraph).opened = false
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
+    g.opened = false
     return noErr
 }
 
@@ -1101,16 +1110,17 @@ public func AUGraphClose(_ inGraph: AUGraph) -> OSStatus {
 @discardableResult
 public func AUGraphNodeInfo(_ inGraph: AUGraph, _ inNode: AUNode, _ outDescription: UnsafeMutablePointer<AudioComponentDescription>?,
                             _ outAudioUnit: UnsafeMutablePointer<AudioUnit?>?) -> OSStatus {
-    guard let u = compatGraph(inGraph).unit(inNode) else { return kAUGraphErr_NodeNotFound }
+    guard let u = compatGraph(inGraph)?.unit(inNode) else { return kAUGraphErr_NodeNotFound }
     outDescription?.pointee = u.component.description
-    outAudioUnit?.pointee = AudioUnit(Unmanaged.passUnretained(u).toOpaque())
+    outAudioUnit?.pointee = u.handle
     return noErr
 }
 
 /// The number of nodes.
 @discardableResult
 public func AUGraphGetNodeCount(_ inGraph: AUGraph, _ outNumberOfNodes: UnsafeMutablePointer<UInt32>) -> OSStatus {
-    outNumberOfNodes.pointee = UInt32(compatGraph(inGraph).units.count)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
+    outNumberOfNodes.pointee = UInt32(g.units.count)
     return noErr
 }
 
@@ -1118,7 +1128,7 @@ public func AUGraphGetNodeCount(_ inGraph: AUGraph, _ outNumberOfNodes: UnsafeMu
 @discardableResult
 public func AUGraphConnectNodeInput(_ inGraph: AUGraph, _ inSourceNode: AUNode, _ inSourceOutputNumber: UInt32,
                                     _ inDestNode: AUNode, _ inDestInputNumber: UInt32) -> OSStatus {
-    let g = compatGraph(inGraph)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
     guard let s = g.unit(inSourceNode), let d = g.unit(inDestNode) else { return kAUGraphErr_NodeNotFound }
     // An I/O unit is a source on element 1 only (its input, with EnableIO on element 1).
     guard !s.isOutput || inSourceOutputNumber == 1 else { return kAUGraphErr_InvalidConnection }
@@ -1131,7 +1141,7 @@ public func AUGraphConnectNodeInput(_ inGraph: AUGraph, _ inSourceNode: AUNode, 
 /// Removes the connection into input `inDestInputNumber` of `inDestNode`.
 @discardableResult
 public func AUGraphDisconnectNodeInput(_ inGraph: AUGraph, _ inDestNode: AUNode, _ inDestInputNumber: UInt32) -> OSStatus {
-    let g = compatGraph(inGraph)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
     g.connections.removeAll { $0.destination == inDestNode && $0.input == inDestInputNumber }
     return noErr
 }
@@ -1140,7 +1150,7 @@ public func AUGraphDisconnectNodeInput(_ inGraph: AUGraph, _ inDestNode: AUNode,
 @discardableResult
 public func AUGraphSetNodeInputCallback(_ inGraph: AUGraph, _ inDestNode: AUNode, _ inDestInputNumber: UInt32,
                                         _ inInputCallback: UnsafePointer<AURenderCallbackStruct>) -> OSStatus {
-    guard let u = compatGraph(inGraph).unit(inDestNode) else { return kAUGraphErr_NodeNotFound }
+    guard let u = compatGraph(inGraph)?.unit(inDestNode) else { return kAUGraphErr_NodeNotFound }
     u.callbacks[inDestInputNumber] = inInputCallback.pointee
     return noErr
 }
@@ -1148,12 +1158,12 @@ public func AUGraphSetNodeInputCallback(_ inGraph: AUGraph, _ inDestNode: AUNode
 /// Builds the render graph from the nodes and connections (format mismatches, cycles and a
 /// missing or second output unit are errors).
 @discardableResult
-public func AUGraphInitialize(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).initialize() }
+public func AUGraphInitialize(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph)?.initialize() ?? kAudio_ParamError }
 
 /// Undoes ``AUGraphInitialize(_:)``.
 @discardableResult
 public func AUGraphUninitialize(_ inGraph: AUGraph) -> OSStatus {
-    let g = compatGraph(inGraph)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
     _ = g.stop()
     for u in g.units where u.unit.isOutput { u.unit.tearDownInput() }
     g.graph = nil
@@ -1172,36 +1182,39 @@ public func AUGraphUninitialize(_ inGraph: AUGraph) -> OSStatus {
 /// synchronous).
 @discardableResult
 public func AUGraphUpdate(_ inGraph: AUGraph, _ outIsUpdated: UnsafeMutablePointer<DarwinBoolean>?) -> OSStatus {
-    let g = compatGraph(inGraph)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
     outIsUpdated?.pointee = true
     return g.initialized ? g.wire() : noErr
 }
 
 /// Starts the graph's output unit on the output `OAT_OUTPUT` names.
 @discardableResult
-func builtinAUGraphStart(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).start() }
+func builtinAUGraphStart(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph)?.start() ?? kAudio_ParamError }
 
 /// Stops the graph.
 @discardableResult
-func builtinAUGraphStop(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph).stop() }
+func builtinAUGraphStop(_ inGraph: AUGraph) -> OSStatus { compatGraph(inGraph)?.stop() ?? kAudio_ParamError }
 
 /// Whether the graph is open / initialised / running.
 @discardableResult
 public func AUGraphIsOpen(_ inGraph: AUGraph, _ outIsOpen: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
-    outIsOpen.pointee = DarwinBoolean(compatGraph(inGraph).opened)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
+    outIsOpen.pointee = DarwinBoolean(g.opened)
     return noErr
 }
 
 /// Whether the graph is initialised.
 @discardableResult
 public func AUGraphIsInitialized(_ inGraph: AUGraph, _ outIsInitialized: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
-    outIsInitialized.pointee = DarwinBoolean(compatGraph(inGraph).initialized)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
+    outIsInitialized.pointee = DarwinBoolean(g.initialized)
     return noErr
 }
 
 /// Whether the graph is running.
 @discardableResult
 public func AUGraphIsRunning(_ inGraph: AUGraph, _ outIsRunning: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
-    outIsRunning.pointee = DarwinBoolean(compatGraph(inGraph).running)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
+    outIsRunning.pointee = DarwinBoolean(g.running)
     return noErr
 }

@@ -395,7 +395,7 @@ private struct UncheckedFactory: @unchecked Sendable {
 @discardableResult
 public func AudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                      _ outDataSize: UnsafeMutablePointer<UInt32>?, _ outWritable: UnsafeMutablePointer<DarwinBoolean>?) -> OSStatus {
-    let unit = compatUnit(inUnit)
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     if isPlayer(unit), let size = playerPropertySize(unit, inID) {
         outDataSize?.pointee = size
         outWritable?.pointee = DarwinBoolean(inID != kAudioUnitProperty_CurrentPlayTime)
@@ -412,7 +412,7 @@ public func AudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
 @discardableResult
 public func AudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                  _ outData: UnsafeMutableRawPointer, _ ioDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
-    let unit = compatUnit(inUnit)
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     if isPlayer(unit), let status = getPlayerProperty(unit, inID, outData, ioDataSize) { return status }
     return builtinAudioUnitGetProperty(inUnit, inID, inScope, inElement, outData, ioDataSize)
 }
@@ -424,7 +424,7 @@ public func AudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
 @discardableResult
 public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                  _ inData: UnsafeRawPointer?, _ inDataSize: UInt32) -> OSStatus {
-    let unit = compatUnit(inUnit)
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     let status: OSStatus
     if isPlayer(unit), let s = setPlayerProperty(unit, inID, inData, inDataSize) {
         status = s
@@ -654,7 +654,8 @@ private func scheduleSlice(_ unit: CompatUnit, _ player: AUPlayerNode, _ slice: 
 @discardableResult
 public func AudioUnitAddPropertyListener(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inProc: @escaping AudioUnitPropertyListenerProc,
                                          _ inProcUserData: UnsafeMutableRawPointer?) -> OSStatus {
-    compatUnit(inUnit).extras.listeners.append(.init(id: inID, proc: inProc, userData: inProcUserData))
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
+    unit.extras.listeners.append(.init(id: inID, proc: inProc, userData: inProcUserData))
     return noErr
 }
 
@@ -664,7 +665,7 @@ public func AudioUnitAddPropertyListener(_ inUnit: AudioUnit, _ inID: AudioUnitP
 public func AudioUnitRemovePropertyListenerWithUserData(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID,
                                                         _ inProc: @escaping AudioUnitPropertyListenerProc,
                                                         _ inProcUserData: UnsafeMutableRawPointer?) -> OSStatus {
-    let x = compatUnit(inUnit).extras
+    guard let x = compatUnit(inUnit)?.extras else { return kAudio_ParamError }
     let target = functionAddress(inProc)
     let candidates = x.listeners.indices.filter { x.listeners[$0].id == inID && x.listeners[$0].userData == inProcUserData }
     if let i = candidates.first(where: { functionAddress(x.listeners[$0].proc) == target }) ?? candidates.first {
@@ -682,9 +683,10 @@ public func AudioUnitRemovePropertyListenerWithUserData(_ inUnit: AudioUnit, _ i
 /// output unit; other units inside a graph are not observed.
 @discardableResult
 public func AudioUnitAddRenderNotify(_ inUnit: AudioUnit, _ inProc: @escaping AURenderCallback, _ inProcUserData: UnsafeMutableRawPointer?) -> OSStatus {
-    compatUnit(inUnit).extras.renderNotifies.append(AURenderCallbackStruct(inputProc: inProc, inputProcRefCon: inProcUserData))
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
+    unit.extras.renderNotifies.append(AURenderCallbackStruct(inputProc: inProc, inputProcRefCon: inProcUserData))
     notifyGeneration.add(1, ordering: .relaxed)
-    refreshRenderNotifies(compatUnit(inUnit), inUnit)
+    refreshRenderNotifies(unit, inUnit)
     return noErr
 }
 
@@ -692,10 +694,11 @@ public func AudioUnitAddRenderNotify(_ inUnit: AudioUnit, _ inProc: @escaping AU
 /// `AudioUnitRemoveRenderNotify`).
 @discardableResult
 public func AudioUnitRemoveRenderNotify(_ inUnit: AudioUnit, _ inProc: @escaping AURenderCallback, _ inProcUserData: UnsafeMutableRawPointer?) -> OSStatus {
-    let x = compatUnit(inUnit).extras
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
+    let x = unit.extras
     x.renderNotifies = removing(x.renderNotifies, inProc, inProcUserData)
     notifyGeneration.add(1, ordering: .relaxed)
-    refreshRenderNotifies(compatUnit(inUnit), inUnit)
+    refreshRenderNotifies(unit, inUnit)
     return noErr
 }
 
@@ -704,16 +707,17 @@ public func AudioUnitRemoveRenderNotify(_ inUnit: AudioUnit, _ inProc: @escaping
 /// ``AudioUnitRender(_:_:_:_:_:_:)`` of its output unit).
 @discardableResult
 public func AUGraphAddRenderNotify(_ inGraph: AUGraph, _ inCallback: @escaping AURenderCallback, _ inRefCon: UnsafeMutableRawPointer?) -> OSStatus {
-    compatGraph(inGraph).renderNotifies.append(AURenderCallbackStruct(inputProc: inCallback, inputProcRefCon: inRefCon))
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
+    g.renderNotifies.append(AURenderCallbackStruct(inputProc: inCallback, inputProcRefCon: inRefCon))
     notifyGeneration.add(1, ordering: .relaxed)
-    refreshGraphNotifies(compatGraph(inGraph))
+    refreshGraphNotifies(g)
     return noErr
 }
 
 /// Removes a graph render notification (Apple's `AUGraphRemoveRenderNotify`).
 @discardableResult
 public func AUGraphRemoveRenderNotify(_ inGraph: AUGraph, _ inCallback: @escaping AURenderCallback, _ inRefCon: UnsafeMutableRawPointer?) -> OSStatus {
-    let g = compatGraph(inGraph)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
     g.renderNotifies = removing(g.renderNotifies, inCallback, inRefCon)
     notifyGeneration.add(1, ordering: .relaxed)
     refreshGraphNotifies(g)
@@ -778,7 +782,7 @@ func refreshRenderNotifies(_ unit: CompatUnit, _ ref: AudioUnit) {
 /// Refreshes the notifications of a graph's output unit.
 private func refreshGraphNotifies(_ g: CompatGraph) {
     for entry in g.units where entry.unit.isOutput {
-        refreshRenderNotifies(entry.unit, AudioUnit(Unmanaged.passUnretained(entry.unit).toOpaque()))
+        refreshRenderNotifies(entry.unit, entry.unit.handle)
     }
 }
 
@@ -791,7 +795,7 @@ private func refreshGraphNotifies(_ g: CompatGraph) {
 public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>?,
                             _ inTimeStamp: UnsafePointer<AudioTimeStamp>, _ inOutputBusNumber: UInt32, _ inNumberFrames: UInt32,
                             _ ioData: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
-    let unit = compatUnit(inUnit)
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     // Element 1 of an I/O unit (the microphone, pulled on the render thread from an input or
     // render callback) renders no output: no notifications to refresh.
     if !(inOutputBusNumber == 1 && unit.isOutput) { refreshRenderNotifies(unit, inUnit) }
@@ -805,7 +809,7 @@ public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
 /// IsRunning listeners are told after a start or stop changed it.
 @discardableResult
 public func AudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
-    let unit = compatUnit(ci)
+    guard let unit = compatUnit(ci) else { return kAudio_ParamError }
     if let owner = unit.owner { refreshGraphNotifies(owner) } else { refreshRenderNotifies(unit, ci) }
     return reportingIsRunning(unit.owner.map(outputUnits) ?? [unit]) { builtinAudioOutputUnitStart(ci) }
 }
@@ -813,7 +817,7 @@ public func AudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
 /// Stops an output unit (Apple's `AudioOutputUnitStop`); IsRunning listeners are told.
 @discardableResult
 public func AudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
-    let unit = compatUnit(ci)
+    guard let unit = compatUnit(ci) else { return kAudio_ParamError }
     return reportingIsRunning(unit.owner.map(outputUnits) ?? [unit]) { builtinAudioOutputUnitStop(ci) }
 }
 
@@ -822,7 +826,7 @@ public func AudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
 /// are told.
 @discardableResult
 public func AUGraphStart(_ inGraph: AUGraph) -> OSStatus {
-    let g = compatGraph(inGraph)
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
     refreshGraphNotifies(g)
     return reportingIsRunning(outputUnits(g)) { builtinAUGraphStart(inGraph) }
 }
@@ -830,7 +834,8 @@ public func AUGraphStart(_ inGraph: AUGraph) -> OSStatus {
 /// Stops the graph's output unit (Apple's `AUGraphStop`); its IsRunning listeners are told.
 @discardableResult
 public func AUGraphStop(_ inGraph: AUGraph) -> OSStatus {
-    reportingIsRunning(outputUnits(compatGraph(inGraph))) { builtinAUGraphStop(inGraph) }
+    guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
+    return reportingIsRunning(outputUnits(g)) { builtinAUGraphStop(inGraph) }
 }
 
 private func outputUnits(_ g: CompatGraph) -> [CompatUnit] { g.units.map(\.unit).filter(\.isOutput) }
@@ -841,7 +846,7 @@ private func reportingIsRunning(_ units: [CompatUnit], _ body: () -> OSStatus) -
     let before = units.map(running)
     let status = body()
     for (u, was) in zip(units, before) where running(u) != was {
-        let ref = AudioUnit(Unmanaged.passUnretained(u).toOpaque())
+        let ref = u.handle
         for l in u.extras.listeners where l.id == kAudioOutputUnitProperty_IsRunning {
             l.proc(l.userData ?? compatNilClientData, ref, kAudioOutputUnitProperty_IsRunning, kAudioUnitScope_Global, 0)
         }

@@ -244,7 +244,7 @@ extension CompatUnit {
         let cb = inputCallback.flatMap { $0.inputProc == nil ? nil : $0 }
         let io = CompatInputIO(node: node, clientFormat: client, voice: voice, callback: cb, maxFrames: node.maxInputFrames)
         io.muteOutput.store(voiceMuteOutput, ordering: .relaxed)
-        let ioNode = CompatIONode(io: io, unit: AudioUnit(Unmanaged.passUnretained(self).toOpaque()), channels: g.output.inputChannels[0])
+        let ioNode = CompatIONode(io: io, unit: handle, channels: g.output.inputChannels[0])
         try g.add(ioNode)
         try g.connect(ioNode, to: g.output)
         self.io = io

@@ -161,6 +161,7 @@ func convertComplexPlanar(_ box: CompatConverter, _ frames: Int, _ input: Unsafe
         guard inList[i].mData != nil, Int(inList[i].mDataByteSize) >= planeBytes else { return kAudioConverterErr_InvalidInputSize }
     }
     bytes.withUnsafeMutableBytes { out in
+        defer { reverseSamples(out.baseAddress!, bytes: out.count, width: box.sourceSwap) }
         if src.isInterleaved {
             out.baseAddress!.copyMemory(from: inList[0].mData!, byteCount: out.count)
         } else {
@@ -193,6 +194,7 @@ func convertComplexPlanar(_ box: CompatConverter, _ frames: Int, _ input: Unsafe
         let n = converter.read(into: out, maxFrames: frames)
         for i in 0..<dst.bufferCount {
             outList[i].mData!.copyMemory(from: out.mutableBytes(i).baseAddress!, byteCount: n * Int(dst.bytesPerFrame))
+            reverseSamples(outList[i].mData!, bytes: n * Int(dst.bytesPerFrame), width: box.destinationSwap)
             var b = outList[i]
             b.mDataByteSize = UInt32(n * Int(dst.bytesPerFrame))
             outList[i] = b

@@ -269,8 +269,7 @@ final class CompatExtAudioFile {
     }
 
     static func from(_ ref: ExtAudioFileRef?) -> CompatExtAudioFile? {
-        guard let ref else { return nil }
-        return Unmanaged<CompatExtAudioFile>.fromOpaque(UnsafeRawPointer(ref)).takeUnretainedValue()
+        CompatHandles.object(ref, as: CompatExtAudioFile.self)
     }
 
     /// File frames per client frame.
@@ -463,7 +462,7 @@ public func ExtAudioFileOpenURL(_ inURL: CFURL, _ outExtAudioFile: UnsafeMutable
     let status = AudioFileOpenURL(inURL, .readPermission, 0, &id)
     guard status == noErr, let id, let box = CompatAudioFile.from(id) else { return status == noErr ? kAudioFileUnspecifiedError : status }
     let ext = CompatExtAudioFile(reading: box.file, id: id, owns: true)
-    outExtAudioFile.pointee = ExtAudioFileRef(Unmanaged.passRetained(ext).toOpaque())
+    outExtAudioFile.pointee = CompatHandles.make(ext)
     return noErr
 }
 
@@ -479,14 +478,14 @@ public func ExtAudioFileWrapAudioFileID(_ inFileID: AudioFileID, _ inForWriting:
             return CompatAudioFile.from(inFileID) != nil ? kAudioFilePermissionsError : kAudio_ParamError
         }
         let ext = CompatExtAudioFile(writing: inFileID, format: w.format, owns: false)
-        outExtAudioFile.pointee = ExtAudioFileRef(Unmanaged.passRetained(ext).toOpaque())
+        outExtAudioFile.pointee = CompatHandles.make(ext)
         return noErr
     }
     guard let box = CompatAudioFile.from(inFileID) else {
         return CompatFileWriter.isWriter(inFileID) ? kExtAudioFileError_InvalidOperationOrder : kAudio_ParamError
     }
     let ext = CompatExtAudioFile(reading: box.file, id: inFileID, owns: false)
-    outExtAudioFile.pointee = ExtAudioFileRef(Unmanaged.passRetained(ext).toOpaque())
+    outExtAudioFile.pointee = CompatHandles.make(ext)
     return noErr
 }
 
@@ -516,15 +515,16 @@ public func ExtAudioFileCreateWithURL(_ inURL: CFURL, _ inFileType: AudioFileTyp
     if let inChannelLayout {
         ext.fileLayout = AudioCore.AudioChannelLayout(tag: AudioCore.AudioChannelLayoutTag(rawValue: inChannelLayout.pointee.mChannelLayoutTag))
     }
-    outExtAudioFile.pointee = ExtAudioFileRef(Unmanaged.passRetained(ext).toOpaque())
+    outExtAudioFile.pointee = CompatHandles.make(ext)
     return noErr
 }
 
 /// Closes the extended file (Apple's `ExtAudioFileDispose`): a file being written is flushed
 /// (encoder drained, packet table and cookie written) and, when this API created it, finished.
+/// A file already disposed of (a second call, or a stale handle) returns `kAudio_ParamError`.
 @discardableResult
 public func ExtAudioFileDispose(_ inExtAudioFile: ExtAudioFileRef) -> OSStatus {
-    guard let ext = CompatExtAudioFile.from(inExtAudioFile) else { return kAudio_ParamError }
+    guard let ext = CompatHandles.remove(inExtAudioFile, as: CompatExtAudioFile.self) else { return kAudio_ParamError }
     var status = ext.finishAsync()
     if ext.isWriter {
         do throws(AudioError) {
@@ -538,7 +538,6 @@ public func ExtAudioFileDispose(_ inExtAudioFile: ExtAudioFileRef) -> OSStatus {
         let closed = AudioFileClose(id)
         if status == noErr { status = closed }
     }
-    Unmanaged<CompatExtAudioFile>.fromOpaque(UnsafeRawPointer(inExtAudioFile)).release()
     return status
 }
 
@@ -720,7 +719,7 @@ private func extProperty(_ ext: CompatExtAudioFile, _ id: ExtAudioFilePropertyID
             box.quality = ext.quality
             box.encodeBitRate = ext.encodeBitRate
             box.cookie = ext.file?.magicCookie
-            ext.converterRef = AudioConverterRef(Unmanaged.passRetained(box).toOpaque())
+            ext.converterRef = box.register()
         }
         return .success(.uint64(UInt64(UInt(bitPattern: ext.converterRef.map { UnsafeRawPointer($0) }))))
     case kExtAudioFileProperty_AudioFile:
@@ -846,8 +845,7 @@ public func ExtAudioFileSetProperty(_ inExtAudioFile: ExtAudioFileRef, _ inPrope
             return kAudioFileUnsupportedDataFormatError
         }
         let replacement = CompatFileWriter(path: w.path, type: w.type, format: format)
-        let id = AudioFileID(Unmanaged.passRetained(replacement).toOpaque())
-        CompatFileWriter.register(id)
+        let id = CompatFileWriter.register(replacement)
         if ext.ownsFileID { CompatFileWriter.discard(sink) }
         ext.sink = id
         ext.fileID = id
