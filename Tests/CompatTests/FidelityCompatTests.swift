@@ -6,14 +6,11 @@ import OpenAudioToolbox
 #endif
 import Foundation
 import Testing
+import AudioTestSupport
 
-/// True in CI, where a missing resource is a failure rather than a skip.
-let runningInCI = ProcessInfo.processInfo.environment["CI"] == "true"
-
-/// The corpus file, or a failure when it is missing (tests using it are enabled only when the
-/// corpus is there or in CI).
+/// The corpus file, or a failure naming it when it is missing.
 func requiredCorpusFile(_ relative: String) throws -> String {
-    try #require(corpusFile(relative), "\(relative): \(corpusAbsent)")
+    try corpusFile(relative)
 }
 
 /// Writes a 16-bit stereo WAV of `frames` frames of a 440 Hz tone through the C API.
@@ -260,7 +257,7 @@ private func decodeFile(_ path: String, to output: AudioStreamBasicDescription) 
         #expect(back == input)
     }
 
-    @Test(.enabled(if: corpusFile("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3") != nil || runningInCI))
+    @Test(.requires(TestResource.corpusMissing))
     func mp3ToBigEndianInt16ForAIFF() throws {
         let path = try requiredCorpusFile("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3")
         let native = try decodeFile(path, to: int16Format(channels: 2, rate: 44100, bigEndian: false))

@@ -9,9 +9,10 @@ import OpenAudioToolbox
 #endif
 import Foundation
 import Testing
+import AudioTestSupport
 
 extension CompatSeedTests {
-    @Test(.enabled(if: corpusFile("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3") != nil || runningInCI))
+    @Test(.requires(TestResource.corpusMissing))
     func fileplayerGraphToAnUnpacedOutputHasNoGaps() throws {
         let path = try requiredCorpusFile("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3")
         let wav = temporaryWAV("graph-gaps")
