@@ -89,7 +89,7 @@ let package = Package(
         .executableTarget(name: "afinfo", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
         .executableTarget(name: "afconvert", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
         .executableTarget(name: "afrecord", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
-        .target(name: "AudioTestSupport", dependencies: ["AudioCore", "AudioFiles", "AudioConversion"], swiftSettings: strict),
+        .target(name: "AudioTestSupport", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices"], swiftSettings: strict),
         .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore"], swiftSettings: strict),
         .testTarget(name: "AudioConversionTests", dependencies: ["AudioConversion", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "OpenAudioToolboxTests", dependencies: ["OpenAudioToolbox", "AudioStreaming", "AudioTestSupport"], swiftSettings: strict),

@@ -6,48 +6,6 @@ import OpenAudioToolbox
 import Synchronization
 import Testing
 
-/// A device that renders only when the test asks, with the frame count the test gives.
-final class ManualOutputDevice: AudioOutputDevice, @unchecked Sendable {
-    let format: AudioDeviceFormat
-    let name = "manual"
-    let framesPerRender: Int
-    private let callback = Mutex<AudioRenderCallback?>(nil)
-    private let events = AudioDeviceEventQueue()
-
-    init(format: AudioDeviceFormat, framesPerRender: Int) {
-        self.format = format
-        self.framesPerRender = framesPerRender
-    }
-
-    var latency: Double { 0 }
-    var playedFrames: Int64 { 0 }
-    var renderedFrames: Int64 { 0 }
-    var droppedEventCount: Int { 0 }
-    var isStarted: Bool { callback.withLock { $0 != nil } }
-    func start(_ render: @escaping AudioRenderCallback) throws(AudioError) { callback.withLock { $0 = render } }
-    func pause() throws(AudioError) {}
-    func resume() throws(AudioError) {}
-    func stop(drain: Bool) { callback.withLock { $0 = nil } }
-    func close() { callback.withLock { $0 = nil } }
-    func takeEvents() -> [AudioDeviceEvent] { events.take() }
-
-    /// One render call of `frames` frames: what it returned and how many frames were silent
-    /// (all channels zero).
-    func render(_ frames: Int) -> (result: AudioRenderResult, silentFrames: Int)? {
-        guard let render = callback.withLock({ $0 }) else { return nil }
-        let channels = format.channels
-        let storage = UnsafeMutablePointer<Float>.allocate(capacity: frames * channels)
-        storage.initialize(repeating: 0, count: frames * channels)
-        defer { storage.deallocate() }
-        let pointers = UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
-        defer { pointers.deallocate() }
-        for c in 0..<channels { pointers[c] = storage + c * frames }
-        let result = render(pointers, frames, AudioTimeStamp(sampleTime: 0, hostTime: HostTime.now(), rateScalar: 1, flags: .sampleHostTimeValid))
-        let silent = (0..<frames).filter { i in (0..<channels).allSatisfy { storage[$0 * frames + i] == 0 } }.count
-        return (result, silent)
-    }
-}
-
 /// AudioFilePlayer decodes ahead, before the device starts, as much time at every rate: the
 /// device's first request (afplay's PulseAudio stream asks for its whole 0.4 s target at once)
 /// is served from decoded audio, not padded with silence. With queue buffers of a fixed 4096
@@ -62,9 +20,9 @@ final class ManualOutputDevice: AudioOutputDevice, @unchecked Sendable {
         let tones = (0..<setup.channels).map { "0.3*sin(2*PI*\(300 + 200 * $0)*t+1)" }.joined(separator: "|")
         try #require(runFFmpeg(["-f", "lavfi", "-i", "aevalsrc=\(tones):s=\(setup.rate):d=2:c=\(layout)", "-c:a", "pcm_f32le", path]))
         let request = Int(0.4 * Double(setup.rate))
-        let device = Mutex<ManualOutputDevice?>(nil)
+        let device = Mutex<HandDrivenOutputDevice?>(nil)
         let player = try AudioFilePlayer(paths: [path], output: { format throws(AudioError) in
-            let d = ManualOutputDevice(format: format, framesPerRender: request / 4)
+            let d = HandDrivenOutputDevice(format: format, framesPerRender: request / 4)
             device.withLock { $0 = d }
             return d
         })
@@ -73,7 +31,8 @@ final class ManualOutputDevice: AudioOutputDevice, @unchecked Sendable {
         let d = try #require(device.withLock { $0 })
         #expect(d.isStarted)
         // The device's first request: its whole buffer, at once.
-        let (result, silent) = try #require(d.render(request))
+        let (result, planes) = try #require(d.render(request, fill: 0))
+        let silent = (0..<request).filter { i in planes.allSatisfy { $0[i] == 0 } }.count
         #expect(result.frames == request)
         #expect(silent == 0, "\(silent) of the first \(request) frames were silence")
         #expect(player.underrunCount == 0)
