@@ -229,17 +229,18 @@ public final class TestHTTPServer: @unchecked Sendable {
             acceptThread?.join()
             Glibc.close(listenFD)
         }
+        // A connection's descriptor is shut down only under the lock, and its thread closes it
+        // under the same lock as it leaves `connections`: a number in `connections` is always
+        // that connection's open socket, never one the process has reused since.
         while true {
-            let (threads, fds) = state.withLock { s -> ([TestThread], [Int32]) in
+            let threads = state.withLock { s -> [TestThread] in
+                for fd in s.connections.keys { shutdown(fd, Int32(SHUT_RDWR)) }
                 let t = Array(s.connections.values) + s.finished
                 s.finished.removeAll()
-                return (t, Array(s.connections.keys))
+                return t
             }
-            for fd in fds { shutdown(fd, Int32(SHUT_RDWR)) }
             if threads.isEmpty { break }
             for t in threads { t.join() }
-            state.withLock { s in for fd in fds { s.connections[fd] = nil } }
-            if fds.isEmpty { break }
         }
     }
 
@@ -260,9 +261,12 @@ public final class TestHTTPServer: @unchecked Sendable {
                 if s.stopping { return false }
                 s.connections[c] = TestThread { [self] in
                     serveConnection(c)
-                    Glibc.close(c)
+                    // Closed while leaving the table, under its lock: closing first let accept()
+                    // hand the same number to a new connection whose entry this one then took
+                    // away, and this thread was never joined (ThreadSanitizer: thread leak).
                     state.withLock { s in
                         if let t = s.connections.removeValue(forKey: c) { s.finished.append(t) }
+                        Glibc.close(c)
                     }
                 }
                 return true
