@@ -371,6 +371,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 s.isPaused = false
             }
             renderer.startHostTime.store(0, ordering: .releasing)
+            renderer.space.post()
             setRunning(false, &d)
         } else {
             control.withLock { $0.stopAfterQueued = true }
@@ -423,6 +424,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         if holds { renderer.holding.store(true, ordering: .releasing) }
         renderer.discardAll()
         returnPendingBuffers(&d)
+        renderer.space.post()
         wake.signal()
     }
 
@@ -478,6 +480,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
             return control.withLock { s -> DeviceThread? in defer { s.feeder = nil }; return s.feeder }
         }
         wake.signal()
+        renderer.space.post()
         feeder?.join()
         control.withLock { s in
             s.buffers.removeAll()
@@ -1051,19 +1054,20 @@ public final class AudioOutputQueue: @unchecked Sendable {
                     _ = offlineSpace.wait(timeout: .now() + .milliseconds(20))
                     continue
                 }
-                // The ring is full: sleep until a quarter of it has played (at most 100 ms),
-                // not just this chunk's worth: a full ring holds seconds of audio, and waking for
-                // every few milliseconds of room was most of a steady stream's CPU (the ring
-                // refills in one go, and a reset or stop is still seen within 100 ms).
+                // The ring is full: wait until render has freed a quarter of it (it posts
+                // `renderer.space` once that much is free; see RealTimeSignal), not just this
+                // chunk's worth: a full ring holds seconds of audio, and waking for every few
+                // milliseconds of room was most of a steady stream's CPU. Stop, reset and
+                // dispose post it too. Buffers played meanwhile still come back on time, and the
+                // device's events (a lost device stops rendering) are looked at every 250 ms.
+                let due = returnPlayedBuffers()
                 let want = max(min(n - offset, 4096), renderer.capacityFrames / 4)
-                let missing = max(0, want - renderer.freeFrames)
-                var sleep = max(2, min(100, Int(Double(missing) / deviceFormat.sampleRate * 1000)))
-                // Buffers played meanwhile still come back on time.
-                if let due = returnPlayedBuffers() {
-                    let now = HostTime.now()
-                    sleep = max(1, min(sleep, due > now ? Int((due - now) / 1_000_000) + 1 : 1))
+                renderer.space.arm(at: want)
+                if renderer.freeFrames >= want || control.withLock({ $0.generation != generation || $0.disposed }) {
+                    renderer.space.disarm()
+                    continue
                 }
-                usleep_ms(sleep)
+                renderer.space.wait(untilHostTime: min(due ?? .max, HostTime.now() + 250_000_000))
             }
         }
         return true

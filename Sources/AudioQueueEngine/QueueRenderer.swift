@@ -45,6 +45,9 @@ final class QueueRenderer: @unchecked Sendable {
     /// Render to feeder: each of those ends once render has taken it from the ring, with the
     /// host time at which the device plays its last frame (0: at once, or a stale frame).
     let heardEnds = SPSCQueue<HeardEnd>(minimumCapacity: 1024)
+    /// Render to feeder: the ring has room again (the feeder arms the free frames it waits for;
+    /// render posts once they are free). See ``RealTimeSignal`` for why posting is real-time safe.
+    let space = RealTimeSignal()
     /// A buffer end render has passed and when the device plays it.
     struct HeardEnd {
         /// The ring frame index (as in ``bufferEnds``).
@@ -144,6 +147,7 @@ final class QueueRenderer: @unchecked Sendable {
                 out = count
             }
             rendered.add(Int64(out), ordering: .releasing)
+            space.postIfReached(freeFrames)
             return AudioRenderResult(frames: out, isEndOfStream: false)
         }
         let end = endFrame.load(ordering: .acquiring)
@@ -168,6 +172,7 @@ final class QueueRenderer: @unchecked Sendable {
             out = count
         }
         rendered.add(Int64(out), ordering: .releasing)
+        space.postIfReached(freeFrames)
         return AudioRenderResult(frames: out, isEndOfStream: isEnd)
     }
 
