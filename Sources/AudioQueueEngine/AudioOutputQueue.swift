@@ -75,15 +75,15 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// When buffers come back (default: when played, as Apple's queues do).
     public let bufferReturn: AudioOutputQueueBufferReturn
 
-    private let renderer: QueueRenderer
-    private let deviceFactory: AudioOutputDeviceFactory
-    private let control = Mutex(ControlState())
+    let renderer: QueueRenderer
+    let deviceFactory: AudioOutputDeviceFactory
+    let control = Mutex(ControlState())
     /// Serialises start, pause, stop, reset, dispose and the end of a drained stream, so that
     /// disposing while another thread starts cannot leave a device running (the AudioStreamer
     /// hang of seed 002). Never held by the render thread.
-    private let transport = RecursiveLock()
-    private let wake = DispatchSemaphore(value: 0)
-    private let component = "AudioQueue"
+    let transport = RecursiveLock()
+    let wake = DispatchSemaphore(value: 0)
+    let component = "AudioQueue"
 
     struct Pending {
         var buffer: AudioQueueBuffer
@@ -150,11 +150,14 @@ public final class AudioOutputQueue: @unchecked Sendable {
     }
 
     /// Feeder-side processing: taps and time-pitch (QueueProcessing.swift).
-    private let chain: QueueProcessingChain
+    let chain: QueueProcessingChain
     /// Offline rendering: the feeder waits on `offlineSpace` when the ring is full and signals
     /// `offlineData` when it wrote; ``renderOffline(into:frames:timeStamp:)`` does the reverse.
-    private let offlineSpace = DispatchSemaphore(value: 0)
-    private let offlineData = DispatchSemaphore(value: 0)
+    let offlineSpace = DispatchSemaphore(value: 0)
+    let offlineData = DispatchSemaphore(value: 0)
+    /// True while the feeder has nothing to decode (offline rendering and prime look at it).
+    let feederIdle = Atomic<Bool>(true)
+    let lastLevels = Mutex<[AudioQueueLevelMeterState]>([])
 
     /// Creates an output queue for data in `format`. `output` opens the device when the queue
     /// starts (or primes); `deviceFormat` overrides the device rate/channels (default: the
@@ -208,7 +211,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         dispose(immediately: true)
     }
 
-    private func makeConverter() throws(AudioError) -> AudioConverter {
+    func makeConverter() throws(AudioError) -> AudioConverter {
         let out = AudioStreamBasicDescription.linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)
         return try AudioConverter(from: format, to: out, magicCookie: control.withLock { s in
             s.cookieChanged = false
@@ -283,13 +286,13 @@ public final class AudioOutputQueue: @unchecked Sendable {
     }
 
     /// Runs `body` under the transport lock, then the user code it deferred, with no lock held.
-    private func withTransport<R, E: Error>(_ body: (inout Deferred) throws(E) -> R) throws(E) -> R {
+    func withTransport<R, E: Error>(_ body: (inout Deferred) throws(E) -> R) throws(E) -> R {
         var deferred = Deferred()
         defer { deferred.run() }
         return try transport.withLock { () throws(E) -> R in try body(&deferred) }
     }
 
-    private func startLocked(at startTime: AudioTimeStamp?, _ d: inout Deferred) throws(AudioError) {
+    func startLocked(at startTime: AudioTimeStamp?, _ d: inout Deferred) throws(AudioError) {
         try ensureFeeder()
         try openDevice()
         let device = try control.withLock { (s) throws(AudioError) -> any AudioOutputDevice in
@@ -338,7 +341,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         try transport.withLock { () throws(AudioError) in try pauseLocked() }
     }
 
-    private func pauseLocked() throws(AudioError) {
+    func pauseLocked() throws(AudioError) {
         let device = control.withLock { s -> (any AudioOutputDevice)? in
             guard s.isRunning, !s.isPaused else { return nil }
             s.isPaused = true
@@ -354,7 +357,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         withTransport { d in stopLocked(immediately: immediately, &d) }
     }
 
-    private func stopLocked(immediately: Bool, _ d: inout Deferred) {
+    func stopLocked(immediately: Bool, _ d: inout Deferred) {
         if immediately {
             let device = control.withLock { s -> (any AudioOutputDevice)? in
                 s.generation += 1
@@ -409,7 +412,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         withTransport { d in resetLocked(&d) }
     }
 
-    private func resetLocked(_ d: inout Deferred) {
+    func resetLocked(_ d: inout Deferred) {
         let holds = control.withLock { s -> Bool in
             s.generation += 1
             s.discontinuity = true
@@ -433,7 +436,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// data is in it (`final`), or the device's latency has passed (the new audio is slow to
     /// come, or never comes: the old audio stops then, no later than it did without a flush;
     /// flushing earlier would only trade it for silence).
-    private func flushAfterReset(final: Bool) {
+    func flushAfterReset(final: Bool) {
         guard let since = control.withLock({ $0.flushPendingSince }) else { return }
         transport.withLock {
             let device = control.withLock { s -> (any AudioOutputDevice)? in
@@ -458,7 +461,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
     }
 
     /// Control: no reset waits for a flush any more (the queue stops or the device goes).
-    private func cancelFlushAfterReset() {
+    func cancelFlushAfterReset() {
         control.withLock { $0.flushPendingSince = nil }
         renderer.holding.store(false, ordering: .releasing)
     }
@@ -487,646 +490,6 @@ public final class AudioOutputQueue: @unchecked Sendable {
             s.listeners.removeAll()
             s.eventHandler = nil
         }
-    }
-
-    // MARK: State and parameters
-
-    /// True between start and the actual stop (Apple's `kAudioQueueProperty_IsRunning`).
-    public var isRunning: Bool { control.withLock { $0.isRunning } }
-
-    /// Adds a listener for property changes, called on the queue's thread; returns its token.
-    @discardableResult
-    public func addPropertyListener(_ listener: @escaping @Sendable (AudioOutputQueue, AudioQueueProperty) -> Void) -> Int {
-        control.withLock { s in
-            s.nextListener += 1
-            s.listeners[s.nextListener] = listener
-            return s.nextListener
-        }
-    }
-
-    /// Removes a listener.
-    public func removePropertyListener(_ token: Int) { control.withLock { _ = $0.listeners.removeValue(forKey: token) } }
-
-    /// Receives every ``AudioOutputQueueEvent`` on the queue's thread.
-    public var eventHandler: (@Sendable (AudioOutputQueueEvent) -> Void)? {
-        get { control.withLock { $0.eventHandler } }
-        set { control.withLock { $0.eventHandler = newValue } }
-    }
-
-    /// Sets a parameter (takes effect on the render thread without locks).
-    public func setParameter(_ parameter: AudioQueueParameter, _ value: Float) throws(AudioError) {
-        switch parameter {
-        case .volume:
-            guard value >= 0, value <= 1 else { throw AudioError(.invalidArgument, component: component, "volume \(value) is outside 0...1", osStatus: -50) }
-            control.withLock { $0.volume = value }
-            renderer.targetGainBits.store(value.bitPattern, ordering: .releasing)
-        case .volumeRampTime:
-            guard value >= 0, value <= 60 else { throw AudioError(.invalidArgument, component: component, "ramp time \(value) s is outside 0...60", osStatus: -50) }
-            control.withLock { $0.rampTime = value }
-            renderer.rampFrames.store(Int(Double(value) * deviceFormat.sampleRate), ordering: .releasing)
-        case .pan:
-            guard value >= -1, value <= 1 else { throw AudioError(.invalidArgument, component: component, "pan \(value) is outside -1...1", osStatus: -50) }
-            control.withLock { $0.pan = value }
-            renderer.panBits.store(value.bitPattern, ordering: .releasing)
-        case .playRate:
-            guard value >= 0.5, value <= 2 else { throw AudioError(.invalidArgument, component: component, "play rate \(value) is outside 0.5...2.0", osStatus: -50) }
-            updateProcessing { $0.timePitch.rate = value }
-        case .pitch:
-            guard value >= -2400, value <= 2400 else { throw AudioError(.invalidArgument, component: component, "pitch \(value) cents is outside -2400...2400", osStatus: -50) }
-            updateProcessing { $0.timePitch.pitch = value }
-        }
-    }
-
-    /// Reads a parameter.
-    public func parameter(_ parameter: AudioQueueParameter) -> Float {
-        control.withLock { s in
-            switch parameter {
-            case .volume: s.volume
-            case .volumeRampTime: s.rampTime
-            case .pan: s.pan
-            case .playRate: s.timePitch.rate
-            case .pitch: s.timePitch.pitch
-            }
-        }
-    }
-
-    private func updateProcessing(_ change: (inout ControlState) -> Void) {
-        control.withLock { s in
-            change(&s)
-            s.processingVersion += 1
-        }
-        wake.signal()
-    }
-
-    /// Turns the time-pitch stage on (`kAudioQueueProperty_EnableTimePitch`). PlayRate and
-    /// Pitch act only while it is on. It runs on the queue's thread, before the play ring, so a
-    /// change reaches the ear after the audio already buffered (up to the ring's 2 s; set it
-    /// before start or prime to have it from the first frame).
-    public var isTimePitchEnabled: Bool {
-        get { control.withLock { $0.timePitch.enabled } }
-        set { updateProcessing { $0.timePitch.enabled = newValue } }
-    }
-
-    /// The time-pitch algorithm (`kAudioQueueProperty_TimePitchAlgorithm`); see docs/timepitch.md.
-    public var timePitchAlgorithm: TimePitchAlgorithm {
-        get { control.withLock { $0.timePitch.algorithm } }
-        set { updateProcessing { $0.timePitch.algorithm = newValue } }
-    }
-
-    /// Bypasses the time-pitch stage while true (`kAudioQueueProperty_TimePitchBypass`).
-    public var isTimePitchBypassed: Bool {
-        get { control.withLock { $0.timePitch.bypass } }
-        set { updateProcessing { $0.timePitch.bypass = newValue } }
-    }
-
-    /// Adds a processing tap (Apple's `AudioQueueProcessingTapNew`). `flags` holds
-    /// ``AudioQueueProcessingTapFlags/preEffects`` or ``AudioQueueProcessingTapFlags/postEffects``
-    /// and optionally ``AudioQueueProcessingTapFlags/siphon``. The callback runs on the queue's
-    /// feeder thread, in chunks of at most `maximumFrames` (clamped to 1024) frames.
-    public func addProcessingTap(flags: AudioQueueProcessingTapFlags, maximumFrames: Int = 1024,
-                                 callback: @escaping AudioQueueProcessingTap.Callback) throws(AudioError) -> AudioQueueProcessingTap {
-        let position = flags.intersection([.preEffects, .postEffects])
-        guard position == .preEffects || position == .postEffects else {
-            throw AudioError(.invalidArgument, component: component, "a tap needs exactly one of preEffects and postEffects", osStatus: -66667)
-        }
-        let tap = AudioQueueProcessingTap(flags: flags, maximumFrames: max(16, min(chain.chunk, maximumFrames)),
-                                          channels: deviceFormat.channels, sampleRate: deviceFormat.sampleRate, callback: callback)
-        updateProcessing { $0.taps.append(tap) }
-        return tap
-    }
-
-    /// Removes a tap (Apple's `AudioQueueProcessingTapDispose`); it is not called again once
-    /// the queue's thread has taken the change (before its next buffer).
-    public func removeProcessingTap(_ tap: AudioQueueProcessingTap) {
-        updateProcessing { $0.taps.removeAll { $0 === tap } }
-    }
-
-    // MARK: Offline rendering
-
-    /// Switches the queue to offline rendering (Apple's `AudioQueueSetOfflineRenderFormat`):
-    /// no device; ``renderOffline(into:frames:timeStamp:)`` pulls the audio as fast as the
-    /// queue can decode it. Set it while the queue is stopped; `false` returns to the device.
-    public func setOfflineRendering(_ enabled: Bool) throws(AudioError) {
-        try control.withLock { (s) throws(AudioError) in
-            guard !s.isRunning, s.device == nil else {
-                throw AudioError(.invalidState, component: component, "offline rendering can only be switched while the queue is stopped", osStatus: -66626)
-            }
-            s.offline = enabled
-        }
-    }
-
-    /// True in offline mode.
-    public var isOfflineRendering: Bool { control.withLock { $0.offline } }
-
-    /// Renders the next `frames` frames into planar `buffers` (Apple's `AudioQueueOfflineRender`),
-    /// waiting for the queue's thread to decode them; returns the frames of audio rendered
-    /// (fewer only at the end of the stream; the rest of the buffers is silence). The queue must
-    /// be started, in offline mode. `timeStamp` (host time valid) places this render on the host
-    /// clock so that a ``start(at:)`` host time takes effect; by default the render's host time
-    /// follows its sample time from the first render.
-    public func renderOffline(into buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, frames: Int,
-                              timeStamp: AudioTimeStamp? = nil) throws(AudioError) -> Int {
-        let device = try control.withLock { (s) throws(AudioError) -> OfflineOutputDevice in
-            guard s.offline, let d = s.device as? OfflineOutputDevice, s.isRunning else {
-                throw AudioError(.invalidState, component: component, "offline render needs a started queue in offline mode", osStatus: -66626)
-            }
-            return d
-        }
-        guard buffers.count == deviceFormat.channels, frames >= 0, frames <= 65536 else {
-            throw AudioError(.invalidArgument, component: component, "offline render takes \(deviceFormat.channels) buffers and 0...65536 frames", osStatus: -50)
-        }
-        var done = 0
-        var idleSpins = 0
-        var waits = 0
-        while done < frames {
-            // Wait until the ring holds the rest, the stream ended, or nothing more comes for
-            // 50 ms. Decoded buffers come back only once rendered (and a program refills them
-            // then, as Apple's callbacks run during the offline render): with nothing being
-            // decoded and buffers held, render what the ring has at once.
-            while renderer.queuedFrames < Int64(frames - done) && renderer.endFrame.load(ordering: .acquiring) == Int64.max {
-                wake.signal()
-                offlineSpace.signal()
-                if offlineData.wait(timeout: .now() + .milliseconds(2)) == .timedOut {
-                    let (noneEnqueued, holding) = control.withLock { ($0.pending.isEmpty, !$0.held.isEmpty) }
-                    let feederDone = noneEnqueued && feederIdle.load(ordering: .acquiring)
-                    if feederDone && holding { break }
-                    idleSpins = feederDone ? idleSpins + 1 : 0
-                    if idleSpins > 25 { break }
-                }
-            }
-            let part = UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>.allocate(capacity: buffers.count)
-            defer { part.deallocate() }
-            for c in 0..<buffers.count { part[c] = buffers[c] + done }
-            let got = device.render(part, frames: frames - done, timeStamp: timeStamp, offset: done)
-            offlineSpace.signal()
-            done += got
-            if got > 0 {
-                idleSpins = 0
-                waits = 0
-                continue
-            }
-            // Nothing rendered: the end was played, nothing came for 50 ms, or the buffers
-            // render passed are on their way back to the program (wait for them, 5 s at most).
-            if renderer.consumed.load(ordering: .acquiring) >= renderer.endFrame.load(ordering: .acquiring) || idleSpins > 25 { break }
-            waits += 1
-            if waits > 2500 { break }
-            wake.signal()
-            _ = offlineData.wait(timeout: .now() + .milliseconds(2))
-        }
-        for c in 0..<buffers.count { (buffers[c] + done).update(repeating: 0, count: frames - done) }
-        return done
-    }
-
-    /// Turns level metering on or off (`kAudioQueueProperty_EnableLevelMetering`).
-    public var isLevelMeteringEnabled: Bool {
-        get { renderer.meteringEnabled.load(ordering: .relaxed) }
-        set { renderer.meteringEnabled.store(newValue, ordering: .relaxed) }
-    }
-
-    private let lastLevels = Mutex<[AudioQueueLevelMeterState]>([])
-
-    /// Per-channel levels over the last render period, linear 0...1
-    /// (`kAudioQueueProperty_CurrentLevelMeter`).
-    public func currentLevels() -> [AudioQueueLevelMeterState] {
-        if let l = renderer.latestLevels() {
-            let states = l.map { AudioQueueLevelMeterState(averagePower: $0.meanSquare.squareRoot(), peakPower: $0.peak) }
-            lastLevels.withLock { $0 = states }
-            return states
-        }
-        return lastLevels.withLock { $0 }
-    }
-
-    /// Per-channel levels in dB full scale (`kAudioQueueProperty_CurrentLevelMeterDB`);
-    /// silence is -120 dB.
-    public func currentLevelsDB() -> [AudioQueueLevelMeterState] {
-        currentLevels().map { AudioQueueLevelMeterState(averagePower: decibels($0.averagePower), peakPower: decibels($0.peakPower)) }
-    }
-
-    /// The queue's current time: frames played since start (device clock), and whether the
-    /// timeline was reset since the last call (Apple's `AudioQueueGetCurrentTime`).
-    public func currentTime() -> (time: AudioTimeStamp, discontinuity: Bool)? {
-        control.withLock { s in
-            guard let device = s.device, s.isRunning else { return nil }
-            let frames = max(0, device.playedFrames - s.playedAtStart)
-            let d = s.discontinuity
-            s.discontinuity = false
-            return (AudioTimeStamp(sampleTime: Double(frames), hostTime: HostTime.now(), rateScalar: 1, flags: .sampleHostTimeValid), d)
-        }
-    }
-
-    /// The device's clock now, for Apple's `AudioQueueDevice*` time calls: frames the device has
-    /// played since it started, the host time of that reading, the device rate and its output
-    /// latency in seconds; nil while the queue is not running.
-    public func deviceTime() -> (sampleTime: Double, hostTime: UInt64, sampleRate: Double, latency: Double)? {
-        control.withLock { s in
-            guard let device = s.device, s.isRunning else { return nil }
-            return (Double(device.playedFrames), HostTime.now(), device.format.sampleRate, device.latency)
-        }
-    }
-
-    /// The last decoder error (`kAudioQueueProperty_ConverterError`), if any.
-    public var converterError: AudioError? { control.withLock { $0.converterError } }
-
-    /// Why the time-pitch stage is not running although it is enabled (e.g. the Rubber Band
-    /// library is missing), if it could not be set up; nil once it runs.
-    public var timePitchError: AudioError? { control.withLock { $0.timePitchError } }
-
-    /// Name of the device in use (`kAudioQueueProperty_CurrentDevice`), once started.
-    public var currentDevice: String? { control.withLock { $0.device?.name } }
-
-    /// Frames waiting in the play ring.
-    public var bufferedFrames: Int64 { renderer.queuedFrames }
-
-    /// Buffers enqueued and not decoded yet.
-    public var pendingBufferCount: Int { control.withLock { $0.pending.count } }
-    /// Asks the running device to keep about `seconds` buffered from now on
-    /// (``AudioOutputDevice/setTargetLatency(_:)``); nothing before the queue has a device.
-    public func setDeviceLatency(_ seconds: Double) {
-        control.withLock { $0.device }?.setTargetLatency(seconds)
-    }
-
-    /// Times the device found the ring empty mid-stream.
-    public var underrunCount: Int { renderer.underruns.load(ordering: .relaxed) }
-
-    /// Frames of enqueued audio the device has taken from the play ring since the queue was
-    /// created or last reset or stopped immediately: the stream position in frames (pauses,
-    /// start delays and underrun silence excluded). Frames enqueued after a reset count from 0.
-    public var playedStreamFrames: Int64 {
-        max(0, renderer.consumed.load(ordering: .acquiring) - renderer.discardUntil.load(ordering: .acquiring))
-    }
-
-    // MARK: Internals
-
-    private func openDevice() throws(AudioError) {
-        let needs = try control.withLock { (s) throws(AudioError) -> Bool in
-            guard !s.disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
-            return s.device == nil
-        }
-        guard needs else { return }
-        let device: any AudioOutputDevice = control.withLock { $0.offline } ? OfflineOutputDevice(format: deviceFormat) : try deviceFactory(deviceFormat)
-        guard device.format.channels == deviceFormat.channels else {
-            device.close()
-            throw AudioError(.deviceUnavailable, component: component, "device \(device.name) opened with \(device.format), queue needs \(deviceFormat)")
-        }
-        control.withLock { s in
-            if s.device == nil { s.device = device } else { device.close() }
-        }
-    }
-
-    private func setRunning(_ running: Bool, _ d: inout Deferred) {
-        let changed = control.withLock { s -> Bool in
-            guard s.isRunning != running else { return false }
-            s.isRunning = running
-            return true
-        }
-        if changed { d.add { [self] in notify(.isRunning) } }
-    }
-
-    /// The decoder for the current format and cookie; a failure becomes the queue's converter
-    /// error (property, listener, event) once per distinct error, and nil.
-    private func makeConverterReporting() -> AudioConverter? {
-        do throws(AudioError) {
-            return try makeConverter()
-        } catch {
-            let fresh = control.withLock { s -> Bool in
-                guard s.converterError != error else { return false }
-                s.converterError = error
-                return true
-            }
-            if fresh {
-                notify(.converterError)
-                post(.converterError(error))
-            }
-            return nil
-        }
-    }
-
-    private func notify(_ property: AudioQueueProperty) {
-        let (listeners, handler) = control.withLock { s in (Array(s.listeners.values), s.eventHandler) }
-        for l in listeners { l(self, property) }
-        handler?(.propertyChanged(property))
-    }
-
-    private func post(_ event: AudioOutputQueueEvent) {
-        control.withLock { $0.eventHandler }?(event)
-    }
-
-    /// Takes every buffer the queue holds (decoded or not), to be handed back in order once
-    /// the transport lock is released.
-    private func returnPendingBuffers(_ d: inout Deferred) {
-        let buffers = control.withLock { s -> [AudioQueueBuffer] in
-            defer { s.pending.removeAll(); s.held.removeAll() }
-            return s.held.map(\.buffer) + s.pending.map(\.buffer)
-        }
-        guard !buffers.isEmpty else { return }
-        d.add { [self] in for b in buffers { outputCallback(self, b) } }
-    }
-
-    /// Feeder: takes what render reported (buffer ends it passed and when they are heard), hands
-    /// back, in order, the buffers whose audio has been played (a queue that is not running keeps
-    /// them), and returns when the next one is due (nil: nothing to wait for).
-    @discardableResult
-    private func returnPlayedBuffers() -> UInt64? {
-        var heard: [QueueRenderer.HeardEnd] = []
-        while let h = renderer.heardEnds.pop() { heard.append(h) }
-        let now = HostTime.now()
-        let (due, next) = control.withLock { s -> ([AudioQueueBuffer], Held?) in
-            if !heard.isEmpty {
-                var k = 0
-                for i in s.held.indices where s.held[i].heardAt == nil {
-                    while k < heard.count && heard[k].end < s.held[i].end { k += 1 }
-                    guard k < heard.count else { break }
-                    s.held[i].heardAt = heard[k].hostTime
-                }
-            }
-            // Paused, the device holds its audio: nothing is played (`.whenCopied` hands back as before).
-            guard s.isRunning, !s.isPaused || bufferReturn == .whenCopied else { return ([], nil) }
-            var n = 0
-            while n < s.held.count, let at = s.held[n].heardAt, at <= now { n += 1 }
-            defer { s.held.removeFirst(n) }
-            return (s.held[0..<n].map(\.buffer), n < s.held.count ? s.held[n] : nil)
-        }
-        for b in due { outputCallback(self, b) }
-        guard let next else { return nil }
-        if let at = next.heardAt { return at }
-        // Not reached by render yet: about when it will be, at the device's rate (render answers
-        // at its next call, so no sooner than 5 ms: no spinning while it comes).
-        let ahead = max(0, next.end - renderer.consumed.load(ordering: .acquiring))
-        return now + max(5_000_000, UInt64(Double(ahead) / deviceFormat.sampleRate * 1e9))
-    }
-
-    private let feederIdle = Atomic<Bool>(true)
-
-    /// Tests: replaces how the queue's thread is started (before it is).
-    func setThreadStarter(_ starter: @escaping ThreadStarter) { control.withLock { $0.startThread = starter } }
-
-    /// Starts the queue's thread once; throws when it cannot be started (the queue would
-    /// never play).
-    private func ensureFeeder() throws(AudioError) {
-        try control.withLock { (s) throws(AudioError) in
-            guard !s.feederStarted, !s.disposed else { return }
-            // The new thread's first step takes this lock, so it waits until we are done here.
-            do throws(AudioError) {
-                s.feeder = try s.startThread("oat-queue") { [self] in feederLoop() }
-            } catch {
-                throw AudioError(.deviceUnavailable, component: component,
-                                 "cannot start the queue's thread: \(error.message)", osStatus: -66681)
-            }
-            s.feederStarted = true
-        }
-    }
-
-    /// The queue's own thread: decodes enqueued buffers into the ring, returns them through the
-    /// callback, watches the device, and ends the stream.
-    private func feederLoop() {
-        var converter: AudioConverter? = makeConverterReporting()
-        let scratch = try! AudioPCMBuffer(format: .linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true), frameCapacity: 4096)
-        var generation = control.withLock { $0.generation }
-        var processingVersion = -1
-        var ended = false
-        /// When the next held buffer is due back (host time), if any.
-        var nextDue: UInt64?
-        /// Buffer ends render's queue had no room for yet (more than 1024 buffers in the ring).
-        var unsentEnds: [Int64] = []
-        while true {
-            // Enqueue, start, stop and reset signal `wake`; otherwise look at the device now and
-            // then (events, the end of a drained stream) without spinning, and wake when the next
-            // buffer has been played.
-            var timeout = UInt64(feederIdle.load(ordering: .relaxed) ? 50 : 5) * 1_000_000
-            if let due = nextDue {
-                let now = HostTime.now()
-                timeout = min(timeout, due > now ? due - now : 0)
-            }
-            if timeout > 0 { _ = wake.wait(timeout: .now() + .nanoseconds(Int(timeout))) }
-            if control.withLock({ $0.disposed }) { break }
-            if control.withLock({ $0.cookieChanged }) { converter = makeConverterReporting() }
-            // Generation change (reset/stop): start the decoder afresh.
-            let g = control.withLock { $0.generation }
-            if g != generation {
-                generation = g
-                converter?.reset()
-                chain.reset()
-                ended = false
-            }
-            let (version, settings, taps) = control.withLock { ($0.processingVersion, $0.timePitch, $0.taps) }
-            if version != processingVersion {
-                processingVersion = version
-                let failure = chain.configure(settings, taps: taps)
-                let changed = control.withLock { s -> Bool in
-                    defer { s.timePitchError = failure }
-                    return s.timePitchError != failure
-                }
-                if changed, let failure { post(.timePitchError(failure)) }
-            }
-            while let e = unsentEnds.first, renderer.bufferEnds.push(e) { unsentEnds.removeFirst() }
-            nextDue = returnPlayedBuffers()
-            handleDeviceEvents(&ended)
-            // The buffer's contents are copied while it is certainly still pending: once a
-            // concurrent stop or reset has handed it back, the app may refill it at once.
-            let claimed = control.withLock { s -> (Pending, [UInt8], [AudioStreamPacketDescription])? in
-                guard let p = s.pending.first else { return nil }
-                let b = p.buffer
-                return (p, Array(UnsafeRawBufferPointer(rebasing: b.audioData[0..<b.audioDataByteSize])), b.packetDescriptions)
-            }
-            guard case let (next, contents, descriptions)? = claimed else {
-                let (flush, stopAfter) = control.withLock { ($0.flushRequested, $0.stopAfterQueued) }
-                if flush || stopAfter, let c = converter {
-                    try? c.endOfInput()
-                    drain(c, scratch, generation: generation, trimEnd: 0)
-                    _ = chain.finish { emit($0, generation: generation) }
-                    c.reset()
-                    control.withLock { $0.flushRequested = false }
-                }
-                // Everything enqueued before the end is in the ring: nothing more will come.
-                flushAfterReset(final: stopAfter)
-                if stopAfter && !ended {
-                    renderer.markEnd()
-                    ended = true
-                    // A queue that never started still ends.
-                    if !(control.withLock { $0.isRunning }) { finishStop() }
-                }
-                // Idle only once the end-of-stream work is done (an offline render that sees
-                // an idle feeder stops waiting for more audio).
-                feederIdle.store(true, ordering: .releasing)
-                continue
-            }
-            feederIdle.store(false, ordering: .releasing)
-            ended = false
-            if let c = converter {
-                decode(next, contents: contents, descriptions: descriptions, with: c, scratch: scratch, generation: generation)
-            } else {
-                converter = makeConverterReporting()
-            }
-            // Hold the buffer until its audio has been played (or hand it back now, for
-            // `.whenCopied`), unless a reset/stop already handed it back; a queue not running yet
-            // keeps it until it starts. Buffers come back in the order they were enqueued.
-            let end = renderer.written.load(ordering: .acquiring)
-            let track = control.withLock { s -> Bool in
-                guard s.generation == generation, let i = s.pending.firstIndex(where: { $0.buffer === next.buffer }) else { return false }
-                s.pending.remove(at: i)
-                s.held.append(Held(buffer: next.buffer, end: end, heardAt: bufferReturn == .whenCopied ? 0 : nil))
-                return bufferReturn == .whenPlayed
-            }
-            if track && (!unsentEnds.isEmpty || !renderer.bufferEnds.push(end)) { unsentEnds.append(end) }
-            nextDue = returnPlayedBuffers()
-            flushAfterReset(final: false)
-        }
-    }
-
-    private func decode(_ item: Pending, contents: [UInt8], descriptions: [AudioStreamPacketDescription],
-                        with converter: AudioConverter, scratch: AudioPCMBuffer, generation: Int) {
-        var batch = AudioPacketBatch()
-        batch.data = contents
-        // Constant-size packets (linear PCM included) are the buffer's bytes: descriptions
-        // passed with them are ignored, as Apple's queues do (stale ones must not drop audio).
-        if descriptions.isEmpty || format.bytesPerPacket > 0 {
-            let bpp = max(1, Int(format.bytesPerPacket))
-            batch.packetCount = contents.count / bpp
-        } else {
-            batch.packetDescriptions = descriptions
-            batch.packetCount = descriptions.count
-        }
-        let before = converter.decodedFrameCount
-        do {
-            try converter.decode(batch)
-        } catch {
-            control.withLock { $0.converterError = error }
-            notify(.converterError)
-            post(.converterError(error))
-        }
-        if let e = converter.lastDecodeError, control.withLock({ $0.converterError }) != e {
-            control.withLock { $0.converterError = e }
-            notify(.converterError)
-            post(.converterError(e))
-        }
-        _ = before
-        // Start-time alignment: insert silence so the buffer starts at its sample time.
-        if let start = item.options.startSampleTime {
-            let at = renderer.written.load(ordering: .relaxed) - control.withLock({ $0.playedAtStart })
-            let gap = Int64(start) - at
-            if gap > 0 { writeSilence(Int(gap), generation: generation) }
-        }
-        // Per-buffer trimming applies to the frames this buffer produced.
-        var skip = item.options.trimFramesAtStart
-        while skip > 0 {
-            let n = converter.read(into: scratch, maxFrames: skip)
-            if n == 0 { break }
-            skip -= n
-        }
-        drain(converter, scratch, generation: generation, trimEnd: item.options.trimFramesAtEnd)
-    }
-
-    /// Moves decoded frames from the converter into the ring, keeping back `trimEnd` frames
-    /// (dropped), waiting while the ring is full; stops early on a reset/stop.
-    private func drain(_ converter: AudioConverter, _ scratch: AudioPCMBuffer, generation: Int, trimEnd: Int) {
-        while converter.bufferedFrameCount > trimEnd {
-            let n = converter.read(into: scratch, maxFrames: converter.bufferedFrameCount - trimEnd)
-            if n == 0 { break }
-            let samples = scratch.floatChannel(0)!
-            let ok = chain.push(UnsafeBufferPointer(rebasing: samples[0..<(n * deviceFormat.channels)])) { emit($0, generation: generation) }
-            if !ok { return }
-        }
-        if trimEnd > 0 {
-            var left = converter.bufferedFrameCount
-            while left > 0 {
-                let n = converter.read(into: scratch, maxFrames: left)
-                if n == 0 { break }
-                left -= n
-            }
-        }
-    }
-
-    /// Writes processed interleaved frames into the play ring, waiting while it is full; false
-    /// when a reset/stop made them stale.
-    private func emit(_ frames: UnsafeBufferPointer<Float>, generation: Int) -> Bool {
-        let n = frames.count / deviceFormat.channels
-        var offset = 0
-        let offline = control.withLock { $0.offline }
-        while offset < n {
-            if control.withLock({ $0.generation != generation || $0.disposed }) { return false }
-            let wrote = renderer.write(UnsafeBufferPointer(rebasing: frames[(offset * deviceFormat.channels)..<(n * deviceFormat.channels)]))
-            offset += wrote
-            if offline && wrote > 0 { offlineData.signal() }
-            if wrote == 0 {
-                var ignored = false
-                handleDeviceEvents(&ignored)
-                if offline {
-                    _ = offlineSpace.wait(timeout: .now() + .milliseconds(20))
-                    continue
-                }
-                // The ring is full: wait until render has freed a quarter of it (it posts
-                // `renderer.space` once that much is free; see RealTimeSignal), not just this
-                // chunk's worth: a full ring holds seconds of audio, and waking for every few
-                // milliseconds of room was most of a steady stream's CPU. Stop, reset and
-                // dispose post it too. Buffers played meanwhile still come back on time, and the
-                // device's events (a lost device stops rendering) are looked at every 250 ms.
-                let due = returnPlayedBuffers()
-                let want = max(min(n - offset, 4096), renderer.capacityFrames / 4)
-                renderer.space.arm(at: want)
-                if renderer.freeFrames >= want || control.withLock({ $0.generation != generation || $0.disposed }) {
-                    renderer.space.disarm()
-                    continue
-                }
-                renderer.space.wait(untilHostTime: min(due ?? .max, HostTime.now() + 250_000_000))
-            }
-        }
-        return true
-    }
-
-    private func writeSilence(_ frames: Int, generation: Int) {
-        let zeros = [Float](repeating: 0, count: 1024 * deviceFormat.channels)
-        var left = frames
-        while left > 0 {
-            if control.withLock({ $0.generation != generation || $0.disposed }) { return }
-            let n = min(left, 1024)
-            let ok = zeros.withUnsafeBufferPointer { z in
-                chain.push(UnsafeBufferPointer(rebasing: z[0..<(n * deviceFormat.channels)])) { emit($0, generation: generation) }
-            }
-            if !ok { return }
-            left -= n
-        }
-    }
-
-    private func handleDeviceEvents(_ ended: inout Bool) {
-        guard let device = control.withLock({ $0.device }) else { return }
-        for event in device.takeEvents() {
-            switch event {
-            case .drained:
-                finishStop()
-            case .started:
-                break
-            default:
-                post(.device(event))
-            }
-        }
-        let u = renderer.underruns.load(ordering: .relaxed)
-        let report = control.withLock { s -> Bool in
-            defer { s.lastUnderruns = u }
-            return u > s.lastUnderruns
-        }
-        if report { post(.underrun(count: u)) }
-    }
-
-    private func finishStop() {
-        withTransport { d in finishStopLocked(&d) }
-    }
-
-    private func finishStopLocked(_ d: inout Deferred) {
-        guard control.withLock({ !$0.disposed && ($0.device != nil || $0.isRunning || $0.stopAfterQueued) }) else { return }
-        let device = control.withLock { s -> (any AudioOutputDevice)? in
-            defer { s.device = nil; s.stopAfterQueued = false; s.isPaused = false }
-            return s.device
-        }
-        device?.stop(drain: false)
-        device?.close()
-        cancelFlushAfterReset()
-        renderer.discardAll()
-        renderer.startHostTime.store(0, ordering: .releasing)
-        // Everything has been played (or the queue ended without running, stopped before any
-        // start): the buffers come back, then the queue reports that it stopped.
-        returnPendingBuffers(&d)
-        setRunning(false, &d)
-        d.add { [self] in post(.ended) }
     }
 }
 
