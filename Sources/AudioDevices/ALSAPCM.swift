@@ -1,0 +1,142 @@
+import AudioCore
+import CALSA
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An open ALSA PCM and the private configuration it was opened with. Reopened in place by the
+/// device thread after a loss; closed once.
+final class PCMHandle: @unchecked Sendable {
+    struct Setup {
+        var rate: Int
+        var period: Int
+        var buffer: Int
+        var sampleFormat: ALSASampleFormat
+    }
+
+    private(set) var pcm: OpaquePointer?
+    private var config: OpaquePointer?
+    private(set) var canPause = false
+    private let closed = Atomic<Bool>(false)
+
+    private init(pcm: OpaquePointer, config: OpaquePointer?) {
+        self.pcm = pcm
+        self.config = config
+    }
+
+    static func open(_ name: String, configText: String?) throws(AudioError) -> PCMHandle {
+        let (pcm, config) = try openRaw(name, configText: configText)
+        return PCMHandle(pcm: pcm, config: config)
+    }
+
+    private static func openRaw(_ name: String, configText: String?) throws(AudioError) -> (OpaquePointer, OpaquePointer?) {
+        // ALSA prints open failures to stderr; they become AudioErrors here, so keep this
+        // thread's ALSA messages quiet while opening.
+        let previousHandler = snd_lib_error_set_local { _, _, _, _, _, _ in }
+        defer { snd_lib_error_set_local(previousHandler) }
+        var pcm: OpaquePointer?
+        guard let configText else {
+            let err = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, 0)
+            guard err >= 0, let pcm else {
+                throw AudioError(.deviceUnavailable, component: "ALSA output", "cannot open PCM \(name)", underlying: String(cString: snd_strerror(err)))
+            }
+            return (pcm, nil)
+        }
+        var top: OpaquePointer?
+        var update: OpaquePointer?
+        var err = snd_config_update_r(&top, &update, nil)
+        if update != nil { snd_config_update_free(update) }
+        guard err >= 0, let top else {
+            throw AudioError(.deviceUnavailable, component: "ALSA output", "cannot read the ALSA configuration", underlying: String(cString: snd_strerror(err)))
+        }
+        var input: OpaquePointer?
+        err = snd_input_buffer_open(&input, configText, configText.utf8.count)
+        if err >= 0, let input {
+            err = snd_config_load(top, input)
+            snd_input_close(input)
+        }
+        guard err >= 0 else {
+            snd_config_delete(top)
+            throw AudioError(.invalidArgument, component: "ALSA output", "bad ALSA configuration text", underlying: String(cString: snd_strerror(err)))
+        }
+        err = snd_pcm_open_lconf(&pcm, name, SND_PCM_STREAM_PLAYBACK, 0, top)
+        guard err >= 0, let pcm else {
+            snd_config_delete(top)
+            throw AudioError(.deviceUnavailable, component: "ALSA output", "cannot open PCM \(name)", underlying: String(cString: snd_strerror(err)))
+        }
+        return (pcm, top)
+    }
+
+    func configure(format: AudioDeviceFormat, preferred: ALSASampleFormat, period: Int, buffer: Int) throws(AudioError) -> Setup {
+        guard let pcm else { throw AudioError(.invalidState, component: "ALSA output", "PCM is closed") }
+        func check(_ err: Int32, _ what: String) throws(AudioError) {
+            if err < 0 {
+                throw AudioError(.unsupportedFormat, component: "ALSA output", "cannot set \(what)", underlying: String(cString: snd_strerror(err)))
+            }
+        }
+        var hw: OpaquePointer?
+        try check(snd_pcm_hw_params_malloc(&hw), "hardware parameters")
+        defer { snd_pcm_hw_params_free(hw) }
+        try check(snd_pcm_hw_params_any(pcm, hw), "hardware parameters")
+        try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "interleaved access")
+        var sampleFormat = preferred
+        let formats: [ALSASampleFormat] = preferred == .float32 ? [.float32, .int16] : [.int16, .float32]
+        var formatErr: Int32 = -EINVAL
+        for f in formats {
+            formatErr = snd_pcm_hw_params_set_format(pcm, hw, f == .float32 ? SND_PCM_FORMAT_FLOAT_LE : SND_PCM_FORMAT_S16_LE)
+            if formatErr >= 0 { sampleFormat = f; break }
+        }
+        try check(formatErr, "a float32 or int16 sample format")
+        try check(snd_pcm_hw_params_set_channels(pcm, hw, UInt32(format.channels)), "\(format.channels) channels")
+        var rate = UInt32(format.sampleRate)
+        var dir: Int32 = 0
+        try check(snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, &dir), "rate \(Int(format.sampleRate))")
+        var periodSize = snd_pcm_uframes_t(period)
+        dir = 0
+        try check(snd_pcm_hw_params_set_period_size_near(pcm, hw, &periodSize, &dir), "period size \(period)")
+        var bufferSize = snd_pcm_uframes_t(max(buffer, Int(periodSize) * 2))
+        try check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &bufferSize), "buffer size \(buffer)")
+        try check(snd_pcm_hw_params(pcm, hw), "hardware parameters")
+        dir = 0
+        snd_pcm_hw_params_get_period_size(hw, &periodSize, &dir)
+        snd_pcm_hw_params_get_buffer_size(hw, &bufferSize)
+        canPause = snd_pcm_hw_params_can_pause(hw) != 0
+
+        var sw: OpaquePointer?
+        if snd_pcm_sw_params_malloc(&sw) >= 0 {
+            defer { snd_pcm_sw_params_free(sw) }
+            if snd_pcm_sw_params_current(pcm, sw) >= 0 {
+                snd_pcm_sw_params_set_start_threshold(pcm, sw, bufferSize - periodSize)
+                snd_pcm_sw_params_set_avail_min(pcm, sw, periodSize)
+                snd_pcm_sw_params(pcm, sw)
+            }
+        }
+        return Setup(rate: Int(rate), period: Int(periodSize), buffer: Int(bufferSize), sampleFormat: sampleFormat)
+    }
+
+    /// Closes and reopens the PCM with the same setup (device thread only, while lost).
+    func reopen(_ name: String, configText: String?, format: AudioDeviceFormat, preferred: ALSASampleFormat,
+                period: Int, buffer: Int) throws(AudioError) {
+        let (newPCM, newConfig) = try Self.openRaw(name, configText: configText)
+        let oldPCM = pcm, oldConfig = config
+        pcm = newPCM
+        config = newConfig
+        if let oldPCM { snd_pcm_close(oldPCM) }
+        if let oldConfig { snd_config_delete(oldConfig) }
+        let setup = try configure(format: format, preferred: preferred, period: period, buffer: buffer)
+        guard setup.sampleFormat == preferred, setup.rate == Int(format.sampleRate) else {
+            throw AudioError(.unsupportedFormat, component: "ALSA output", "the reopened PCM changed format")
+        }
+    }
+
+    func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        if let pcm { snd_pcm_close(pcm) }
+        if let config { snd_config_delete(config) }
+        pcm = nil
+        config = nil
+    }
+
+    deinit { close() }
+}
