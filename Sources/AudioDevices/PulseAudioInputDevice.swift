@@ -84,7 +84,7 @@ public final class PulseAudioInputDevice: AudioInputDevice {
 
 /// State shared between the control side (under the main-loop lock) and PulseAudio's main-loop
 /// thread (callbacks run with that lock held).
-private final class PulseInputCore: @unchecked Sendable {
+private final class PulseInputCore: PulseConnectionOwner, @unchecked Sendable {
     let format: AudioDeviceFormat
     let source: String?
     let server: String?
@@ -97,14 +97,15 @@ private final class PulseInputCore: @unchecked Sendable {
     /// Zeros delivered for holes in the stream (allocated once).
     private let zeros: UnsafeMutableBufferPointer<Float>
 
-    private var mainloop: OpaquePointer?
-    private var context: OpaquePointer?
+    /// The server connection (shared with the output device); recording does not reconnect.
+    let connection: PulseConnection
+    private var mainloop: OpaquePointer? { connection.mainloop }
+    private var context: OpaquePointer? { connection.context }
     private var stream: OpaquePointer?
     private var capture: AudioCaptureCallback?
-    private var closing = false
+    private var closing: Bool { connection.closing }
     private var stopping = false
     private var corked = false
-    private var established = false
     private var startFailure: String?
 
     init(format: AudioDeviceFormat, source: String?, server: String?, fragmentFrames: Int) {
@@ -112,6 +113,7 @@ private final class PulseInputCore: @unchecked Sendable {
         self.source = source
         self.server = server
         self.fragmentFrames = fragmentFrames
+        connection = PulseConnection(server: server, component: "PulseAudio input", threadName: "oat-pulse-in")
         frameBytes = 4 * format.channels
         zeros = .allocate(capacity: fragmentFrames * format.channels)
         zeros.initialize(repeating: 0)
@@ -122,78 +124,21 @@ private final class PulseInputCore: @unchecked Sendable {
 
     var latencySeconds: Double { Double(latencyMicros.load(ordering: .relaxed)) / 1e6 }
     private var userdata: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
-    private func lock() { pa_threaded_mainloop_lock(mainloop) }
-    private func unlock() { pa_threaded_mainloop_unlock(mainloop) }
-
-    private func wait(_ timeout: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = HostTime.now() + HostTime.ticks(seconds: timeout)
-        while true {
-            lock()
-            let ok = condition()
-            unlock()
-            if ok { return true }
-            if HostTime.now() >= deadline { return false }
-            sleepUntil(hostTime: HostTime.now() + 2_000_000)
-        }
-    }
+    private func lock() { connection.lock() }
+    private func unlock() { connection.unlock() }
+    private func wait(_ timeout: Double, _ condition: () -> Bool) -> Bool { connection.wait(timeout, condition) }
 
     func open(timeout: Double) throws(AudioError) {
-        guard let ml = pa_threaded_mainloop_new() else {
-            throw AudioError(.deviceUnavailable, component: "PulseAudio input", "cannot create a main loop")
-        }
-        mainloop = ml
-        pa_threaded_mainloop_set_name(ml, "oat-pulse-in")
-        guard pa_threaded_mainloop_start(ml) >= 0 else {
-            pa_threaded_mainloop_free(ml)
-            mainloop = nil
-            throw AudioError(.deviceUnavailable, component: "PulseAudio input", "cannot start the main loop")
-        }
-        lock()
-        var failure: String?
-        let api = pa_threaded_mainloop_get_api(ml)
-        if let ctx = pa_context_new(api, "OpenAudioToolbox") {
-            context = ctx
-            pa_context_set_state_callback(ctx, { ctx, ud in
-                Unmanaged<PulseInputCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.contextStateChanged(ctx!) }
-            }, userdata)
-            if pa_context_connect(ctx, server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
-                failure = String(cString: pa_strerror(pa_context_errno(ctx)))
-            }
-        } else {
-            failure = "pa_context_new failed"
-        }
-        unlock()
-        if let failure {
-            close()
-            throw AudioError(.deviceUnavailable, component: "PulseAudio input", "no PulseAudio server answers", underlying: failure)
-        }
-        var state = PA_CONTEXT_UNCONNECTED
-        let done = wait(timeout) {
-            state = pa_context_get_state(context)
-            return state == PA_CONTEXT_READY || state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED
-        }
-        if state != PA_CONTEXT_READY {
-            lock()
-            let text = done ? String(cString: pa_strerror(pa_context_errno(context))) : "timed out after \(timeout) s"
-            unlock()
-            close()
-            throw AudioError(.deviceUnavailable, component: "PulseAudio input",
-                             "no PulseAudio server answers\(server.map { " at \($0)" } ?? "")", underlying: text)
-        }
-        lock()
-        established = true
-        unlock()
+        connection.owner = self
+        try connection.open(timeout: timeout)
     }
 
     // MARK: Callbacks (main-loop thread, lock held)
 
-    private func contextStateChanged(_ ctx: OpaquePointer) {
-        guard ctx == context, established, !closing else { return }
-        let state = pa_context_get_state(ctx)
-        if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
-            lost(String(cString: pa_strerror(pa_context_errno(ctx))))
-        }
-    }
+    /// Recording does not reconnect, so the context never comes back.
+    func connectionReady() {}
+
+    func connectionFailed(_ reason: String) { lost(reason) }
 
     private func lost(_ reason: String) {
         guard !lostFlag.load(ordering: .relaxed) else { return }
@@ -295,17 +240,11 @@ private final class PulseInputCore: @unchecked Sendable {
         }, ud)
         var attr = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
                                   fragsize: UInt32(fragmentFrames * frameBytes))
-        var flags = PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue
-        if corked { flags |= PA_STREAM_START_CORKED.rawValue }
-        let connect = pa_stream_connect_record(s, source, &attr, pa_stream_flags_t(rawValue: flags))
+        let connect = pa_stream_connect_record(s, source, &attr, PulseConnection.streamFlags(corked: corked))
         unlock()
         var state = PA_STREAM_UNCONNECTED
         if connect >= 0 {
-            _ = wait(5) {
-                guard let s = stream else { return true }
-                state = pa_stream_get_state(s)
-                return state == PA_STREAM_READY || state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED
-            }
+            state = connection.waitForStream(5, { stream }, gone: { true })
         }
         if state != PA_STREAM_READY {
             lock()
@@ -359,19 +298,8 @@ private final class PulseInputCore: @unchecked Sendable {
     }
 
     func close() {
-        guard let ml = mainloop else { return }
+        guard mainloop != nil else { return }
         stop()
-        lock()
-        closing = true
-        if let ctx = context {
-            pa_context_set_state_callback(ctx, nil, nil)
-            pa_context_disconnect(ctx)
-            pa_context_unref(ctx)
-            context = nil
-        }
-        unlock()
-        pa_threaded_mainloop_stop(ml)
-        pa_threaded_mainloop_free(ml)
-        mainloop = nil
+        connection.close()
     }
 }

@@ -111,7 +111,7 @@ public final class PulseAudioOutputDevice: AudioOutputDevice {
     public var isLost: Bool { core.lostFlag.load(ordering: .acquiring) }
     /// Reconnection attempts scheduled since the device was created (one per backoff step while
     /// the server is away: 0.1 s doubling to 2 s).
-    public var reconnectAttempts: Int { core.reconnectAttempts.load(ordering: .relaxed) }
+    public var reconnectAttempts: Int { core.connection.reconnectAttempts.load(ordering: .relaxed) }
 
     /// Lists the server's sinks (connecting for the call, at most `timeout` seconds).
     public static func listSinks(server: String? = nil, timeout: Double = 2) throws(AudioError) -> [PulseAudioSinkInfo] {
@@ -128,7 +128,7 @@ public final class PulseAudioOutputDevice: AudioOutputDevice {
 
 /// State shared between the control side (under the main-loop lock) and PulseAudio's main-loop
 /// thread (callbacks run with that lock held).
-private final class PulseCore: @unchecked Sendable {
+private final class PulseCore: PulseConnectionOwner, @unchecked Sendable {
     let format: AudioDeviceFormat
     let sink: String?
     let server: String?
@@ -140,31 +140,29 @@ private final class PulseCore: @unchecked Sendable {
     let latencyMicros = Atomic<UInt64>(0)
     let drainedFlag = Atomic<Bool>(false)
     let lostFlag = Atomic<Bool>(false)
-    let reconnectAttempts = Atomic<Int>(0)
     private let buffers: RenderBuffers
 
-    private var mainloop: OpaquePointer?
-    private var context: OpaquePointer?
+    /// The server connection: main loop, context, loss and reconnection (shared with the input device).
+    let connection: PulseConnection
+    private var mainloop: OpaquePointer? { connection.mainloop }
+    private var context: OpaquePointer? { connection.context }
     private var stream: OpaquePointer?
     private var render: AudioRenderCallback?
     // Main-loop-lock protected state.
-    private var closing = false
+    private var closing: Bool { connection.closing }
     private var stopping = false
     private var corked = false
-    private var established = false
+    private var established: Bool { connection.established }
     private var startedPosted = false
     private var startFailure: String?
     private var ended = false
     private var drainStarted = false
-    private var backoff = 0.1
     private var playedBase: Int64 = 0
     private var streamPlayed: Int64 = 0
     private var streamWritten: Int64 = 0
     private var underflowAt: UInt64 = 0
     private var runsDryAt: UInt64 = 0
     private var missedAt: UInt64 = 0
-    private var deadContexts: [OpaquePointer] = []
-    private var reconnectEvent: OpaquePointer?
     /// `streamWritten` when the stream was last flushed (main-loop lock).
     private var writtenAtFlush: Int64 = 0
     /// Frames the server held at the last flush, as the clock tells (main-loop lock).
@@ -177,6 +175,7 @@ private final class PulseCore: @unchecked Sendable {
         self.sink = sink
         self.server = server
         self.targetFrames = targetFrames
+        connection = PulseConnection(server: server, component: "PulseAudio output", threadName: "oat-pulse-out")
         frameBytes = 4 * format.channels
         buffers = RenderBuffers(channels: format.channels, frames: renderFrames)
         latencyMicros.store(UInt64(Double(targetFrames) / format.sampleRate * 1e6), ordering: .relaxed)
@@ -186,91 +185,30 @@ private final class PulseCore: @unchecked Sendable {
 
     private var userdata: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
-    private func lock() { pa_threaded_mainloop_lock(mainloop) }
-    private func unlock() { pa_threaded_mainloop_unlock(mainloop) }
-
-    /// Polls `condition` under the lock until true or `timeout`; returns its last value.
-    private func wait(_ timeout: Double, _ condition: () -> Bool) -> Bool {
-        pollWithBackoff(until: HostTime.now() + HostTime.ticks(seconds: timeout)) {
-            lock()
-            defer { unlock() }
-            return condition()
-        }
-    }
+    private func lock() { connection.lock() }
+    private func unlock() { connection.unlock() }
+    private func wait(_ timeout: Double, _ condition: () -> Bool) -> Bool { connection.wait(timeout, condition) }
 
     func open(timeout: Double) throws(AudioError) {
-        guard let ml = pa_threaded_mainloop_new() else {
-            throw AudioError(.deviceUnavailable, component: "PulseAudio output", "cannot create a main loop")
-        }
-        mainloop = ml
-        pa_threaded_mainloop_set_name(ml, "oat-pulse-out")
-        guard pa_threaded_mainloop_start(ml) >= 0 else {
-            pa_threaded_mainloop_free(ml)
-            mainloop = nil
-            throw AudioError(.deviceUnavailable, component: "PulseAudio output", "cannot start the main loop")
-        }
-        lock()
-        let failure = connectContext()
-        unlock()
-        if let failure {
-            close()
-            throw AudioError(.deviceUnavailable, component: "PulseAudio output", "no PulseAudio server answers", underlying: failure)
-        }
-        var state = PA_CONTEXT_UNCONNECTED
-        let done = wait(timeout) {
-            state = pa_context_get_state(context)
-            return state == PA_CONTEXT_READY || state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED
-        }
-        if state != PA_CONTEXT_READY {
-            lock()
-            let text = done ? String(cString: pa_strerror(pa_context_errno(context))) : "timed out after \(timeout) s"
-            unlock()
-            close()
-            throw AudioError(.deviceUnavailable, component: "PulseAudio output",
-                             "no PulseAudio server answers\(server.map { " at \($0)" } ?? "")", underlying: text)
-        }
-        lock()
-        established = true
-        unlock()
-    }
-
-    /// Creates and connects a new context (lock held). Returns the error text on an immediate failure.
-    private func connectContext() -> String? {
-        let api = pa_threaded_mainloop_get_api(mainloop)
-        guard let ctx = pa_context_new(api, "OpenAudioToolbox") else { return "pa_context_new failed" }
-        context = ctx
-        pa_context_set_state_callback(ctx, { ctx, ud in
-            Unmanaged<PulseCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.contextStateChanged(ctx!) }
-        }, userdata)
-        if pa_context_connect(ctx, server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
-            return String(cString: pa_strerror(pa_context_errno(ctx)))
-        }
-        return nil
+        connection.owner = self
+        try connection.open(timeout: timeout)
     }
 
     // MARK: Callbacks (main-loop thread, lock held)
 
-    private func contextStateChanged(_ ctx: OpaquePointer) {
-        guard ctx == context else { return }
-        let state = pa_context_get_state(ctx)
-        switch state {
-        case PA_CONTEXT_READY:
-            guard established, lostFlag.load(ordering: .relaxed) else { return }
-            if render != nil && !stopping {
-                // Back after a loss: a new stream continues pulling from the same callback.
-                if !createStream() { contextLost("cannot re-create the stream") }
-            } else {
-                lostFlag.store(false, ordering: .releasing)
-                backoff = 0.1
-                events.post(.restored)
-            }
-        case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED:
-            guard established, !closing else { return }
-            contextLost(String(cString: pa_strerror(pa_context_errno(ctx))))
-        default:
-            break
+    func connectionReady() {
+        guard lostFlag.load(ordering: .relaxed) else { return }
+        if render != nil && !stopping {
+            // Back after a loss: a new stream continues pulling from the same callback.
+            if !createStream() { contextLost("cannot re-create the stream") }
+        } else {
+            lostFlag.store(false, ordering: .releasing)
+            connection.resetBackoff()
+            events.post(.restored)
         }
     }
+
+    func connectionFailed(_ reason: String) { contextLost(reason) }
 
     /// The server went away (or the stream failed): post `.lost` once, drop the stream and the
     /// context, and schedule a reconnection.
@@ -278,48 +216,10 @@ private final class PulseCore: @unchecked Sendable {
         if !lostFlag.load(ordering: .relaxed) {
             lostFlag.store(true, ordering: .releasing)
             events.post(.lost(reason: reason))
-            backoff = 0.1
+            connection.resetBackoff()
         }
         dropStream()
-        if let ctx = context {
-            pa_context_set_state_callback(ctx, nil, nil)
-            pa_context_disconnect(ctx)
-            deadContexts.append(ctx)
-            context = nil
-        }
-        scheduleReconnect()
-    }
-
-    private func scheduleReconnect() {
-        // One pending attempt at most: a connect that fails at once reports the failure twice
-        // (the state callback, then the return value), and scheduling both doubled the timers
-        // on every attempt, until the main loop spun (about 30 s after the server died).
-        guard !closing, reconnectEvent == nil else { return }
-        reconnectAttempts.add(1, ordering: .relaxed)
-        let api = pa_threaded_mainloop_get_api(mainloop)!
-        var tv = timeval()
-        pa_gettimeofday(&tv)
-        pa_timeval_add(&tv, pa_usec_t(backoff * 1e6))
-        backoff = min(2, backoff * 2)
-        reconnectEvent = api.pointee.time_new(api, &tv, { api, event, _, ud in
-            api!.pointee.time_free(event)
-            Unmanaged<PulseCore>.fromOpaque(ud!)._withUnsafeGuaranteedRef { $0.reconnectTimerFired() }
-        }, userdata)
-    }
-
-    private func reconnectTimerFired() {
-        reconnectEvent = nil
-        for ctx in deadContexts { pa_context_unref(ctx) }
-        deadContexts.removeAll()
-        guard !closing else { return }
-        if connectContext() != nil {
-            if let ctx = context {
-                pa_context_set_state_callback(ctx, nil, nil)
-                deadContexts.append(ctx)
-                context = nil
-            }
-            scheduleReconnect()
-        }
+        connection.reconnectLater()
     }
 
     /// The stream's channel map: the order libavcodec (and so our decoders) deliver channels
@@ -379,9 +279,7 @@ private final class PulseCore: @unchecked Sendable {
         let tlength = UInt32(targetFrames * frameBytes)
         var attr = pa_buffer_attr(maxlength: UInt32.max, tlength: tlength, prebuf: UInt32.max,
                                   minreq: UInt32(buffers.frames * frameBytes), fragsize: UInt32.max)
-        var flags = PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue
-        if corked { flags |= PA_STREAM_START_CORKED.rawValue }
-        if pa_stream_connect_playback(s, sink, &attr, pa_stream_flags_t(rawValue: flags), nil, nil) < 0 {
+        if pa_stream_connect_playback(s, sink, &attr, PulseConnection.streamFlags(corked: corked), nil, nil) < 0 {
             dropStream()
             return false
         }
@@ -415,7 +313,7 @@ private final class PulseCore: @unchecked Sendable {
             }
             if lostFlag.load(ordering: .relaxed) {
                 lostFlag.store(false, ordering: .releasing)
-                backoff = 0.1
+                connection.resetBackoff()
                 events.post(.restored)
                 if ended { startDrain(s) }
             }
@@ -566,12 +464,7 @@ private final class PulseCore: @unchecked Sendable {
         if let failure {
             throw AudioError(.deviceUnavailable, component: "PulseAudio output", "cannot create the playback stream", underlying: failure)
         }
-        var state = PA_STREAM_UNCONNECTED
-        _ = wait(5) {
-            guard let s = stream else { return lostFlag.load(ordering: .relaxed) || startFailure != nil }
-            state = pa_stream_get_state(s)
-            return state == PA_STREAM_READY || state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED
-        }
+        let state = connection.waitForStream(5, { stream }, gone: { lostFlag.load(ordering: .relaxed) || startFailure != nil })
         lock()
         let refused = startFailure
         unlock()
@@ -674,26 +567,8 @@ private final class PulseCore: @unchecked Sendable {
     }
 
     func close() {
-        guard let ml = mainloop else { return }
+        guard mainloop != nil else { return }
         stop(drain: false)
-        lock()
-        closing = true
-        if let e = reconnectEvent {
-            let api = pa_threaded_mainloop_get_api(ml)!
-            api.pointee.time_free(e)
-            reconnectEvent = nil
-        }
-        if let ctx = context {
-            pa_context_set_state_callback(ctx, nil, nil)
-            pa_context_disconnect(ctx)
-            pa_context_unref(ctx)
-            context = nil
-        }
-        for ctx in deadContexts { pa_context_unref(ctx) }
-        deadContexts.removeAll()
-        unlock()
-        pa_threaded_mainloop_stop(ml)
-        pa_threaded_mainloop_free(ml)
-        mainloop = nil
+        connection.close()
     }
 }
