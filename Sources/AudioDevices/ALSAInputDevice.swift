@@ -35,8 +35,7 @@ public final class ALSAInputDevice: AudioInputDevice {
     /// Frames delivered.
     public var capturedFrames: Int64 { captured.load(ordering: .acquiring) }
 
-    nonisolated(unsafe) private var pcm: OpaquePointer?
-    nonisolated(unsafe) private var config: OpaquePointer?
+    private let pcm: PCMHandle
     private let captured = Atomic<Int64>(0)
     private let state = Atomic<Int>(0) // 0 idle, 1 running, 2 paused, 3 stopping, 4 finished
     private let closed = Atomic<Bool>(false)
@@ -60,71 +59,17 @@ public final class ALSAInputDevice: AudioInputDevice {
         }
         self.device = device
         name = "alsa:\(device)"
-        let previousHandler = snd_lib_error_set_local { _, _, _, _, _, _ in }
-        defer { snd_lib_error_set_local(previousHandler) }
-        var handle: OpaquePointer?
-        var top: OpaquePointer?
-        var err: Int32
-        if let configText {
-            var update: OpaquePointer?
-            err = snd_config_update_r(&top, &update, nil)
-            if update != nil { snd_config_update_free(update) }
-            if err >= 0, let t = top {
-                var input: OpaquePointer?
-                err = snd_input_buffer_open(&input, configText, configText.utf8.count)
-                if err >= 0, let input {
-                    err = snd_config_load(t, input)
-                    snd_input_close(input)
-                }
-                if err >= 0 { err = snd_pcm_open_lconf(&handle, device, SND_PCM_STREAM_CAPTURE, 0, t) }
-            }
-        } else {
-            err = snd_pcm_open(&handle, device, SND_PCM_STREAM_CAPTURE, 0)
-        }
-        guard err >= 0, let handle else {
-            if let top { snd_config_delete(top) }
-            throw AudioError(.deviceUnavailable, component: "ALSA input", "cannot open capture PCM \(device)", underlying: String(cString: snd_strerror(err)))
-        }
-        let config = top
-        func check(_ err: Int32, _ what: String) throws(AudioError) {
-            if err < 0 {
-                snd_pcm_close(handle)
-                if let config { snd_config_delete(config) }
-                throw AudioError(.unsupportedFormat, component: "ALSA input", "\(device): cannot set \(what)", underlying: String(cString: snd_strerror(err)))
-            }
-        }
-        var hw: OpaquePointer?
-        try check(snd_pcm_hw_params_malloc(&hw), "hardware parameters")
-        defer { snd_pcm_hw_params_free(hw) }
-        try check(snd_pcm_hw_params_any(handle, hw), "hardware parameters")
-        try check(snd_pcm_hw_params_set_access(handle, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "interleaved access")
-        var sample = ALSASampleFormat.float32
-        if snd_pcm_hw_params_set_format(handle, hw, SND_PCM_FORMAT_FLOAT_LE) < 0 {
-            try check(snd_pcm_hw_params_set_format(handle, hw, SND_PCM_FORMAT_S16_LE), "a float32 or int16 sample format")
-            sample = .int16
-        }
-        try check(snd_pcm_hw_params_set_channels(handle, hw, UInt32(format.channels)), "\(format.channels) channels")
-        var rate = UInt32(format.sampleRate)
-        var dir: Int32 = 0
-        try check(snd_pcm_hw_params_set_rate_near(handle, hw, &rate, &dir), "rate \(Int(format.sampleRate))")
-        var period = snd_pcm_uframes_t(max(32, periodFrames))
-        dir = 0
-        try check(snd_pcm_hw_params_set_period_size_near(handle, hw, &period, &dir), "period size \(periodFrames)")
-        var buffer = snd_pcm_uframes_t(max(2, periods)) * period
-        try check(snd_pcm_hw_params_set_buffer_size_near(handle, hw, &buffer), "buffer size")
-        try check(snd_pcm_hw_params(handle, hw), "hardware parameters")
-        dir = 0
-        snd_pcm_hw_params_get_period_size(hw, &period, &dir)
-        snd_pcm_hw_params_get_buffer_size(hw, &buffer)
+        let period = max(32, periodFrames)
+        let (handle, actual) = try PCMHandle.open(device, stream: SND_PCM_STREAM_CAPTURE, configText: configText, format: format,
+                                                  preferred: .float32, period: period, buffer: max(2, periods) * period)
         pcm = handle
-        self.config = config
-        sampleFormat = sample
-        self.format = AudioDeviceFormat(sampleRate: Double(rate), channels: format.channels)
-        framesPerCapture = Int(period)
-        bufferFrames = Int(buffer)
-        floats = .allocate(capacity: Int(period) * format.channels)
+        sampleFormat = actual.sampleFormat
+        self.format = AudioDeviceFormat(sampleRate: Double(actual.rate), channels: format.channels)
+        framesPerCapture = actual.period
+        bufferFrames = actual.buffer
+        floats = .allocate(capacity: actual.period * format.channels)
         floats.initialize(repeating: 0)
-        int16s = .allocate(capacity: Int(period) * format.channels)
+        int16s = .allocate(capacity: actual.period * format.channels)
         int16s.initialize(repeating: 0)
     }
 
@@ -140,7 +85,7 @@ public final class ALSAInputDevice: AudioInputDevice {
         guard state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
             throw AudioError(.invalidState, component: "ALSA input", "already started")
         }
-        if let pcm { snd_pcm_prepare(pcm); snd_pcm_start(pcm) }
+        if let pcm = pcm.pcm { snd_pcm_prepare(pcm); snd_pcm_start(pcm) }
         do {
             let t = try DeviceThread(name: "oat-alsa-in") { [self] in run(capture) }
             thread.withLock { $0 = t }
@@ -153,7 +98,8 @@ public final class ALSAInputDevice: AudioInputDevice {
     // MARK: Device thread
 
     private func run(_ capture: AudioCaptureCallback) {
-        guard let pcm else { return }
+        let handle = self.pcm
+        guard let pcm = handle.pcm else { return }
         events.post(.started)
         let channels = format.channels
         let period = framesPerCapture
@@ -179,7 +125,7 @@ public final class ALSAInputDevice: AudioInputDevice {
             if n < 0 {
                 let err = Int32(n)
                 if err == -EAGAIN || err == -EINTR { continue }
-                if (err == -EPIPE || err == -ESTRPIPE), snd_pcm_recover(pcm, err, 1) == 0 {
+                if handle.recover(err) {
                     events.post(.underrun(frames: bufferFrames))
                     snd_pcm_start(pcm)
                     continue
@@ -233,10 +179,7 @@ public final class ALSAInputDevice: AudioInputDevice {
     public func close() {
         stop()
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        if let pcm { snd_pcm_close(pcm) }
-        if let config { snd_config_delete(config) }
-        pcm = nil
-        config = nil
+        pcm.close()
     }
 
     /// Takes pending events.
@@ -246,23 +189,8 @@ public final class ALSAInputDevice: AudioInputDevice {
 
     /// Lists the PCMs ALSA's configuration and cards offer for capture (`snd_device_name_hint`).
     public static func listDevices() -> [AudioInputDeviceInfo] {
-        var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
-        guard snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
-        defer { snd_device_name_free_hint(hints) }
-        func take(_ p: UnsafeMutablePointer<CChar>?) -> String? {
-            guard let p else { return nil }
-            defer { free(p) }
-            return String(cString: p)
+        PCMHandle.nameHints(direction: "Input").map {
+            AudioInputDeviceInfo(spec: .alsa(device: $0.name), description: $0.description.split(separator: "\n").joined(separator: ", "))
         }
-        var out: [AudioInputDeviceInfo] = []
-        var i = 0
-        while let hint = hints[i] {
-            i += 1
-            let ioid = take(snd_device_name_get_hint(hint, "IOID"))
-            guard ioid == nil || ioid == "Input", let name = take(snd_device_name_get_hint(hint, "NAME")) else { continue }
-            let text = (take(snd_device_name_get_hint(hint, "DESC")) ?? "").split(separator: "\n").joined(separator: ", ")
-            out.append(AudioInputDeviceInfo(spec: .alsa(device: name), description: text))
-        }
-        return out
     }
 }

@@ -95,15 +95,8 @@ public final class ALSAOutputDevice: AudioOutputDevice {
         self.configText = configText
         name = "alsa:\(device)"
         requested = (max(32, periodFrames), max(2, periods) * max(32, periodFrames))
-        let handle = try PCMHandle.open(device, configText: configText)
-        let actual: PCMHandle.Setup
-        do {
-            actual = try handle.configure(format: format, preferred: preferredSampleFormat,
-                                          period: requested.period, buffer: requested.buffer)
-        } catch {
-            handle.close()
-            throw error
-        }
+        let (handle, actual) = try PCMHandle.open(device, stream: SND_PCM_STREAM_PLAYBACK, configText: configText, format: format,
+                                                  preferred: preferredSampleFormat, period: requested.period, buffer: requested.buffer)
         pcm = handle
         let type = snd_pcm_type(handle.pcm)
         isRealTime = type != SND_PCM_TYPE_FILE && type != SND_PCM_TYPE_NULL
@@ -248,11 +241,9 @@ public final class ALSAOutputDevice: AudioOutputDevice {
             }
             let err = Int32(n)
             if err == -EAGAIN { continue }
-            if err == -EPIPE || err == -ESTRPIPE || err == -EINTR {
-                if snd_pcm_recover(pcm.pcm, err, 1) == 0 {
-                    if err == -EPIPE { events.post(.underrun(frames: framesPerRender)) }
-                    continue
-                }
+            if pcm.recover(err) {
+                if err == -EPIPE { events.post(.underrun(frames: framesPerRender)) }
+                continue
             }
             // Not recoverable in place: the device is gone.
             if !reopenAfterLoss(err) { return false }
@@ -338,22 +329,6 @@ public final class ALSAOutputDevice: AudioOutputDevice {
 
     /// Lists the PCMs ALSA's configuration and cards offer (`snd_device_name_hint`), output-capable ones only.
     public static func listDevices() -> [ALSADeviceInfo] {
-        var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
-        guard snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
-        defer { snd_device_name_free_hint(hints) }
-        func take(_ p: UnsafeMutablePointer<CChar>?) -> String? {
-            guard let p else { return nil }
-            defer { free(p) }
-            return String(cString: p)
-        }
-        var out: [ALSADeviceInfo] = []
-        var i = 0
-        while let hint = hints[i] {
-            i += 1
-            let ioid = take(snd_device_name_get_hint(hint, "IOID"))
-            guard ioid == nil || ioid == "Output", let name = take(snd_device_name_get_hint(hint, "NAME")) else { continue }
-            out.append(ALSADeviceInfo(name: name, description: take(snd_device_name_get_hint(hint, "DESC")) ?? ""))
-        }
-        return out
+        PCMHandle.nameHints(direction: "Output").map { ALSADeviceInfo(name: $0.name, description: $0.description) }
     }
 }

@@ -5,8 +5,9 @@ import Synchronization
 import Glibc
 #endif
 
-/// An open ALSA PCM and the private configuration it was opened with. Reopened in place by the
-/// device thread after a loss; closed once.
+/// An open ALSA PCM and the private configuration it was opened with: the one open, configure,
+/// recover and reopen path of ``ALSAOutputDevice`` (playback) and ``ALSAInputDevice`` (capture).
+/// Reopened in place by the device thread after a loss; closed once.
 final class PCMHandle: @unchecked Sendable {
     struct Setup {
         var rate: Int
@@ -19,27 +20,52 @@ final class PCMHandle: @unchecked Sendable {
     private var config: OpaquePointer?
     private(set) var canPause = false
     private let closed = Atomic<Bool>(false)
+    /// Playback or capture.
+    let stream: snd_pcm_stream_t
+    /// `ALSA output` / `ALSA input`, for errors.
+    let component: String
 
-    private init(pcm: OpaquePointer, config: OpaquePointer?) {
+    private init(pcm: OpaquePointer, config: OpaquePointer?, stream: snd_pcm_stream_t) {
         self.pcm = pcm
         self.config = config
+        self.stream = stream
+        component = Self.componentName(stream)
     }
 
-    static func open(_ name: String, configText: String?) throws(AudioError) -> PCMHandle {
-        let (pcm, config) = try openRaw(name, configText: configText)
-        return PCMHandle(pcm: pcm, config: config)
+    private static func componentName(_ stream: snd_pcm_stream_t) -> String {
+        stream == SND_PCM_STREAM_CAPTURE ? "ALSA input" : "ALSA output"
     }
 
-    private static func openRaw(_ name: String, configText: String?) throws(AudioError) -> (OpaquePointer, OpaquePointer?) {
+    static func open(_ name: String, stream: snd_pcm_stream_t = SND_PCM_STREAM_PLAYBACK, configText: String?) throws(AudioError) -> PCMHandle {
+        let (pcm, config) = try openRaw(name, stream: stream, configText: configText)
+        return PCMHandle(pcm: pcm, config: config, stream: stream)
+    }
+
+    /// Opens `name` and configures it (``configure(format:preferred:period:buffer:)``), closing
+    /// it again when the PCM refuses the setup.
+    static func open(_ name: String, stream: snd_pcm_stream_t, configText: String?, format: AudioDeviceFormat,
+                     preferred: ALSASampleFormat, period: Int, buffer: Int) throws(AudioError) -> (PCMHandle, Setup) {
+        let handle = try open(name, stream: stream, configText: configText)
+        do {
+            return (handle, try handle.configure(format: format, preferred: preferred, period: period, buffer: buffer))
+        } catch {
+            handle.close()
+            throw error
+        }
+    }
+
+    private static func openRaw(_ name: String, stream: snd_pcm_stream_t, configText: String?) throws(AudioError) -> (OpaquePointer, OpaquePointer?) {
+        let component = componentName(stream)
+        let what = stream == SND_PCM_STREAM_CAPTURE ? "capture PCM" : "PCM"
         // ALSA prints open failures to stderr; they become AudioErrors here, so keep this
         // thread's ALSA messages quiet while opening.
         let previousHandler = snd_lib_error_set_local { _, _, _, _, _, _ in }
         defer { snd_lib_error_set_local(previousHandler) }
         var pcm: OpaquePointer?
         guard let configText else {
-            let err = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, 0)
+            let err = snd_pcm_open(&pcm, name, stream, 0)
             guard err >= 0, let pcm else {
-                throw AudioError(.deviceUnavailable, component: "ALSA output", "cannot open PCM \(name)", underlying: String(cString: snd_strerror(err)))
+                throw AudioError(.deviceUnavailable, component: component, "cannot open \(what) \(name)", underlying: String(cString: snd_strerror(err)))
             }
             return (pcm, nil)
         }
@@ -48,7 +74,7 @@ final class PCMHandle: @unchecked Sendable {
         var err = snd_config_update_r(&top, &update, nil)
         if update != nil { snd_config_update_free(update) }
         guard err >= 0, let top else {
-            throw AudioError(.deviceUnavailable, component: "ALSA output", "cannot read the ALSA configuration", underlying: String(cString: snd_strerror(err)))
+            throw AudioError(.deviceUnavailable, component: component, "cannot read the ALSA configuration", underlying: String(cString: snd_strerror(err)))
         }
         var input: OpaquePointer?
         err = snd_input_buffer_open(&input, configText, configText.utf8.count)
@@ -58,21 +84,21 @@ final class PCMHandle: @unchecked Sendable {
         }
         guard err >= 0 else {
             snd_config_delete(top)
-            throw AudioError(.invalidArgument, component: "ALSA output", "bad ALSA configuration text", underlying: String(cString: snd_strerror(err)))
+            throw AudioError(.invalidArgument, component: component, "bad ALSA configuration text", underlying: String(cString: snd_strerror(err)))
         }
-        err = snd_pcm_open_lconf(&pcm, name, SND_PCM_STREAM_PLAYBACK, 0, top)
+        err = snd_pcm_open_lconf(&pcm, name, stream, 0, top)
         guard err >= 0, let pcm else {
             snd_config_delete(top)
-            throw AudioError(.deviceUnavailable, component: "ALSA output", "cannot open PCM \(name)", underlying: String(cString: snd_strerror(err)))
+            throw AudioError(.deviceUnavailable, component: component, "cannot open \(what) \(name)", underlying: String(cString: snd_strerror(err)))
         }
         return (pcm, top)
     }
 
     func configure(format: AudioDeviceFormat, preferred: ALSASampleFormat, period: Int, buffer: Int) throws(AudioError) -> Setup {
-        guard let pcm else { throw AudioError(.invalidState, component: "ALSA output", "PCM is closed") }
+        guard let pcm else { throw AudioError(.invalidState, component: component, "PCM is closed") }
         func check(_ err: Int32, _ what: String) throws(AudioError) {
             if err < 0 {
-                throw AudioError(.unsupportedFormat, component: "ALSA output", "cannot set \(what)", underlying: String(cString: snd_strerror(err)))
+                throw AudioError(.unsupportedFormat, component: component, "cannot set \(what)", underlying: String(cString: snd_strerror(err)))
             }
         }
         var hw: OpaquePointer?
@@ -103,8 +129,9 @@ final class PCMHandle: @unchecked Sendable {
         snd_pcm_hw_params_get_buffer_size(hw, &bufferSize)
         canPause = snd_pcm_hw_params_can_pause(hw) != 0
 
+        // Playback starts once the buffer is nearly full; capture is started by the device.
         var sw: OpaquePointer?
-        if snd_pcm_sw_params_malloc(&sw) >= 0 {
+        if stream == SND_PCM_STREAM_PLAYBACK, snd_pcm_sw_params_malloc(&sw) >= 0 {
             defer { snd_pcm_sw_params_free(sw) }
             if snd_pcm_sw_params_current(pcm, sw) >= 0 {
                 snd_pcm_sw_params_set_start_threshold(pcm, sw, bufferSize - periodSize)
@@ -118,7 +145,7 @@ final class PCMHandle: @unchecked Sendable {
     /// Closes and reopens the PCM with the same setup (device thread only, while lost).
     func reopen(_ name: String, configText: String?, format: AudioDeviceFormat, preferred: ALSASampleFormat,
                 period: Int, buffer: Int) throws(AudioError) {
-        let (newPCM, newConfig) = try Self.openRaw(name, configText: configText)
+        let (newPCM, newConfig) = try Self.openRaw(name, stream: stream, configText: configText)
         let oldPCM = pcm, oldConfig = config
         pcm = newPCM
         config = newConfig
@@ -126,8 +153,37 @@ final class PCMHandle: @unchecked Sendable {
         if let oldConfig { snd_config_delete(oldConfig) }
         let setup = try configure(format: format, preferred: preferred, period: period, buffer: buffer)
         guard setup.sampleFormat == preferred, setup.rate == Int(format.sampleRate) else {
-            throw AudioError(.unsupportedFormat, component: "ALSA output", "the reopened PCM changed format")
+            throw AudioError(.unsupportedFormat, component: component, "the reopened PCM changed format")
         }
+    }
+
+    /// Device thread: recovers from an xrun (`-EPIPE`), a suspend (`-ESTRPIPE`) or an
+    /// interrupted call in place; false when the PCM cannot be recovered (it went away).
+    func recover(_ err: Int32) -> Bool {
+        guard err == -EPIPE || err == -ESTRPIPE || err == -EINTR else { return false }
+        return snd_pcm_recover(pcm, err, 1) == 0
+    }
+
+    /// The PCMs ALSA's configuration and cards offer for `direction` (`Output` or `Input`;
+    /// PCMs that do both are listed too), as `snd_device_name_hint` names and describes them.
+    static func nameHints(direction: String) -> [(name: String, description: String)] {
+        var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+        guard snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
+        defer { snd_device_name_free_hint(hints) }
+        func take(_ p: UnsafeMutablePointer<CChar>?) -> String? {
+            guard let p else { return nil }
+            defer { free(p) }
+            return String(cString: p)
+        }
+        var out: [(name: String, description: String)] = []
+        var i = 0
+        while let hint = hints[i] {
+            i += 1
+            let ioid = take(snd_device_name_get_hint(hint, "IOID"))
+            guard ioid == nil || ioid == direction, let name = take(snd_device_name_get_hint(hint, "NAME")) else { continue }
+            out.append((name, take(snd_device_name_get_hint(hint, "DESC")) ?? ""))
+        }
+        return out
     }
 
     func close() {
