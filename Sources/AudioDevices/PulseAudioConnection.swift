@@ -95,6 +95,26 @@ final class PulseConnection: @unchecked Sendable {
         return pa_stream_flags_t(rawValue: flags)
     }
 
+    /// Corks (pauses) or uncorks a device's stream: the checks and the call both directions
+    /// make. `device` gives, under the main-loop lock, whether the device runs and its stream;
+    /// `corked` is the device's cork state (main-loop lock).
+    func setCorked(_ cork: Bool, _ device: () -> (running: Bool, stream: OpaquePointer?), corked: inout Bool) throws(AudioError) {
+        guard mainloop != nil else { throw AudioError(.invalidState, component: component, "device is closed") }
+        lock()
+        defer { unlock() }
+        let (running, stream) = device()
+        guard running else {
+            throw AudioError(.invalidState, component: component, cork ? "pause while not running" : "resume while not running")
+        }
+        guard corked != cork else {
+            throw AudioError(.invalidState, component: component, cork ? "already paused" : "resume while not paused")
+        }
+        corked = cork
+        if let s = stream, pa_stream_get_state(s) == PA_STREAM_READY, let op = pa_stream_cork(s, cork ? 1 : 0, nil, nil) {
+            pa_operation_unref(op)
+        }
+    }
+
     /// Starts the main loop and connects, waiting at most `timeout` seconds for the server.
     func open(timeout: Double) throws(AudioError) {
         guard let ml = pa_threaded_mainloop_new() else {

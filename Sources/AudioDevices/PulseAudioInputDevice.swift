@@ -272,19 +272,7 @@ private final class PulseInputCore: PulseConnectionOwner, @unchecked Sendable {
     }
 
     func setCorked(_ cork: Bool) throws(AudioError) {
-        guard mainloop != nil else { throw AudioError(.invalidState, component: "PulseAudio input", "device is closed") }
-        lock()
-        defer { unlock() }
-        guard capture != nil, !stopping else {
-            throw AudioError(.invalidState, component: "PulseAudio input", cork ? "pause while not running" : "resume while not running")
-        }
-        guard corked != cork else {
-            throw AudioError(.invalidState, component: "PulseAudio input", cork ? "already paused" : "resume while not paused")
-        }
-        corked = cork
-        if let s = stream, pa_stream_get_state(s) == PA_STREAM_READY, let op = pa_stream_cork(s, cork ? 1 : 0, nil, nil) {
-            pa_operation_unref(op)
-        }
+        try connection.setCorked(cork, { (capture != nil && !stopping, stream) }, corked: &corked)
     }
 
     func stop() {

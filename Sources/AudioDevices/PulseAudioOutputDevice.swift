@@ -493,20 +493,7 @@ private final class PulseCore: PulseConnectionOwner, @unchecked Sendable {
     }
 
     func setCorked(_ cork: Bool) throws(AudioError) {
-        guard mainloop != nil else { throw AudioError(.invalidState, component: "PulseAudio output", "device is closed") }
-        lock()
-        defer { unlock() }
-        guard render != nil, !stopping else {
-            throw AudioError(.invalidState, component: "PulseAudio output", cork ? "pause while not running" : "resume while not running")
-        }
-        guard corked != cork else {
-            throw AudioError(.invalidState, component: "PulseAudio output", cork ? "already paused" : "resume while not paused")
-        }
-        corked = cork
-        if let s = stream, pa_stream_get_state(s) == PA_STREAM_READY,
-           let op = pa_stream_cork(s, cork ? 1 : 0, nil, nil) {
-            pa_operation_unref(op)
-        }
+        try connection.setCorked(cork, { (render != nil && !stopping, stream) }, corked: &corked)
     }
 
     func flush(_ resume: () -> Void) {
