@@ -5,12 +5,12 @@ import CFFmpegLazy
 // AudioConverter: decoded frames into the output FIFO (priming and remainder trimming,
 // sample formats, channel maps, libswresample rate conversion).
 extension AudioConverter {
-    /// Appends decoded interleaved Float32 samples at the destination's rate and channel count,
-    /// trimming priming and remainder frames like ``convert(_:)``.
-    func appendInterleavedFloat(_ samples: UnsafeBufferPointer<Float>, channels: Int) {
-        guard let base = samples.baseAddress, channels > 0 else { return }
-        var count = Int64(samples.count / channels)
-        guard count > 0 else { return }
+    /// Of `decoded` frames just decoded, drops the priming frames still to skip at the start
+    /// and what lies past the valid length (``limitRemainingFrames(_:)``), and counts the rest
+    /// as decoded: the frames skipped at the start and the frames kept (nil: none kept).
+    func trim(decoded: Int64) -> (skip: Int64, count: Int64)? {
+        var count = decoded
+        guard count > 0 else { return nil }
         var skip: Int64 = 0
         if leadingLeft > 0 {
             skip = Swift.min(leadingLeft, count)
@@ -18,8 +18,17 @@ extension AudioConverter {
             count -= skip
         }
         if let valid = validFrameCount { count = Swift.max(0, Swift.min(count, valid - decodedFrameCount)) }
-        guard count > 0 else { return }
+        guard count > 0 else { return nil }
         decodedFrameCount += count
+        return (skip, count)
+    }
+
+    /// Appends decoded interleaved Float32 samples at the destination's rate and channel count,
+    /// trimming priming and remainder frames like ``convert(_:)``.
+    func appendInterleavedFloat(_ samples: UnsafeBufferPointer<Float>, channels: Int) {
+        guard let base = samples.baseAddress, channels > 0,
+              let kept = trim(decoded: Int64(samples.count / channels)) else { return }
+        let (skip, count) = kept
         let start = base + Int(skip) * channels
         let frames = Int(count)
         if outPlanes == 1 {
@@ -45,17 +54,8 @@ extension AudioConverter {
     }
 
     func convert(_ frame: UnsafeMutablePointer<AVFrame>) throws(AudioError) {
-        var count = Int64(frame.pointee.nb_samples)
-        guard count > 0 else { return }
-        var skip: Int64 = 0
-        if leadingLeft > 0 {
-            skip = Swift.min(leadingLeft, count)
-            leadingLeft -= skip
-            count -= skip
-        }
-        if let valid = validFrameCount { count = Swift.max(0, Swift.min(count, valid - decodedFrameCount)) }
-        guard count > 0 else { return }
-        decodedFrameCount += count
+        guard let kept = trim(decoded: Int64(frame.pointee.nb_samples)) else { return }
+        let (skip, count) = kept
         let channels = frame.pointee.ch_layout.nb_channels
         let format = frame.pointee.format
         let rate = frame.pointee.sample_rate
