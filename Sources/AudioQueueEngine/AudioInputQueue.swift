@@ -119,7 +119,7 @@ public final class AudioInputQueue: @unchecked Sendable {
         }
     }
 
-    struct State {
+    struct State: QueueBufferRegistry {
         var buffers: [Int: AudioQueueBuffer] = [:]
         var nextBufferID = 0
         var queued: [AudioQueueBuffer] = []
@@ -300,15 +300,9 @@ public final class AudioInputQueue: @unchecked Sendable {
     /// variable-size formats the capacity limits the packets per buffer; 0 means no limit (the
     /// delivery's ``AudioQueueBuffer/packetDescriptions`` still describe every packet).
     public func allocateBuffer(byteCapacity: Int, packetDescriptionCapacity: Int = 0) throws(AudioError) -> AudioQueueBuffer {
-        guard byteCapacity > 0, byteCapacity <= 1 << 28, packetDescriptionCapacity >= 0, packetDescriptionCapacity <= 1 << 20 else {
-            throw AudioError(.invalidArgument, component: component, "buffer size \(byteCapacity) is out of range", osStatus: -50)
-        }
-        return try control.withLock { (s) throws(AudioError) -> AudioQueueBuffer in
-            guard !s.disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
-            s.nextBufferID += 1
-            let b = AudioQueueBuffer(capacity: byteCapacity, packetDescriptionCapacity: packetDescriptionCapacity, id: s.nextBufferID)
-            s.buffers[b.id] = b
-            return b
+        try control.withLock { (s) throws(AudioError) -> AudioQueueBuffer in
+            try s.allocateBuffer(byteCapacity: byteCapacity, packetDescriptionCapacity: packetDescriptionCapacity,
+                                 maximumDescriptions: 1 << 20, component: component)
         }
     }
 

@@ -109,7 +109,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         func run() { for c in calls { c() } }
     }
 
-    struct ControlState {
+    struct ControlState: QueueBufferRegistry {
         var pending: [Pending] = []
         /// Buffers decoded into the ring, in order, until they are played (or, with
         /// ``AudioOutputQueueBufferReturn/whenCopied``, at once). Apple's queue hands nothing back
@@ -224,15 +224,9 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// Allocates a buffer of `byteCapacity` bytes with room for `packetDescriptionCapacity`
     /// packet descriptions (Apple's `AudioQueueAllocateBufferWithPacketDescriptions`).
     public func allocateBuffer(byteCapacity: Int, packetDescriptionCapacity: Int = 0) throws(AudioError) -> AudioQueueBuffer {
-        guard byteCapacity > 0, byteCapacity <= 1 << 28, packetDescriptionCapacity >= 0 else {
-            throw AudioError(.invalidArgument, component: component, "buffer size \(byteCapacity) is out of range", osStatus: -50)
-        }
-        return try control.withLock { (s) throws(AudioError) -> AudioQueueBuffer in
-            guard !s.disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
-            s.nextBufferID += 1
-            let b = AudioQueueBuffer(capacity: byteCapacity, packetDescriptionCapacity: packetDescriptionCapacity, id: s.nextBufferID)
-            s.buffers[b.id] = b
-            return b
+        try control.withLock { (s) throws(AudioError) -> AudioQueueBuffer in
+            try s.allocateBuffer(byteCapacity: byteCapacity, packetDescriptionCapacity: packetDescriptionCapacity,
+                                 maximumDescriptions: Int.max, component: component)
         }
     }
 

@@ -127,3 +127,27 @@ final class RecursiveLock: @unchecked Sendable {
         return try body()
     }
 }
+
+/// What both queue directions keep about their buffers, under their control lock.
+protocol QueueBufferRegistry {
+    var disposed: Bool { get }
+    var nextBufferID: Int { get set }
+    var buffers: [Int: AudioQueueBuffer] { get set }
+}
+
+extension QueueBufferRegistry {
+    /// Apple's `AudioQueueAllocateBuffer(WithPacketDescriptions)` for either direction: checks
+    /// the request (at most 256 MiB, `maximumDescriptions` packet descriptions), then numbers
+    /// and registers the new buffer; throws once the queue is disposed.
+    mutating func allocateBuffer(byteCapacity: Int, packetDescriptionCapacity: Int, maximumDescriptions: Int,
+                                 component: String) throws(AudioError) -> AudioQueueBuffer {
+        guard byteCapacity > 0, byteCapacity <= 1 << 28, packetDescriptionCapacity >= 0, packetDescriptionCapacity <= maximumDescriptions else {
+            throw AudioError(.invalidArgument, component: component, "buffer size \(byteCapacity) is out of range", osStatus: -50)
+        }
+        guard !disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
+        nextBufferID += 1
+        let b = AudioQueueBuffer(capacity: byteCapacity, packetDescriptionCapacity: packetDescriptionCapacity, id: nextBufferID)
+        buffers[b.id] = b
+        return b
+    }
+}
