@@ -214,36 +214,36 @@ final class QueueProcessingChain {
         return run(final: true, emit: emit)
     }
 
+    /// One stage's step: moves the next chunk (at most ``chunk`` frames) of the stage's input
+    /// into the work buffers and runs the stage's taps over it, flagging the first and the last
+    /// chunk; returns the frames the taps produced (in the work buffers).
+    private func runTaps(_ taps: [AudioQueueProcessingTap], on input: inout [[Float]], started: inout Bool,
+                         time: inout Double, final: Bool) -> Int {
+        let n = min(chunk, input[0].count)
+        for c in 0..<channels {
+            input[c].withUnsafeBufferPointer { (work + c * chunk * 9).update(from: $0.baseAddress!, count: n) }
+            input[c].removeFirst(n)
+        }
+        var flags: AudioQueueProcessingTapFlags = started ? [] : .startOfStream
+        if final && input[0].isEmpty { flags.insert(.endOfStream) }
+        started = true
+        let produced = applyTaps(taps, frames: n, time: time, flags: flags)
+        time += Double(n)
+        return produced
+    }
+
     private func run(final: Bool, emit: (UnsafeBufferPointer<Float>) -> Bool) -> Bool {
         // Pre stage: chunks from `pre` through the pre taps, then time-pitch, into `post`.
         var finalDone = false
         while pre[0].count >= chunk || (final && !pre[0].isEmpty) {
-            let n = min(chunk, pre[0].count)
-            for c in 0..<channels {
-                pre[c].withUnsafeBufferPointer { (work + c * chunk * 9).update(from: $0.baseAddress!, count: n) }
-                pre[c].removeFirst(n)
-            }
-            var flags: AudioQueueProcessingTapFlags = preStarted ? [] : .startOfStream
-            if final && pre[0].isEmpty { flags.insert(.endOfStream) }
-            preStarted = true
-            let produced = applyTaps(preTaps, frames: n, time: preTime, flags: flags)
-            preTime += Double(n)
+            let produced = runTaps(preTaps, on: &pre, started: &preStarted, time: &preTime, final: final)
             finalDone = final && pre[0].isEmpty
             stretch(produced, final: finalDone)
         }
         if final && !finalDone { stretch(0, final: true) }
         // Post stage.
         while post[0].count >= chunk || (final && !post[0].isEmpty) {
-            let n = min(chunk, post[0].count)
-            for c in 0..<channels {
-                post[c].withUnsafeBufferPointer { (work + c * chunk * 9).update(from: $0.baseAddress!, count: n) }
-                post[c].removeFirst(n)
-            }
-            var flags: AudioQueueProcessingTapFlags = postStarted ? [] : .startOfStream
-            if final && post[0].isEmpty { flags.insert(.endOfStream) }
-            postStarted = true
-            let produced = applyTaps(postTaps, frames: n, time: postTime, flags: flags)
-            postTime += Double(n)
+            let produced = runTaps(postTaps, on: &post, started: &postStarted, time: &postTime, final: final)
             for i in 0..<produced {
                 for c in 0..<channels { interleaved[i * channels + c] = work[c * chunk * 9 + i] }
             }
