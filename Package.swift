@@ -34,6 +34,7 @@ let package = Package(
         .library(name: "AudioUnits", targets: ["AudioUnits"]),
         .library(name: "AudioToolboxKit", targets: ["AudioToolboxKit"]),
         .library(name: "OpenAudioToolbox", targets: ["OpenAudioToolbox"]),
+        .library(name: "OpenAVFAudio", targets: ["OpenAVFAudio"]),
         .executable(name: "afinfo", targets: ["afinfo"]),
         .executable(name: "afplay", targets: ["afplay"]),
         .executable(name: "afconvert", targets: ["afconvert"]),
@@ -77,6 +78,9 @@ let package = Package(
         // The Swift API in one module; OpenAudioToolbox adds Apple's C-style names (and Foundation's URL).
         .target(name: "AudioToolboxKit", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
         .target(name: "OpenAudioToolbox", dependencies: ["AudioToolboxKit", "AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
+        // Apple's AVFAudio names (AVAudioFormat, AVAudioPCMBuffer, AVAudioFile, AVAudioConverter, ...)
+        // over the C-style API, which it re-exports as AVFoundation re-exports AudioToolbox.
+        .target(name: "OpenAVFAudio", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
         // The tools use the Swift API only, so they never load Foundation.
         // afplay links the Swift runtime statically (about 2 MB less resident memory than
         // libswiftCore.so and friends) with lld and packed relative relocations (DT_RELR, glibc
@@ -105,6 +109,7 @@ let package = Package(
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioUnitsTests", dependencies: ["AudioUnits", "AudioDevices", "OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OpenAVFAudioTests", dependencies: ["OpenAVFAudio", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "PortingSuiteTests", dependencies: ["AudioTestSupport"], swiftSettings: strict),
     ] + portingPrograms.map { program in
         .executableTarget(name: program.name, dependencies: ["OpenAudioToolbox"], path: "PortingSuite/\(program.directory)",
