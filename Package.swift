@@ -20,6 +20,11 @@ let portingPrograms: [(name: String, directory: String)] = [
     ("porting-device-query", "DeviceQuery"),
 ]
 
+/// Porting programs written against AVFAudio (`import AVFoundation` on Apple), built the same way.
+let avfPortingPrograms: [(name: String, directory: String)] = [
+    ("porting-avaudiofile-convert", "AVAudioFileConvert"),
+]
+
 let package = Package(
     name: "OpenAudioToolbox",
     platforms: [.macOS(.v15)],
@@ -113,6 +118,9 @@ let package = Package(
         .testTarget(name: "PortingSuiteTests", dependencies: ["AudioTestSupport"], swiftSettings: strict),
     ] + portingPrograms.map { program in
         .executableTarget(name: program.name, dependencies: ["OpenAudioToolbox"], path: "PortingSuite/\(program.directory)",
+                          swiftSettings: [.swiftLanguageMode(.v5)])
+    } + avfPortingPrograms.map { program in
+        .executableTarget(name: program.name, dependencies: ["OpenAVFAudio"], path: "PortingSuite/\(program.directory)",
                           swiftSettings: [.swiftLanguageMode(.v5)])
     }
 )

@@ -88,15 +88,16 @@ private let mpeg51A: AudioChannelLayoutTag = (121 << 16) | 6
         #expect(compressed.byteLength == 0 && compressed.packetCount == 0)
     }
 
-    @Test func timesConvertAndExtrapolate() {
+    @Test func timesConvertAndExtrapolate() throws {
         let ticks = AVAudioTime.hostTime(forSeconds: 1.5)
         #expect(abs(AVAudioTime.seconds(forHostTime: ticks) - 1.5) < 1e-9)
         let anchor = AVAudioTime(hostTime: ticks, sampleTime: 1000, atRate: 48000)
         #expect(anchor.isHostTimeValid && anchor.isSampleTimeValid)
         let later = AVAudioTime(hostTime: ticks + AVAudioTime.hostTime(forSeconds: 0.5))
         #expect(!later.isSampleTimeValid)
-        let filled = later.extrapolateTime(fromAnchor: anchor)
-        #expect(filled?.sampleTime == 1000 + 24000)
+        let filled = try #require(later.extrapolateTime(fromAnchor: anchor))
+        let filledSample: AVAudioFramePosition = filled.sampleTime
+        #expect(filledSample == 25000, "\(filled)")
         let sample = AVAudioTime(sampleTime: 1000 + 48000, atRate: 48000)
         #expect(sample.extrapolateTime(fromAnchor: anchor)?.hostTime == ticks + AVAudioTime.hostTime(forSeconds: 1))
         #expect(later.extrapolateTime(fromAnchor: AVAudioTime(hostTime: 1)) == nil, "an anchor without both times cannot help")
