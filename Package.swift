@@ -85,7 +85,7 @@ let package = Package(
         .target(name: "OpenAudioToolbox", dependencies: ["AudioToolboxKit", "AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
         // Apple's AVFAudio names (AVAudioFormat, AVAudioPCMBuffer, AVAudioFile, AVAudioConverter, ...)
         // over the C-style API, which it re-exports as AVFoundation re-exports AudioToolbox.
-        .target(name: "OpenAVFAudio", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
+        .target(name: "OpenAVFAudio", dependencies: ["OpenAudioToolbox", "AudioUnits", "AudioDevices", "AudioCore"], swiftSettings: strict),
         // The tools use the Swift API only, so they never load Foundation.
         // afplay links the Swift runtime statically (about 2 MB less resident memory than
         // libswiftCore.so and friends) with lld and packed relative relocations (DT_RELR, glibc
