@@ -23,6 +23,7 @@ let portingPrograms: [(name: String, directory: String)] = [
 /// Porting programs written against AVFAudio (`import AVFoundation` on Apple), built the same way.
 let avfPortingPrograms: [(name: String, directory: String)] = [
     ("porting-avaudiofile-convert", "AVAudioFileConvert"),
+    ("porting-avaudioengine-player", "AVAudioEnginePlayer"),
 ]
 
 let package = Package(

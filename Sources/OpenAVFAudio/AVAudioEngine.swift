@@ -197,6 +197,8 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     // MARK: Building the graph
 
     var renderRate: Double { outputFormat.sampleRate }
+    /// The running device's latency in seconds (0 without one).
+    var deviceLatency: Double { lock.lock(); defer { lock.unlock() }; return running ? (graph?.device?.latency ?? 0) : 0 }
     var isRendering: Bool { lock.lock(); defer { lock.unlock() }; return running || manualMode != nil }
     var isManualRendering: Bool { lock.lock(); defer { lock.unlock() }; return manualMode != nil }
 

@@ -215,6 +215,10 @@ open class AVAudioMixerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 /// The engine's output to the device (Apple's `AVAudioOutputNode`).
 open class AVAudioOutputNode: AVAudioNode, @unchecked Sendable {
     init() { super.init(inputs: 1, outputs: 0) }
+
+    /// Seconds between a frame rendered and the same frame heard (the device's buffering;
+    /// 0 when not running on a device).
+    open var presentationLatency: TimeInterval { engine?.deviceLatency ?? 0 }
 }
 
 /// A node whose audio passes through an effect (Apple's `AVAudioUnitEffect`).

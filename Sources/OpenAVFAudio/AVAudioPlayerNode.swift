@@ -82,7 +82,16 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     private let lock = NSLock()
     private var queue: [Item] = []
     /// Handlers waiting for the render side: (frames produced when the item ended, handler).
-    private var waiting: [(end: Int64, type: AVAudioPlayerNodeCompletionCallbackType, handler: AVAudioPlayerNodeCompletionHandler)] = []
+    private var waiting: [Waiting] = []
+
+    /// A handler waiting for the render side: rendered once the player has rendered `end`
+    /// frames; played back the device's latency after that (`renderedAt`, host time).
+    struct Waiting {
+        let end: Int64
+        let type: AVAudioPlayerNodeCompletionCallbackType
+        let handler: AVAudioPlayerNodeCompletionHandler
+        var renderedAt: UInt64?
+    }
     private var playing = false
     private var produced: Int64 = 0
     private var playedBeforeStop: Int64 = 0
@@ -194,9 +203,11 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         waiting.removeAll()
         playedBeforeStop = (unit as? AUPlayerNode)?.playedFrames ?? 0
         produced = 0
+        // The feeder's pull waits while `feeding`: clear it first, or stopping the unit (which
+        // joins the feeder) would wait for ever.
+        feeding = false
         lock.unlock()
         (unit as? AUPlayerNode)?.stop()
-        feeding = false
         for d in dropped { d.handler?(d.callbackType) }
         for p in pending { p.handler(p.type) }
     }
@@ -231,8 +242,10 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 
     /// Starts the feeder thread (real-time rendering).
     func startFeeding(rate: Double) {
-        guard let player = unit as? AUPlayerNode, !feeding else { return }
+        lock.lock()
+        guard let player = unit as? AUPlayerNode, !feeding else { lock.unlock(); return }
         feeding = true
+        lock.unlock()
         let channels = player.channels
         player.play(from: { [weak self] (out: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int in
             guard let self else { return 0 }
@@ -268,11 +281,23 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     func deliverRendered(offline: Bool = false, pending: Int = 0) {
         guard let player = unit as? AUPlayerNode else { return }
         let played = player.playedFrames - playedBeforeStop + (offline ? Int64(pending) : 0)
+        // Played back: rendered, and the device's latency later (what it held has been heard).
+        let latency = offline ? 0 : (engine?.outputNode.presentationLatency ?? 0)
+        let now = AudioGetCurrentHostTime()
         lock.lock()
-        let due = waiting.filter { $0.end <= played }
-        waiting.removeAll { $0.end <= played }
+        var ready: [Waiting] = []
+        var keep: [Waiting] = []
+        for var w in waiting {
+            if w.renderedAt == nil && w.end <= played { w.renderedAt = now }
+            if let at = w.renderedAt, w.type != .dataPlayedBack || Double(now &- at) / 1e9 >= latency {
+                ready.append(w)
+            } else {
+                keep.append(w)
+            }
+        }
+        waiting = keep
         lock.unlock()
-        for d in due { d.handler(d.type) }
+        for d in ready { d.handler(d.type) }
     }
 
     /// Produces up to `out.count / channels` frames at the engine's rate and channel count from
@@ -295,7 +320,7 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
                 lock.lock()
                 if queue.first === item { queue.removeFirst() }
                 let end = produced + Int64(done)
-                if let h = item.handler, item.callbackType != .dataConsumed { waiting.append((end, item.callbackType, h)) }
+                if let h = item.handler, item.callbackType != .dataConsumed { waiting.append(Waiting(end: end, type: item.callbackType, handler: h)) }
                 lock.unlock()
                 if item.callbackType == .dataConsumed && !item.consumedReported {
                     item.consumedReported = true

@@ -114,6 +114,30 @@ import Testing
         #expect(abs(low - 0.3) < 0.03, "200 Hz passes the 1 kHz low-pass: \(low)")
         #expect(cut < 0.3 / 30, "8 kHz is cut by more than 30 dB: \(cut)")
 
+        // A parametric band of +6 dB doubles its centre frequency.
+        let engine3 = AVAudioEngine()
+        try engine3.enableManualRenderingMode(.offline, format: format, maximumFrameCount: 1024)
+        let p3 = AVAudioPlayerNode()
+        let boost = AVAudioUnitEQ(numberOfBands: 2)
+        boost.bands[0].filterType = .lowPass
+        boost.bands[0].frequency = 2000
+        boost.bands[0].bypass = false
+        boost.bands[1].filterType = .parametric
+        boost.bands[1].frequency = 440
+        boost.bands[1].gain = 6
+        boost.bands[1].bandwidth = 1
+        boost.bands[1].bypass = false
+        engine3.attach(p3)
+        engine3.attach(boost)
+        engine3.connect(p3, to: boost, format: format)
+        engine3.connect(boost, to: engine3.mainMixerNode, format: format)
+        try engine3.start()
+        p3.scheduleBuffer(Self.toneBuffer(frequency: 440, amplitude: 0.2, frames: 48000, channels: 2))
+        p3.play()
+        let boosted = try Self.render(engine3, total: 48000)
+        let at440 = toneAmplitude(boosted[0], freq: 440, rate: 48000, from: 9600, count: 24000)
+        #expect(abs(at440 - 0.4) < 0.02, "+6 dB at 440 Hz: \(at440) for 0.4")
+
         // A reverb leaves a tail after a short burst; bypassed, it does not.
         let engine2 = AVAudioEngine()
         try engine2.enableManualRenderingMode(.offline, format: format, maximumFrameCount: 1024)
@@ -172,5 +196,39 @@ import Testing
         let out = try Self.render(engine, total: 10000)
         #expect(tapped.count == 10000 && tapped == out[0], "the tap saw \(tapped.count) frames")
         engine.mainMixerNode.removeTap(onBus: 0)
+    }
+}
+
+/// AVAudioUnitTimePitch offline: rate changes the duration and keeps the pitch; pitch changes
+/// the pitch and keeps the duration (Rubber Band underneath).
+@Suite struct AVAudioEngineTimePitchTests {
+    @Test(arguments: [(Float(0.5), Float(0)), (Float(2), Float(0)), (Float(1), Float(1200)), (Float(1), Float(-1200))])
+    func rateAndPitch(_ rate: Float, _ shift: Float) throws {
+        let engine = AVAudioEngine()
+        let format = try #require(AVAudioFormat(standardFormatWithSampleRate: 48000, channels: 2))
+        try engine.enableManualRenderingMode(.offline, format: format, maximumFrameCount: 1024)
+        let player = AVAudioPlayerNode()
+        let timePitch = AVAudioUnitTimePitch()
+        timePitch.rate = rate
+        timePitch.pitch = shift
+        engine.attach(player)
+        engine.attach(timePitch)
+        engine.connect(player, to: timePitch, format: format)
+        engine.connect(timePitch, to: engine.mainMixerNode, format: format)
+        try engine.start()
+        let seconds = 2.0
+        player.scheduleBuffer(AVAudioEngineOfflineTests.toneBuffer(frequency: 440, amplitude: 0.4, frames: Int(48000 * seconds), channels: 2))
+        player.play()
+        let expectedSeconds = seconds / Double(rate)
+        let out = try AVAudioEngineOfflineTests.render(engine, total: Int(48000 * (expectedSeconds + 1)))
+        let left = out[0]
+        let loud = left.indices.filter { abs(left[$0]) > 0.05 }
+        let first = try #require(loud.first), last = try #require(loud.last)
+        let heard = Double(last - first) / 48000
+        let f = dominantFrequency(Array(left[(first + 4800)..<(first + 4800 + 24000)]), sampleRate: 48000)
+        let expectedFrequency = 440 * pow(2, Double(shift) / 1200)
+        print("time-pitch rate \(rate), pitch \(shift): \(heard) s (expected \(expectedSeconds)), \(f) Hz (expected \(expectedFrequency))")
+        #expect(abs(heard - expectedSeconds) < 0.05 * expectedSeconds + 0.05, "duration \(heard) s for \(expectedSeconds)")
+        #expect(abs(cents(f, relativeTo: expectedFrequency)) < 10, "\(f) Hz for \(expectedFrequency)")
     }
 }
