@@ -20,6 +20,12 @@ let portingPrograms: [(name: String, directory: String)] = [
     ("porting-device-query", "DeviceQuery"),
 ]
 
+/// Porting programs written against AVFAudio (`import AVFoundation` on Apple), built the same way.
+let avfPortingPrograms: [(name: String, directory: String)] = [
+    ("porting-avaudiofile-convert", "AVAudioFileConvert"),
+    ("porting-avaudioengine-player", "AVAudioEnginePlayer"),
+]
+
 let package = Package(
     name: "OpenAudioToolbox",
     platforms: [.macOS(.v15)],
@@ -34,6 +40,7 @@ let package = Package(
         .library(name: "AudioUnits", targets: ["AudioUnits"]),
         .library(name: "AudioToolboxKit", targets: ["AudioToolboxKit"]),
         .library(name: "OpenAudioToolbox", targets: ["OpenAudioToolbox"]),
+        .library(name: "OpenAVFAudio", targets: ["OpenAVFAudio"]),
         .executable(name: "afinfo", targets: ["afinfo"]),
         .executable(name: "afplay", targets: ["afplay"]),
         .executable(name: "afconvert", targets: ["afconvert"]),
@@ -77,6 +84,9 @@ let package = Package(
         // The Swift API in one module; OpenAudioToolbox adds Apple's C-style names (and Foundation's URL).
         .target(name: "AudioToolboxKit", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
         .target(name: "OpenAudioToolbox", dependencies: ["AudioToolboxKit", "AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
+        // Apple's AVFAudio names (AVAudioFormat, AVAudioPCMBuffer, AVAudioFile, AVAudioConverter, ...)
+        // over the C-style API, which it re-exports as AVFoundation re-exports AudioToolbox.
+        .target(name: "OpenAVFAudio", dependencies: ["OpenAudioToolbox", "AudioUnits", "AudioDevices", "AudioCore"], swiftSettings: strict),
         // The tools use the Swift API only, so they never load Foundation.
         // afplay links the Swift runtime statically (about 2 MB less resident memory than
         // libswiftCore.so and friends) with lld and packed relative relocations (DT_RELR, glibc
@@ -105,9 +115,13 @@ let package = Package(
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioUnitsTests", dependencies: ["AudioUnits", "AudioDevices", "OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OpenAVFAudioTests", dependencies: ["OpenAVFAudio", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "PortingSuiteTests", dependencies: ["AudioTestSupport"], swiftSettings: strict),
     ] + portingPrograms.map { program in
         .executableTarget(name: program.name, dependencies: ["OpenAudioToolbox"], path: "PortingSuite/\(program.directory)",
+                          swiftSettings: [.swiftLanguageMode(.v5)])
+    } + avfPortingPrograms.map { program in
+        .executableTarget(name: program.name, dependencies: ["OpenAVFAudio"], path: "PortingSuite/\(program.directory)",
                           swiftSettings: [.swiftLanguageMode(.v5)])
     }
 )

@@ -40,6 +40,7 @@ let package = Package(
         .executableTarget(name: "PlayDemo", dependencies: [.product(name: "OpenAudioToolbox", package: "oat")],
                           swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-warnings-as-errors"])]),
         .target(name: "DocSnippets", dependencies: [.product(name: "OpenAudioToolbox", package: "oat"),
+                                                    .product(name: "OpenAVFAudio", package: "oat"),
                                                     .product(name: "AudioToolboxKit", package: "oat")],
                 swiftSettings: [.swiftLanguageMode(.v6)]),
     ]

@@ -63,6 +63,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     public var error: AudioError? { failure.withLock { $0 } }
     /// Frames waiting in the ring.
     public var bufferedFrames: Int { ring.availableToRead / channels }
+    /// Frames the ring can hold.
+    public var capacityFrames: Int { ring.capacity / channels }
 
     /// Allocates the deinterleaving scratch buffer.
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {

@@ -180,10 +180,19 @@ final class CompatConverter {
         return ref
     }
 
+    /// True when the client hands in one buffer per channel (deinterleaved PCM): the decode
+    /// path interleaves them for the Swift converter, which takes interleaved PCM.
+    var planarSource: Bool { source.isPCM && !source.isInterleaved && source.channelsPerFrame > 1 }
+
+    /// `source` as the Swift converter sees it: interleaved when the client's is planar.
+    var converterSource: AudioStreamBasicDescription {
+        planarSource ? interleavedTwin(source) : source
+    }
+
     /// The Swift converter, created on first use with the cookie set so far.
     func make() throws(AudioError) -> AudioConverter {
         if let converter { return converter }
-        let c = try AudioConverter(from: source, to: destination, magicCookie: cookie)
+        let c = try AudioConverter(from: converterSource, to: destination, magicCookie: cookie)
         c.primeInfo = primeInfo
         c.sampleRateConverterQuality = quality
         c.channelMap = channelMap
@@ -336,7 +345,33 @@ public func AudioConverterFillComplexBuffer(_ inAudioConverter: AudioConverterRe
             guard packets > 0, list.count > 0, let data = list[0].mData else { return nil }
             let size = Int(list[0].mDataByteSize)
             var batch = AudioPacketBatch()
-            batch.data = Array(UnsafeRawBufferPointer(start: data, count: size))
+            if box.planarSource {
+                // One buffer per channel: interleave them (the frames every buffer holds).
+                let channels = Int(src.channelsPerFrame), width = Int(src.bytesPerFrame)
+                guard list.count >= channels, width > 0 else {
+                    throw AudioError(.invalidArgument, component: "AudioConverter", "deinterleaved input needs \(channels) buffers, got \(list.count)",
+                                     osStatus: kAudio_ParamError)
+                }
+                var frames = Int(packets)
+                for c in 0..<channels {
+                    guard list[c].mData != nil else { return nil }
+                    frames = min(frames, Int(list[c].mDataByteSize) / width)
+                }
+                var interleaved = [UInt8](repeating: 0, count: frames * channels * width)
+                interleaved.withUnsafeMutableBytes { out in
+                    for c in 0..<channels {
+                        let plane = UnsafeRawPointer(list[c].mData!)
+                        for f in 0..<frames {
+                            (out.baseAddress! + (f * channels + c) * width).copyMemory(from: plane + f * width, byteCount: width)
+                        }
+                    }
+                }
+                batch.data = interleaved
+                packets = UInt32(frames)
+                guard frames > 0 else { return nil }
+            } else {
+                batch.data = Array(UnsafeRawBufferPointer(start: data, count: size))
+            }
             if box.sourceSwap > 1 {
                 batch.data.withUnsafeMutableBytes { reverseSamples($0.baseAddress!, bytes: $0.count, width: box.sourceSwap) }
             }

@@ -1,0 +1,444 @@
+// AVAudioEngine: Apple's engine object over the AudioUnits render graph: nodes attached and
+// connected with formats, a main mixer, the device output or manual (offline) rendering.
+import Foundation
+import OpenAudioToolbox
+internal import AudioUnits
+internal import AudioDevices
+internal import AudioCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a manual-rendering engine renders (Apple's `AVAudioEngineManualRenderingMode`).
+public enum AVAudioEngineManualRenderingMode: Int, Sendable {
+    /// Off the clock, as fast as asked, players reading their files synchronously.
+    case offline = 0
+    /// On the caller's real-time thread (players must be fed ahead).
+    case realtime = 1
+}
+
+/// What a manual render returned (Apple's `AVAudioEngineManualRenderingStatus`).
+public enum AVAudioEngineManualRenderingStatus: Int, Sendable {
+    /// The render failed.
+    case error = -1
+    /// All the frames asked for were rendered.
+    case success = 0
+    /// Not enough input was available (real-time mode).
+    case insufficientDataFromInputNode = 1
+    /// The render could not take place now; try again.
+    case cannotDoInCurrentContext = 2
+}
+
+extension Notification.Name {
+    /// Posted when the engine's I/O configuration changed (its device went away or came back;
+    /// Apple's `AVAudioEngineConfigurationChange`).
+    public static let AVAudioEngineConfigurationChange = Notification.Name("AVAudioEngineConfigurationChangeNotification")
+}
+
+/// An audio engine (Apple's `AVAudioEngine`): attach nodes, connect them with formats, start.
+/// The graph is built from the connections at ``prepare()``/``start()`` (and again after a
+/// change while running); every node renders at the output's sample rate, player nodes convert
+/// what they are given.
+open class AVAudioEngine: NSObject, @unchecked Sendable {
+    struct Connection {
+        let source: AVAudioNode
+        let sourceBus: Int
+        let destination: AVAudioNode
+        let destinationBus: Int
+        let format: AVAudioFormat?
+    }
+
+    static let defaultFormat = AVAudioFormat(standardFormatWithSampleRate: 48000, channels: 2)!
+
+    private let lock = NSRecursiveLock()
+    private var attached: [AVAudioNode] = []
+    private var connections: [Connection] = []
+    private var mixer: AVAudioMixerNode?
+    private var graph: AudioGraph?
+    private var dirty = true
+    private var running = false
+    private var manualMode: AVAudioEngineManualRenderingMode?
+    private var manualFormat: AVAudioFormat?
+    private var manualMaximum: AVAudioFrameCount = 0
+    private var manualTime: AVAudioFramePosition = 0
+
+    /// The node that plays to the device (or to ``renderOffline(_:to:)``).
+    public let outputNode: AVAudioOutputNode
+
+    /// Creates an engine with an output node; the main mixer is made on first use.
+    public override init() {
+        outputNode = AVAudioOutputNode()
+        super.init()
+        attach(outputNode)
+    }
+
+    deinit { stop() }
+
+    /// The mixer connected to the output (created and connected on first use).
+    open var mainMixerNode: AVAudioMixerNode {
+        lock.lock(); defer { lock.unlock() }
+        if let mixer { return mixer }
+        let m = AVAudioMixerNode()
+        attach(m)
+        connect(m, to: outputNode, format: nil)
+        mixer = m
+        return m
+    }
+
+    /// The nodes attached.
+    open var attachedNodes: Set<AVAudioNode> { lock.lock(); defer { lock.unlock() }; return Set(attached) }
+
+    /// True while the engine renders to its device.
+    open var isRunning: Bool { lock.lock(); defer { lock.unlock() }; return running }
+
+    // MARK: Nodes and connections
+
+    /// Takes a node into the engine.
+    open func attach(_ node: AVAudioNode) {
+        lock.lock(); defer { lock.unlock() }
+        guard !attached.contains(where: { $0 === node }) else { return }
+        attached.append(node)
+        node.engine = self
+        dirty = true
+    }
+
+    /// Removes a node and its connections.
+    open func detach(_ node: AVAudioNode) {
+        lock.lock()
+        attached.removeAll { $0 === node }
+        connections.removeAll { $0.source === node || $0.destination === node }
+        node.engine = nil
+        dirty = true
+        lock.unlock()
+        rebuildIfRunning()
+    }
+
+    /// Connects `node1`'s output 0 to `node2`'s input 0 (a mixer: its next free input) in `format`.
+    open func connect(_ node1: AVAudioNode, to node2: AVAudioNode, format: AVAudioFormat?) {
+        let bus = (node2 as? AVAudioMixerNode).map { nextFreeInput(of: $0) } ?? 0
+        connect(node1, to: node2, fromBus: 0, toBus: bus, format: format)
+    }
+
+    /// Connects an output bus to an input bus in `format` (nil: the source's output format).
+    open func connect(_ node1: AVAudioNode, to node2: AVAudioNode, fromBus bus1: AVAudioNodeBus, toBus bus2: AVAudioNodeBus, format: AVAudioFormat?) {
+        lock.lock()
+        attach(node1)
+        attach(node2)
+        connections.removeAll { ($0.destination === node2 && $0.destinationBus == bus2) || ($0.source === node1 && $0.sourceBus == bus1) }
+        connections.append(Connection(source: node1, sourceBus: bus1, destination: node2, destinationBus: bus2, format: format))
+        dirty = true
+        lock.unlock()
+        rebuildIfRunning()
+    }
+
+    /// Disconnects every input of `node`.
+    open func disconnectNodeInput(_ node: AVAudioNode) {
+        lock.lock(); connections.removeAll { $0.destination === node }; dirty = true; lock.unlock()
+        rebuildIfRunning()
+    }
+
+    /// Disconnects input `bus` of `node`.
+    open func disconnectNodeInput(_ node: AVAudioNode, bus: AVAudioNodeBus) {
+        lock.lock(); connections.removeAll { $0.destination === node && $0.destinationBus == bus }; dirty = true; lock.unlock()
+        rebuildIfRunning()
+    }
+
+    /// Disconnects every output of `node`.
+    open func disconnectNodeOutput(_ node: AVAudioNode) {
+        lock.lock(); connections.removeAll { $0.source === node }; dirty = true; lock.unlock()
+        rebuildIfRunning()
+    }
+
+    /// Disconnects output `bus` of `node`.
+    open func disconnectNodeOutput(_ node: AVAudioNode, bus: AVAudioNodeBus) {
+        lock.lock(); connections.removeAll { $0.source === node && $0.sourceBus == bus }; dirty = true; lock.unlock()
+        rebuildIfRunning()
+    }
+
+    func nextFreeInput(of node: AVAudioNode) -> Int {
+        lock.lock(); defer { lock.unlock() }
+        var bus = 0
+        while connections.contains(where: { $0.destination === node && $0.destinationBus == bus }) { bus += 1 }
+        return bus
+    }
+
+    /// The format of the audio the output plays: the manual-rendering format, else the device's.
+    var outputFormat: AVAudioFormat {
+        manualFormat ?? AVAudioEngine.defaultFormat
+    }
+
+    func formatOutOf(_ node: AVAudioNode, bus: Int) -> AVAudioFormat {
+        lock.lock(); defer { lock.unlock() }
+        if let c = connections.first(where: { $0.source === node && $0.sourceBus == bus }), let f = c.format { return f }
+        if node === outputNode { return outputFormat }
+        if node === mixer { return AVAudioFormat(standardFormatWithSampleRate: outputFormat.sampleRate, channels: outputFormat.channelCount)! }
+        return AVAudioFormat(standardFormatWithSampleRate: outputFormat.sampleRate, channels: 2)!
+    }
+
+    func formatInto(_ node: AVAudioNode, bus: Int) -> AVAudioFormat {
+        lock.lock(); defer { lock.unlock() }
+        if node === outputNode { return outputFormat }
+        if let c = connections.first(where: { $0.destination === node && $0.destinationBus == bus }) {
+            return c.format ?? formatOutOf(c.source, bus: c.sourceBus)
+        }
+        return AVAudioFormat(standardFormatWithSampleRate: outputFormat.sampleRate, channels: 2)!
+    }
+
+    func graphNeedsRebuild() {
+        lock.lock(); dirty = true; lock.unlock()
+        rebuildIfRunning()
+    }
+
+    func sourceMixingChanged(_ node: AVAudioNode) {
+        lock.lock(); defer { lock.unlock() }
+        applyMixing()
+    }
+
+    // MARK: Building the graph
+
+    var renderRate: Double { outputFormat.sampleRate }
+    /// The running device's latency in seconds (0 without one).
+    var deviceLatency: Double { lock.lock(); defer { lock.unlock() }; return running ? (graph?.device?.latency ?? 0) : 0 }
+    var isRendering: Bool { lock.lock(); defer { lock.unlock() }; return running || manualMode != nil }
+    var isManualRendering: Bool { lock.lock(); defer { lock.unlock() }; return manualMode != nil }
+
+    /// The channel count a node renders: its output connection's format, the output's for the
+    /// main mixer, else 2.
+    private func channels(of node: AVAudioNode) -> Int {
+        if node === outputNode { return Int(outputFormat.channelCount) }
+        if let c = connections.first(where: { $0.source === node }) {
+            if c.destination === outputNode { return Int(outputFormat.channelCount) }
+            if let f = c.format { return Int(f.channelCount) }
+        }
+        return node === mixer ? Int(outputFormat.channelCount) : 2
+    }
+
+    /// Builds the render graph from the nodes and connections (control thread).
+    private func build() throws {
+        let rate = outputFormat.sampleRate
+        let maxFrames = Int(max(1024, min(4096, manualMaximum == 0 ? 1024 : manualMaximum)))
+        let g = try wrap { () throws(AudioError) in try AudioGraph(sampleRate: rate, channels: Int(outputFormat.channelCount), maxFramesPerSlice: maxFrames) }
+        outputNode.unit = g.output
+        for node in attached where node !== outputNode {
+            for (_, tap) in node.taps { tap.stop() }
+            (node as? AVAudioPlayerNode)?.ringFrames = manualMode != nil ? Int(rate) : nil
+            let out = channels(of: node)
+            let unit = node.makeUnit(rate: rate, inputChannels: out, outputChannels: out)
+            try wrap { () throws(AudioError) in try g.add(unit) }
+            node.unit = unit
+        }
+        for c in connections {
+            guard let su = c.source.unit, let du = c.destination.unit else { continue }
+            var from: AudioUnits.AUNode = su
+            let fromChannels = su.outputChannels.indices.contains(c.sourceBus) ? su.outputChannels[c.sourceBus] : 2
+            if let tap = c.source.taps[c.sourceBus] {
+                let t = AUTapNode(channels: fromChannels, capacityFrames: Int(rate) * 2)
+                try wrap { () throws(AudioError) in try g.add(t); try g.connect(from, output: c.sourceBus, to: t) }
+                tap.node = t
+                from = t
+            }
+            let toChannels = du.inputChannels.indices.contains(c.destinationBus) ? du.inputChannels[c.destinationBus] : fromChannels
+            if fromChannels != toChannels {
+                let converter = AUFormatConverterNode(inputChannels: fromChannels, outputChannels: toChannels)
+                try wrap { () throws(AudioError) in try g.add(converter); try g.connect(from, output: from === su ? c.sourceBus : 0, to: converter) }
+                from = converter
+            }
+            let bus = from === su ? c.sourceBus : 0
+            try wrap { () throws(AudioError) in try g.connect(from, output: bus, to: du, input: c.destinationBus) }
+        }
+        try wrap { () throws(AudioError) in try g.commit() }
+        graph = g
+        for node in attached { node.unitDidLoad() }
+        applyMixing()
+        dirty = false
+    }
+
+    /// Pushes each source's volume and pan to the mixer input it feeds.
+    private func applyMixing() {
+        for c in connections {
+            guard let mixer = c.destination as? AVAudioMixerNode, let source = c.source as? any AVAudioMixing else { continue }
+            mixer.setInput(c.destinationBus, volume: source.volume, pan: source.pan)
+        }
+    }
+
+    private func startTaps() {
+        for node in attached {
+            for (bus, tap) in node.taps {
+                guard let t = tap.node else { continue }
+                let format = tap.format ?? AVAudioFormat(standardFormatWithSampleRate: renderRate, channels: AVAudioChannelCount(t.inputChannels[0]))!
+                if manualMode == nil { tap.start(node: t, format: format, engine: self) }
+                _ = bus
+            }
+        }
+    }
+
+    private func rebuildIfRunning() {
+        lock.lock(); defer { lock.unlock() }
+        guard running, dirty else { return }
+        stopDevice()
+        try? startDevice()
+    }
+
+    // MARK: Transport
+
+    /// Builds the graph ahead of ``start()``.
+    open func prepare() {
+        lock.lock(); defer { lock.unlock() }
+        if dirty { try? build() }
+    }
+
+    /// Starts rendering to the output device (`OAT_OUTPUT` picks it, as for the C API:
+    /// PulseAudio, else ALSA, else a null output). Throws an `NSError` when the graph or the
+    /// device cannot start.
+    open func start() throws {
+        lock.lock(); defer { lock.unlock() }
+        guard !running else { return }
+        if manualMode != nil {
+            // Manual rendering: starting builds the graph; renderOffline pulls it.
+            if dirty || graph == nil { try build() }
+            return
+        }
+        try startDevice()
+    }
+
+    private func startDevice() throws {
+        if dirty || graph == nil { try build() }
+        guard let graph else { throw avError(kAudioUnitErr_Uninitialized, "AVAudioEngine: no graph") }
+        let spec: AudioOutputSpec = getenv("OAT_OUTPUT").flatMap { AudioOutputSpec(parsing: String(cString: $0)) } ?? .auto
+        try wrap { () throws(AudioError) in _ = try graph.start(spec) }
+        running = true
+        startTaps()
+        for node in attached { (node as? AVAudioPlayerNode).map { if $0.isPlaying { $0.startFeeding(rate: renderRate) } } }
+    }
+
+    private func stopDevice() {
+        graph?.stop()
+        for node in attached {
+            for (_, tap) in node.taps { tap.stop() }
+        }
+        running = false
+    }
+
+    func playerStarted(_ player: AVAudioPlayerNode) {
+        lock.lock(); defer { lock.unlock() }
+        if running { player.startFeeding(rate: renderRate) }
+    }
+
+    /// Pauses rendering (the device stops; nodes keep their state).
+    open func pause() {
+        lock.lock(); defer { lock.unlock() }
+        stopDevice()
+    }
+
+    /// Stops rendering and releases the device.
+    open func stop() {
+        lock.lock(); defer { lock.unlock() }
+        stopDevice()
+        for node in attached { (node as? AVAudioPlayerNode)?.stop() }
+    }
+
+    /// Resets every node's state (players' schedules, effects' tails).
+    open func reset() {
+        lock.lock(); defer { lock.unlock() }
+        for node in attached { node.reset() }
+    }
+
+    // MARK: Manual rendering
+
+    /// Renders to buffers you pull (``renderOffline(_:to:)``) instead of a device, in `pcmFormat`,
+    /// at most `maximumFrameCount` frames a call. The engine must be stopped.
+    open func enableManualRenderingMode(_ mode: AVAudioEngineManualRenderingMode, format pcmFormat: AVAudioFormat,
+                                        maximumFrameCount: AVAudioFrameCount) throws {
+        lock.lock(); defer { lock.unlock() }
+        guard !running else { throw avError(kAudioUnitErr_CannotDoInCurrentContext, "AVAudioEngine: stop the engine before enabling manual rendering") }
+        guard pcmFormat.streamDescription.pointee.mFormatID == kAudioFormatLinearPCM, maximumFrameCount > 0 else {
+            throw avError(kAudioUnitErr_FormatNotSupported, "AVAudioEngine: manual rendering needs a PCM format and a frame count")
+        }
+        manualMode = mode
+        manualFormat = pcmFormat
+        manualMaximum = maximumFrameCount
+        manualTime = 0
+        dirty = true
+    }
+
+    /// Back to rendering to a device.
+    open func disableManualRenderingMode() {
+        lock.lock(); defer { lock.unlock() }
+        manualMode = nil
+        manualFormat = nil
+        dirty = true
+    }
+
+    /// The manual rendering mode (offline when not enabled, as Apple reports).
+    open var manualRenderingMode: AVAudioEngineManualRenderingMode { manualMode ?? .offline }
+    /// True in manual rendering mode.
+    open var isInManualRenderingMode: Bool { isManualRendering }
+    /// The format of manual renders.
+    open var manualRenderingFormat: AVAudioFormat { outputFormat }
+    /// The most frames one manual render may ask for.
+    open var manualRenderingMaximumFrameCount: AVAudioFrameCount { manualMaximum }
+    /// Frames rendered manually so far.
+    open var manualRenderingSampleTime: AVAudioFramePosition { lock.lock(); defer { lock.unlock() }; return manualTime }
+
+    /// Renders `numberOfFrames` frames into `buffer` (in the manual rendering format). Players
+    /// read their schedule synchronously first, so the audio is complete.
+    open func renderOffline(_ numberOfFrames: AVAudioFrameCount, to buffer: AVAudioPCMBuffer) throws -> AVAudioEngineManualRenderingStatus {
+        lock.lock(); defer { lock.unlock() }
+        guard manualMode != nil, let format = manualFormat else {
+            throw avError(kAudioUnitErr_CannotDoInCurrentContext, "AVAudioEngine.renderOffline: manual rendering is not enabled")
+        }
+        guard numberOfFrames <= manualMaximum, numberOfFrames <= buffer.frameCapacity else {
+            throw avError(kAudioUnitErr_TooManyFramesToProcess, "AVAudioEngine.renderOffline: \(numberOfFrames) frames is more than the maximum \(manualMaximum) or the buffer's \(buffer.frameCapacity)")
+        }
+        if dirty || graph == nil { try build() }
+        guard let graph else { return .error }
+        let frames = Int(numberOfFrames)
+        for node in attached { (node as? AVAudioPlayerNode)?.fillForOffline(frames: frames, rate: renderRate) }
+        let channels = Int(format.channelCount)
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: max(1, frames * channels))
+        defer { scratch.deallocate() }
+        let pointers = UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
+        defer { pointers.deallocate() }
+        for c in 0..<channels { pointers[c] = scratch + c * frames }
+        graph.render(into: pointers, frames: frames)
+        try write(pointers, frames: frames, into: buffer)
+        manualTime += AVAudioFramePosition(frames)
+        for node in attached {
+            for (_, tap) in node.taps {
+                let f = tap.format ?? AVAudioFormat(standardFormatWithSampleRate: renderRate, channels: AVAudioChannelCount(tap.node?.inputChannels[0] ?? 2))!
+                tap.drain(format: f)
+            }
+        }
+        return .success
+    }
+
+    /// Writes rendered channels into `buffer` in its format (float or integer, planar or not).
+    private func write(_ channels: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, frames: Int, into buffer: AVAudioPCMBuffer) throws {
+        let n = channels.count
+        if let data = buffer.floatChannelData {
+            for c in 0..<n {
+                for f in 0..<frames {
+                    if buffer.format.isInterleaved { data[0][f * n + c] = channels[c][f] } else { data[c][f] = channels[c][f] }
+                }
+            }
+        } else if let data = buffer.int16ChannelData {
+            for c in 0..<n {
+                for f in 0..<frames {
+                    let v = Int16(max(-32768, min(32767, (channels[c][f] * 32768).rounded())))
+                    if buffer.format.isInterleaved { data[0][f * n + c] = v } else { data[c][f] = v }
+                }
+            }
+        } else {
+            throw avError(kAudioUnitErr_FormatNotSupported, "AVAudioEngine.renderOffline: the buffer's format \(buffer.format) is not Float32 or Int16")
+        }
+        buffer.frameLength = AVAudioFrameCount(frames)
+    }
+}
+
+/// Runs a throwing AudioError body, turning its error into the `NSError` AVFAudio throws.
+func wrap<T>(_ body: () throws(AudioError) -> T) throws -> T {
+    do { return try body() } catch {
+        throw NSError(domain: NSOSStatusErrorDomain, code: Int(error.osStatus ?? kAudioUnitErr_FailedInitialization),
+                      userInfo: [NSLocalizedDescriptionKey: "\(error)"])
+    }
+}

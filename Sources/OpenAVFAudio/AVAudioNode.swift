@@ -1,0 +1,232 @@
+// AVAudioNode and the nodes that wrap AudioUnits nodes one to one: mixer, output, effects.
+import Foundation
+import OpenAudioToolbox
+internal import AudioUnits
+internal import AudioCore
+
+/// A tap's block (Apple's `AVAudioNodeTapBlock`): a buffer of the bus's audio and its time,
+/// called on a non-real-time thread of the engine's.
+public typealias AVAudioNodeTapBlock = (AVAudioPCMBuffer, AVAudioTime) -> Void
+
+/// A node of an ``AVAudioEngine`` (Apple's `AVAudioNode`): a source, effect, mixer or I/O
+/// node. The engine builds its render graph from the nodes attached and connected to it.
+open class AVAudioNode: NSObject, @unchecked Sendable {
+    /// The engine the node is attached to.
+    public internal(set) weak var engine: AVAudioEngine?
+    /// The render node standing for this one once the engine has built its graph.
+    var unit: AudioUnits.AUNode?
+    let inputs: Int
+    let outputs: Int
+    var taps: [Int: Tap] = [:]
+
+    init(inputs: Int, outputs: Int) {
+        self.inputs = inputs
+        self.outputs = outputs
+        super.init()
+    }
+
+    /// Input buses.
+    open var numberOfInputs: Int { inputs }
+    /// Output buses.
+    open var numberOfOutputs: Int { outputs }
+
+    /// The format of the audio coming into `bus` (the connection's, or the engine's default).
+    open func inputFormat(forBus bus: AVAudioNodeBus) -> AVAudioFormat {
+        engine?.formatInto(self, bus: bus) ?? AVAudioEngine.defaultFormat
+    }
+
+    /// The format of the audio leaving `bus`.
+    open func outputFormat(forBus bus: AVAudioNodeBus) -> AVAudioFormat {
+        engine?.formatOutOf(self, bus: bus) ?? AVAudioEngine.defaultFormat
+    }
+
+    /// A name for an input bus (nil: none).
+    open func name(forInputBus bus: AVAudioNodeBus) -> String? { nil }
+    /// A name for an output bus (nil: none).
+    open func name(forOutputBus bus: AVAudioNodeBus) -> String? { nil }
+
+    /// The render time of the last render, nil when the engine is not rendering.
+    open var lastRenderTime: AVAudioTime? {
+        guard let engine, engine.isRendering, let unit else { return nil }
+        return AVAudioTime(sampleTime: unit.renderedFrames, atRate: engine.renderRate)
+    }
+
+    /// Clears the node's state (a player's schedule, an effect's tails).
+    open func reset() {}
+
+    /// Installs a tap on an output bus: `block` receives buffers of about `bufferSize` frames
+    /// of what the node renders, in `format` (nil: the bus's format; the channel count must be
+    /// the bus's), on a thread of the engine's (not the render thread). One tap per bus.
+    open func installTap(onBus bus: AVAudioNodeBus, bufferSize: AVAudioFrameCount, format: AVAudioFormat?,
+                         block tapBlock: @escaping AVAudioNodeTapBlock) {
+        guard bus >= 0, bus < max(1, outputs), taps[bus] == nil else {
+            NSLog("AVAudioNode.installTap: bus \(bus) already has a tap or does not exist")
+            return
+        }
+        taps[bus] = Tap(bufferSize: max(64, bufferSize), format: format, block: tapBlock)
+        engine?.graphNeedsRebuild()
+    }
+
+    /// Removes the tap on `bus`.
+    open func removeTap(onBus bus: AVAudioNodeBus) {
+        guard let tap = taps.removeValue(forKey: bus) else { return }
+        tap.stop()
+        engine?.graphNeedsRebuild()
+    }
+
+    /// Builds the render node (engine rate `rate`, `channels` on its output): each kind of node
+    /// makes its own.
+    func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+        AUFormatConverterNode(inputChannels: max(1, inputChannels), outputChannels: max(1, outputChannels))
+    }
+
+    /// Called once the graph with this node's unit is built (parameters pushed to the unit).
+    func unitDidLoad() {}
+
+    /// A tap: the render-side tap node and the thread that reads it into buffers for the block.
+    final class Tap: @unchecked Sendable {
+        let bufferSize: AVAudioFrameCount
+        let format: AVAudioFormat?
+        let block: AVAudioNodeTapBlock
+        var node: AUTapNode?
+        private var thread: Thread?
+        private let running = NSLock()
+        private var stopped = false
+
+        init(bufferSize: AVAudioFrameCount, format: AVAudioFormat?, block: @escaping AVAudioNodeTapBlock) {
+            self.bufferSize = bufferSize
+            self.format = format
+            self.block = block
+        }
+
+        /// Starts reading `node` (interleaved frames of `format`'s channel count).
+        func start(node: AUTapNode, format: AVAudioFormat, engine: AVAudioEngine) {
+            stop()
+            self.node = node
+            running.lock(); stopped = false; running.unlock()
+            let size = Int(bufferSize), channels = Int(format.channelCount)
+            let rate = format.sampleRate
+            let t = Thread { [self, weak engine] in
+                var interleaved = [Float](repeating: 0, count: size * channels)
+                var filled = 0
+                var sampleTime: AVAudioFramePosition = 0
+                while true {
+                    running.lock(); let done = stopped; running.unlock()
+                    if done { break }
+                    let n = interleaved.withUnsafeMutableBufferPointer { p in
+                        node.read(into: UnsafeMutableBufferPointer(rebasing: p[(filled * channels)...]))
+                    }
+                    filled += n
+                    if filled < size {
+                        let flushing = engine?.isManualRendering ?? false
+                        if !(flushing && n == 0 && filled > 0) {
+                            usleep(n == 0 ? 5000 : 0)
+                            continue
+                        }
+                    }
+                    guard let buffer = AVAudioPCMBuffer(pcmFormat: format, frameCapacity: AVAudioFrameCount(size)) else { break }
+                    let data = buffer.floatChannelData!
+                    for f in 0..<filled {
+                        for c in 0..<channels {
+                            if format.isInterleaved { data[0][f * channels + c] = interleaved[f * channels + c] } else { data[c][f] = interleaved[f * channels + c] }
+                        }
+                    }
+                    buffer.frameLength = AVAudioFrameCount(filled)
+                    let when = AVAudioTime(sampleTime: sampleTime, atRate: rate)
+                    sampleTime += AVAudioFramePosition(filled)
+                    filled = 0
+                    block(buffer, when)
+                }
+            }
+            t.name = "oat-avf-tap"
+            thread = t
+            t.start()
+        }
+
+        /// Stops the reading thread (it ends within a few milliseconds).
+        func stop() {
+            running.lock(); stopped = true; running.unlock()
+            thread = nil
+        }
+
+        /// Delivers what the tap holds now (manual rendering: the frames just rendered), on the
+        /// caller's thread.
+        func drain(format: AVAudioFormat) {
+            guard let node else { return }
+            let channels = Int(format.channelCount)
+            while node.availableFrames > 0 {
+                let size = min(Int(bufferSize), node.availableFrames)
+                var interleaved = [Float](repeating: 0, count: size * channels)
+                let n = interleaved.withUnsafeMutableBufferPointer { node.read(into: $0) }
+                guard n > 0, let buffer = AVAudioPCMBuffer(pcmFormat: format, frameCapacity: AVAudioFrameCount(n)) else { return }
+                for f in 0..<n { for c in 0..<channels { buffer.floatChannelData![c][f] = interleaved[f * channels + c] } }
+                buffer.frameLength = AVAudioFrameCount(n)
+                block(buffer, AVAudioTime(sampleTime: 0, atRate: format.sampleRate))
+            }
+        }
+    }
+}
+
+/// The volume and pan of a source at the mixer it feeds (Apple's `AVAudioMixing`).
+public protocol AVAudioMixing: AnyObject {
+    /// Linear gain at the mixer input, 0 ... 1.
+    var volume: Float { get set }
+    /// Stereo position at the mixer input, -1 (left) ... 1 (right).
+    var pan: Float { get set }
+}
+
+/// A mixer (Apple's `AVAudioMixerNode`): any number of inputs (each with its source's volume
+/// and pan), one output with ``outputVolume``.
+open class AVAudioMixerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
+    /// Input buses a mixer has room for.
+    static let busCount = 16
+
+    /// Creates a mixer to attach to an engine.
+    public init() { super.init(inputs: AVAudioMixerNode.busCount, outputs: 1) }
+
+    /// The gain of the mixed output, 0 ... 1.
+    open var outputVolume: Float = 1 { didSet { push() } }
+    /// The mixer's own volume at the mixer it feeds.
+    open var volume: Float = 1 { didSet { engine?.sourceMixingChanged(self) } }
+    /// The mixer's own pan at the mixer it feeds.
+    open var pan: Float = 0 { didSet { engine?.sourceMixingChanged(self) } }
+
+    /// The first input bus with nothing connected.
+    open var nextAvailableInputBus: AVAudioNodeBus { engine?.nextFreeInput(of: self) ?? 0 }
+
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+        AUMixerNode(inputs: Self.busCount, inputChannels: outputChannels, outputChannels: outputChannels)
+    }
+
+    override func unitDidLoad() { push() }
+
+    func push() {
+        (unit as? AUMixerNode)?.masterVolume.value = max(0, outputVolume)
+    }
+
+    /// Sets input `bus`'s volume and pan (from its source's ``AVAudioMixing`` values).
+    func setInput(_ bus: Int, volume: Float, pan: Float) {
+        guard let mixer = unit as? AUMixerNode, bus < Self.busCount else { return }
+        mixer.volume(input: bus).value = max(0, volume)
+        mixer.pan(input: bus).value = min(1, max(-1, pan))
+    }
+}
+
+/// The engine's output to the device (Apple's `AVAudioOutputNode`).
+open class AVAudioOutputNode: AVAudioNode, @unchecked Sendable {
+    init() { super.init(inputs: 1, outputs: 0) }
+
+    /// Seconds between a frame rendered and the same frame heard (the device's buffering;
+    /// 0 when not running on a device).
+    open var presentationLatency: TimeInterval { engine?.deviceLatency ?? 0 }
+}
+
+/// A node whose audio passes through an effect (Apple's `AVAudioUnitEffect`).
+open class AVAudioUnitEffect: AVAudioNode, @unchecked Sendable {
+    /// Passes the input through untouched when true.
+    open var bypass = false { didSet { push() } }
+    /// Creates an effect with one input and one output.
+    public init() { super.init(inputs: 1, outputs: 1) }
+    override func unitDidLoad() { push() }
+    func push() {}
+}

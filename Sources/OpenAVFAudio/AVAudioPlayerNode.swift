@@ -1,0 +1,404 @@
+// AVAudioPlayerNode: Apple's scheduling player (buffers, files, segments, completion handlers)
+// over the AudioUnits player node's ring.
+import Foundation
+import OpenAudioToolbox
+internal import AudioUnits
+internal import AudioCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Options for a scheduled buffer (Apple's `AVAudioPlayerNodeBufferOptions`).
+public struct AVAudioPlayerNodeBufferOptions: OptionSet, Sendable {
+    /// The raw value.
+    public let rawValue: UInt
+    /// Creates options from a raw value.
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+    /// Play the buffer again and again (until something interrupts it or the player stops).
+    public static let loops = AVAudioPlayerNodeBufferOptions(rawValue: 1 << 0)
+    /// Replace whatever is scheduled (the current buffer stops now).
+    public static let interrupts = AVAudioPlayerNodeBufferOptions(rawValue: 1 << 1)
+    /// Replace a looping buffer at the end of its current pass.
+    public static let interruptsAtLoop = AVAudioPlayerNodeBufferOptions(rawValue: 1 << 2)
+}
+
+/// When a completion handler is called (Apple's `AVAudioPlayerNodeCompletionCallbackType`).
+public enum AVAudioPlayerNodeCompletionCallbackType: Int, Sendable {
+    /// When the player has taken all the data (it may not have been heard yet).
+    case dataConsumed = 0
+    /// When the player has rendered all the data.
+    case dataRendered = 1
+    /// When all the data has been rendered and the device has had time to play it.
+    case dataPlayedBack = 2
+}
+
+/// A completion handler without arguments (Apple's `AVAudioNodeCompletionHandler`).
+public typealias AVAudioNodeCompletionHandler = () -> Void
+/// A completion handler told which point was reached (Apple's `AVAudioPlayerNodeCompletionHandler`).
+public typealias AVAudioPlayerNodeCompletionHandler = (AVAudioPlayerNodeCompletionCallbackType) -> Void
+
+/// Plays scheduled buffers and file segments (Apple's `AVAudioPlayerNode`). Schedule, then
+/// ``play()`` once the engine runs; completion handlers are called on a thread of the player's,
+/// never the render thread. Audio in another format than the player's output (rate, channels)
+/// is converted.
+open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
+    /// Linear gain at the mixer this player feeds, 0 ... 1.
+    open var volume: Float = 1 { didSet { engine?.sourceMixingChanged(self) } }
+    /// Stereo position at the mixer this player feeds, -1 ... 1.
+    open var pan: Float = 0 { didSet { engine?.sourceMixingChanged(self) } }
+
+    enum Source {
+        case buffer(AVAudioPCMBuffer)
+        case file(AVAudioFile, start: AVAudioFramePosition, count: AVAudioFramePosition)
+    }
+
+    final class Item {
+        let source: Source
+        let loops: Bool
+        let callbackType: AVAudioPlayerNodeCompletionCallbackType
+        let handler: AVAudioPlayerNodeCompletionHandler?
+        /// Frames taken so far (of the source, in its own rate).
+        var taken: AVAudioFramePosition = 0
+        var converter: AVAudioConverter?
+        var scratch: AVAudioPCMBuffer?
+        var ended = false
+        /// True once every frame of the source has been read (the converter may still hold some).
+        var sourceExhausted = false
+        var consumedReported = false
+        init(_ source: Source, loops: Bool, callbackType: AVAudioPlayerNodeCompletionCallbackType, handler: AVAudioPlayerNodeCompletionHandler?) {
+            self.source = source
+            self.loops = loops
+            self.callbackType = callbackType
+            self.handler = handler
+        }
+        var format: AVAudioFormat {
+            switch source {
+            case .buffer(let b): b.format
+            case .file(let f, _, _): f.processingFormat
+            }
+        }
+    }
+
+    private let lock = NSLock()
+    private var queue: [Item] = []
+    /// Handlers waiting for the render side: (frames produced when the item ended, handler).
+    private var waiting: [Waiting] = []
+
+    /// A handler waiting for the render side: rendered once the player has rendered `end`
+    /// frames; played back the device's latency after that (`renderedAt`, host time).
+    struct Waiting {
+        let end: Int64
+        let type: AVAudioPlayerNodeCompletionCallbackType
+        let handler: AVAudioPlayerNodeCompletionHandler
+        var renderedAt: UInt64?
+    }
+    private var playing = false
+    private var produced: Int64 = 0
+    private var playedBeforeStop: Int64 = 0
+    private var feeding = false
+    /// The player's ring in frames (set by the engine before it builds the graph).
+    var ringFrames: Int?
+
+    /// Creates a player to attach to an engine.
+    public init() { super.init(inputs: 0, outputs: 1) }
+
+    /// True between ``play()`` and ``stop()``/``pause()``.
+    open var isPlaying: Bool { lock.lock(); defer { lock.unlock() }; return playing }
+
+    // MARK: Scheduling
+
+    /// Schedules a buffer after whatever is scheduled; `completionHandler` once it is consumed.
+    open func scheduleBuffer(_ buffer: AVAudioPCMBuffer, completionHandler: AVAudioNodeCompletionHandler? = nil) {
+        scheduleBuffer(buffer, at: nil, options: [], completionHandler: completionHandler)
+    }
+
+    /// Schedules a buffer with options (loops, interrupts); `when` must be nil here (as soon as
+    /// possible after what is scheduled).
+    open func scheduleBuffer(_ buffer: AVAudioPCMBuffer, at when: AVAudioTime?, options: AVAudioPlayerNodeBufferOptions = [],
+                             completionHandler: AVAudioNodeCompletionHandler? = nil) {
+        enqueue(Item(.buffer(buffer), loops: options.contains(.loops), callbackType: .dataConsumed, handler: completionHandler.map { h in { _ in h() } }),
+                options: options)
+    }
+
+    /// Schedules a buffer, calling `completionHandler` at the point `callbackType` names.
+    open func scheduleBuffer(_ buffer: AVAudioPCMBuffer, at when: AVAudioTime?, options: AVAudioPlayerNodeBufferOptions = [],
+                             completionCallbackType callbackType: AVAudioPlayerNodeCompletionCallbackType,
+                             completionHandler: AVAudioPlayerNodeCompletionHandler? = nil) {
+        enqueue(Item(.buffer(buffer), loops: options.contains(.loops), callbackType: callbackType, handler: completionHandler), options: options)
+    }
+
+    /// Schedules a whole file.
+    open func scheduleFile(_ file: AVAudioFile, at when: AVAudioTime?, completionHandler: AVAudioNodeCompletionHandler? = nil) {
+        scheduleSegment(file, startingFrame: 0, frameCount: AVAudioFrameCount(clamping: file.length), at: when, completionHandler: completionHandler)
+    }
+
+    /// Schedules a whole file, calling `completionHandler` at the point `callbackType` names.
+    open func scheduleFile(_ file: AVAudioFile, at when: AVAudioTime?, completionCallbackType callbackType: AVAudioPlayerNodeCompletionCallbackType,
+                           completionHandler: AVAudioPlayerNodeCompletionHandler? = nil) {
+        scheduleSegment(file, startingFrame: 0, frameCount: AVAudioFrameCount(clamping: file.length), at: when,
+                        completionCallbackType: callbackType, completionHandler: completionHandler)
+    }
+
+    /// Schedules `frameCount` frames of a file from `startingFrame`.
+    open func scheduleSegment(_ file: AVAudioFile, startingFrame: AVAudioFramePosition, frameCount: AVAudioFrameCount, at when: AVAudioTime?,
+                              completionHandler: AVAudioNodeCompletionHandler? = nil) {
+        enqueue(Item(.file(file, start: max(0, startingFrame), count: AVAudioFramePosition(frameCount)), loops: false, callbackType: .dataConsumed,
+                     handler: completionHandler.map { h in { _ in h() } }), options: [])
+    }
+
+    /// Schedules a file segment, calling `completionHandler` at the point `callbackType` names.
+    open func scheduleSegment(_ file: AVAudioFile, startingFrame: AVAudioFramePosition, frameCount: AVAudioFrameCount, at when: AVAudioTime?,
+                              completionCallbackType callbackType: AVAudioPlayerNodeCompletionCallbackType,
+                              completionHandler: AVAudioPlayerNodeCompletionHandler? = nil) {
+        enqueue(Item(.file(file, start: max(0, startingFrame), count: AVAudioFramePosition(frameCount)), loops: false, callbackType: callbackType,
+                     handler: completionHandler), options: [])
+    }
+
+    private func enqueue(_ item: Item, options: AVAudioPlayerNodeBufferOptions) {
+        var dropped: [Item] = []
+        lock.lock()
+        if options.contains(.interrupts) {
+            dropped = queue
+            queue.removeAll()
+        } else if options.contains(.interruptsAtLoop), let last = queue.last, last.loops {
+            // The looping buffer finishes its pass, then this one plays.
+            queue[queue.count - 1] = Item(last.source, loops: false, callbackType: last.callbackType, handler: last.handler)
+            queue[queue.count - 1].taken = last.taken
+        }
+        queue.append(item)
+        lock.unlock()
+        for d in dropped { d.handler?(d.callbackType) }
+    }
+
+    // MARK: Transport
+
+    /// Starts playing what is scheduled (and what will be), as soon as possible.
+    open func play() { play(at: nil) }
+
+    /// Starts playing; `when` nil means now (a future time is not supported here yet: it
+    /// starts now).
+    open func play(at when: AVAudioTime?) {
+        lock.lock()
+        playing = true
+        lock.unlock()
+        engine?.playerStarted(self)
+    }
+
+    /// Pauses: nothing more is taken from the schedule (what the player's ring holds, at most
+    /// a tenth of a second, still plays).
+    open func pause() {
+        lock.lock()
+        playing = false
+        lock.unlock()
+    }
+
+    /// Stops: the schedule is cleared (each dropped item's handler is called, as on Apple) and
+    /// the player's time starts again at 0.
+    open func stop() {
+        lock.lock()
+        playing = false
+        let dropped = queue
+        queue.removeAll()
+        let pending = waiting
+        waiting.removeAll()
+        playedBeforeStop = (unit as? AUPlayerNode)?.playedFrames ?? 0
+        produced = 0
+        // The feeder's pull waits while `feeding`: clear it first, or stopping the unit (which
+        // joins the feeder) would wait for ever.
+        feeding = false
+        lock.unlock()
+        (unit as? AUPlayerNode)?.stop()
+        for d in dropped { d.handler?(d.callbackType) }
+        for p in pending { p.handler(p.type) }
+    }
+
+    open override func reset() { stop() }
+
+    /// Converts a node time (the engine's render time) to the player's time (frames since play).
+    open func playerTime(forNodeTime nodeTime: AVAudioTime) -> AVAudioTime? {
+        guard nodeTime.isSampleTimeValid, let engine, engine.isRendering else { return nil }
+        let played = ((unit as? AUPlayerNode)?.playedFrames ?? 0) - playedBeforeStop
+        return AVAudioTime(sampleTime: played, atRate: engine.renderRate)
+    }
+
+    /// The inverse of ``playerTime(forNodeTime:)``.
+    open func nodeTime(forPlayerTime playerTime: AVAudioTime) -> AVAudioTime? {
+        guard playerTime.isSampleTimeValid, let engine, engine.isRendering, let unit else { return nil }
+        let played = ((self.unit as? AUPlayerNode)?.playedFrames ?? 0) - playedBeforeStop
+        return AVAudioTime(sampleTime: unit.renderedFrames - played + playerTime.sampleTime, atRate: engine.renderRate)
+    }
+
+    /// Reads ahead `frameCount` frames (the engine's player rings are small: nothing to do).
+    open func prepare(withFrameCount frameCount: AVAudioFrameCount) {}
+
+    // MARK: Engine side
+
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+        // Real time: a tenth of a second of ring (pause and stop take effect within it). Manual
+        // rendering fills the ring before each render: a second, so a varispeed or time-pitch
+        // after the player can take several render slices' worth.
+        AUPlayerNode(channels: outputChannels, bufferFrames: max(1024, ringFrames ?? Int(rate / 10)), name: "AVAudioPlayerNode")
+    }
+
+    /// Starts the feeder thread (real-time rendering).
+    func startFeeding(rate: Double) {
+        lock.lock()
+        guard let player = unit as? AUPlayerNode, !feeding else { lock.unlock(); return }
+        feeding = true
+        lock.unlock()
+        let channels = player.channels
+        player.play(from: { [weak self] (out: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int in
+            guard let self else { return 0 }
+            while true {
+                self.deliverRendered()
+                let n = self.produce(into: out, channels: channels, rate: rate)
+                if n > 0 { return n }
+                if !self.feedingActive { return 0 }
+                usleep(5000)
+            }
+        }, chunkFrames: 1024)
+    }
+
+    private var feedingActive: Bool { lock.lock(); defer { lock.unlock() }; return feeding }
+
+    /// Manual rendering: fills the ring up to `frames` on the caller's thread.
+    func fillForOffline(frames: Int, rate: Double) {
+        guard let player = unit as? AUPlayerNode else { return }
+        let channels = player.channels
+        var scratch = [Float](repeating: 0, count: 1024 * channels)
+        // Fill the ring (not just `frames`: a node downstream may pull faster than real time).
+        while true {
+            let room = min(1024, (player.capacityFrames - player.bufferedFrames))
+            if room < 64 { break }
+            let n = scratch.withUnsafeMutableBufferPointer { produce(into: UnsafeMutableBufferPointer(rebasing: $0[..<(room * channels)]), channels: channels, rate: rate) }
+            if n == 0 { break }
+            scratch.withUnsafeBufferPointer { _ = player.schedule(UnsafeBufferPointer(rebasing: $0[..<(n * channels)])) }
+        }
+        deliverRendered(offline: true, pending: frames)
+    }
+
+    /// Calls the handlers whose audio has been rendered.
+    func deliverRendered(offline: Bool = false, pending: Int = 0) {
+        guard let player = unit as? AUPlayerNode else { return }
+        let played = player.playedFrames - playedBeforeStop + (offline ? Int64(pending) : 0)
+        // Played back: rendered, and the device's latency later (what it held has been heard).
+        let latency = offline ? 0 : (engine?.outputNode.presentationLatency ?? 0)
+        let now = AudioGetCurrentHostTime()
+        lock.lock()
+        var ready: [Waiting] = []
+        var keep: [Waiting] = []
+        for var w in waiting {
+            if w.renderedAt == nil && w.end <= played { w.renderedAt = now }
+            if let at = w.renderedAt, w.type != .dataPlayedBack || Double(now &- at) / 1e9 >= latency {
+                ready.append(w)
+            } else {
+                keep.append(w)
+            }
+        }
+        waiting = keep
+        lock.unlock()
+        for d in ready { d.handler(d.type) }
+    }
+
+    /// Produces up to `out.count / channels` frames at the engine's rate and channel count from
+    /// the schedule; 0 when nothing is scheduled or the player is not playing.
+    func produce(into out: UnsafeMutableBufferPointer<Float>, channels: Int, rate: Double) -> Int {
+        let wanted = out.count / channels
+        var done = 0
+        while done < wanted {
+            lock.lock()
+            guard playing, let item = queue.first else { lock.unlock(); break }
+            lock.unlock()
+            let n = take(item, into: UnsafeMutableBufferPointer(rebasing: out[(done * channels)...]), channels: channels, rate: rate)
+            done += n
+            if item.sourceExhausted && !item.consumedReported && item.callbackType == .dataConsumed {
+                // Consumed: the player has taken every frame of it (Apple's dataConsumed).
+                item.consumedReported = true
+                item.handler?(.dataConsumed)
+            }
+            if item.ended {
+                lock.lock()
+                if queue.first === item { queue.removeFirst() }
+                let end = produced + Int64(done)
+                if let h = item.handler, item.callbackType != .dataConsumed { waiting.append(Waiting(end: end, type: item.callbackType, handler: h)) }
+                lock.unlock()
+                if item.callbackType == .dataConsumed && !item.consumedReported {
+                    item.consumedReported = true
+                    item.handler?(.dataConsumed)
+                }
+            } else if n == 0 {
+                break
+            }
+        }
+        lock.lock(); produced += Int64(done); lock.unlock()
+        return done
+    }
+
+    /// Takes frames of one item, converted to `channels` interleaved at `rate`.
+    private func take(_ item: Item, into out: UnsafeMutableBufferPointer<Float>, channels: Int, rate: Double) -> Int {
+        let wanted = out.count / channels
+        guard wanted > 0 else { return 0 }
+        let format = item.format
+        let target = AVAudioFormat(commonFormat: .pcmFormatFloat32, sampleRate: rate, channels: AVAudioChannelCount(channels), interleaved: true)!
+        // Exactly the frames wanted: the converter fills its output buffer whole.
+        if item.scratch?.frameCapacity != AVAudioFrameCount(wanted) {
+            item.scratch = AVAudioPCMBuffer(pcmFormat: target, frameCapacity: AVAudioFrameCount(wanted))
+        }
+        guard let scratch = item.scratch else { item.ended = true; return 0 }
+        if item.converter == nil {
+            item.converter = AVAudioConverter(from: format, to: target)
+            if item.converter == nil { item.ended = true; return 0 }
+        }
+        let converter = item.converter!
+        let chunk = AVAudioPCMBuffer(pcmFormat: format, frameCapacity: 1024)!
+        var error: NSError?
+        let status = converter.convert(to: scratch, error: &error) { packets, status in
+            let n = self.read(item, into: chunk, max: Int(min(packets, 1024)))
+            if n == 0 { status.pointee = .endOfStream; return nil }
+            status.pointee = .haveData
+            return chunk
+        }
+        if status == .endOfStream || status == .error {
+            item.ended = true
+            return 0
+        }
+        let frames = min(Int(scratch.frameLength), wanted)
+        let data = scratch.floatChannelData![0]
+        out.baseAddress!.update(from: data, count: frames * channels)
+        return frames
+    }
+
+    /// Source frames of `item` into `chunk` (its format), at most `max`; loops restart.
+    private func read(_ item: Item, into chunk: AVAudioPCMBuffer, max: Int) -> Int {
+        switch item.source {
+        case .buffer(let b):
+            var total = AVAudioFramePosition(b.frameLength)
+            if total == 0 { return 0 }
+            if item.taken >= total {
+                lock.lock(); let loops = item.loops && playing; lock.unlock()
+                guard loops else { item.sourceExhausted = true; return 0 }
+                item.taken = 0
+                total = AVAudioFramePosition(b.frameLength)
+            }
+            let n = Int(Swift.min(AVAudioFramePosition(max), total - item.taken))
+            let bytes = Int(b.format.streamDescription.pointee.mBytesPerFrame)
+            let src = UnsafeMutableAudioBufferListPointer(UnsafeMutablePointer(mutating: b.audioBufferList))
+            let dst = UnsafeMutableAudioBufferListPointer(chunk.mutableAudioBufferList)
+            for i in 0..<Swift.min(src.count, dst.count) {
+                dst[i].mData!.copyMemory(from: src[i].mData! + Int(item.taken) * bytes, byteCount: n * bytes)
+            }
+            chunk.frameLength = AVAudioFrameCount(n)
+            item.taken += AVAudioFramePosition(n)
+            if item.taken >= total && !item.loops { item.sourceExhausted = true }
+            return n
+        case .file(let f, let start, let count):
+            guard item.taken < count else { item.sourceExhausted = true; return 0 }
+            if item.taken == 0 { f.framePosition = start }
+            let n = AVAudioFrameCount(Swift.min(AVAudioFramePosition(max), count - item.taken))
+            do { try f.read(into: chunk, frameCount: n) } catch { return 0 }
+            item.taken += AVAudioFramePosition(chunk.frameLength)
+            if item.taken >= count || chunk.frameLength == 0 { item.sourceExhausted = true }
+            return Int(chunk.frameLength)
+        }
+    }
+}

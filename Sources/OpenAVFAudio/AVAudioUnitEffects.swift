@@ -1,0 +1,225 @@
+// Apple's effect units (AVAudioUnitEQ, AVAudioUnitReverb, AVAudioUnitDelay,
+// AVAudioUnitTimePitch, AVAudioUnitVarispeed) over the AudioUnits nodes.
+import Foundation
+import OpenAudioToolbox
+internal import AudioUnits
+
+/// An EQ band's filter (Apple's `AVAudioUnitEQFilterType`).
+public enum AVAudioUnitEQFilterType: Int, Sendable {
+    /// A peak/notch with gain and bandwidth.
+    case parametric = 0
+    /// A 12 dB/octave low-pass.
+    case lowPass = 1
+    /// A 12 dB/octave high-pass.
+    case highPass = 2
+    /// A low-pass with a resonant peak (bandwidth sets the resonance).
+    case resonantLowPass = 3
+    /// A high-pass with a resonant peak.
+    case resonantHighPass = 4
+    /// A band-pass.
+    case bandPass = 5
+    /// A band-stop.
+    case bandStop = 6
+    /// A low shelf with gain.
+    case lowShelf = 7
+    /// A high shelf with gain.
+    case highShelf = 8
+    /// A low shelf with a resonant peak.
+    case resonantLowShelf = 9
+    /// A high shelf with a resonant peak.
+    case resonantHighShelf = 10
+}
+
+/// One band of an ``AVAudioUnitEQ`` (Apple's `AVAudioUnitEQFilterParameters`); changes apply
+/// while playing.
+open class AVAudioUnitEQFilterParameters: NSObject, @unchecked Sendable {
+    weak var owner: AVAudioUnitEQ?
+    let index: Int
+    init(index: Int) { self.index = index }
+    /// The filter type (default parametric).
+    open var filterType: AVAudioUnitEQFilterType = .parametric { didSet { owner?.push() } }
+    /// The centre or cut-off frequency in hertz (default 1000).
+    open var frequency: Float = 1000 { didSet { owner?.push() } }
+    /// The bandwidth in octaves, 0.05 ... 5 (default 0.5).
+    open var bandwidth: Float = 0.5 { didSet { owner?.push() } }
+    /// The gain in decibels, -96 ... 24 (default 0).
+    open var gain: Float = 0 { didSet { owner?.push() } }
+    /// True (the default, as on Apple) leaves the band out until you set it to false.
+    open var bypass = true { didSet { owner?.push() } }
+}
+
+/// A multi-band equaliser (Apple's `AVAudioUnitEQ`).
+open class AVAudioUnitEQ: AVAudioUnitEffect, @unchecked Sendable {
+    /// The bands, in order.
+    public let bands: [AVAudioUnitEQFilterParameters]
+    /// A gain applied to the whole signal, in decibels (-96 ... 24).
+    open var globalGain: Float = 0 { didSet { push() } }
+
+    /// An EQ of `numberOfBands` bands (each bypassed until set up).
+    public init(numberOfBands: Int) {
+        bands = (0..<max(1, numberOfBands)).map { AVAudioUnitEQFilterParameters(index: $0) }
+        super.init()
+        for b in bands { b.owner = self }
+    }
+
+    /// One band, as ``AVAudioUnitEQ(numberOfBands:)`` with 1.
+    public convenience override init() { self.init(numberOfBands: 1) }
+
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+        AUNBandEQNode(channels: outputChannels, bands: bands.map { _ in AUEQBand(.parametric, frequency: 1000, bypass: true) })
+    }
+
+    override func push() {
+        guard let eq = unit as? AUNBandEQNode else { return }
+        eq.globalGainParameter.value = globalGain
+        for (i, b) in bands.enumerated() {
+            eq.filterType(i).value = Float(b.filterType.rawValue)
+            eq.frequency(i).value = b.frequency
+            eq.bandwidth(i).value = b.bandwidth
+            eq.gain(i).value = b.gain
+            eq.bypass(i).value = (b.bypass || bypass) ? 1 : 0
+        }
+    }
+}
+
+/// Reverb rooms (Apple's `AVAudioUnitReverbPreset`).
+public enum AVAudioUnitReverbPreset: Int, Sendable {
+    /// A small room.
+    case smallRoom = 0
+    /// A medium room.
+    case mediumRoom = 1
+    /// A large room.
+    case largeRoom = 2
+    /// A medium hall.
+    case mediumHall = 3
+    /// A large hall.
+    case largeHall = 4
+    /// A plate.
+    case plate = 5
+    /// A medium chamber.
+    case mediumChamber = 6
+    /// A large chamber.
+    case largeChamber = 7
+    /// A cathedral.
+    case cathedral = 8
+    /// Another large room.
+    case largeRoom2 = 9
+    /// Another medium hall.
+    case mediumHall2 = 10
+    /// A third medium hall.
+    case mediumHall3 = 11
+    /// Another large hall.
+    case largeHall2 = 12
+
+    /// Decay time at low frequencies and at Nyquist, in seconds.
+    var decay: (low: Float, nyquist: Float) {
+        switch self {
+        case .smallRoom: (0.5, 0.2)
+        case .mediumRoom: (0.9, 0.35)
+        case .largeRoom, .largeRoom2: (1.4, 0.5)
+        case .mediumHall, .mediumHall2, .mediumHall3: (2.0, 0.8)
+        case .largeHall, .largeHall2: (3.0, 1.1)
+        case .plate: (1.8, 1.6)
+        case .mediumChamber: (1.2, 0.6)
+        case .largeChamber: (1.8, 0.8)
+        case .cathedral: (6.0, 2.0)
+        }
+    }
+}
+
+/// A reverb (Apple's `AVAudioUnitReverb`).
+open class AVAudioUnitReverb: AVAudioUnitEffect, @unchecked Sendable {
+    private var preset = AVAudioUnitReverbPreset.mediumHall
+    /// The share of reverberated signal, 0 (dry) ... 100 (wet).
+    open var wetDryMix: Float = 100 { didSet { push() } }
+
+    /// Creates a reverb (a medium hall, fully wet as Apple's default).
+    public override init() { super.init() }
+
+    /// Selects a room.
+    open func loadFactoryPreset(_ preset: AVAudioUnitReverbPreset) {
+        self.preset = preset
+        push()
+    }
+
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+        AUReverbNode(channels: outputChannels)
+    }
+
+    override func push() {
+        guard let reverb = unit as? AUReverbNode else { return }
+        reverb.decayTime.value = preset.decay.low
+        reverb.decayAtNyquist.value = preset.decay.nyquist
+        reverb.wetDryMix.value = bypass ? 0 : min(100, max(0, wetDryMix))
+    }
+}
+
+/// A delay line with feedback (Apple's `AVAudioUnitDelay`).
+open class AVAudioUnitDelay: AVAudioUnitEffect, @unchecked Sendable {
+    /// Seconds of delay, 0 ... 2 (default 1).
+    open var delayTime: TimeInterval = 1 { didSet { push() } }
+    /// Feedback in percent, -100 ... 100 (default 50).
+    open var feedback: Float = 50 { didSet { push() } }
+    /// The cut-off of the low-pass in the loop, in hertz (default 15000).
+    open var lowPassCutoff: Float = 15000 { didSet { push() } }
+    /// The share of delayed signal, 0 ... 100 (default 100).
+    open var wetDryMix: Float = 100 { didSet { push() } }
+
+    /// Creates a delay.
+    public override init() { super.init() }
+
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+        AUDelayNode(channels: outputChannels)
+    }
+
+    override func push() {
+        guard let delay = unit as? AUDelayNode else { return }
+        delay.delayTime.value = Float(min(2, max(0, delayTime)))
+        delay.feedback.value = min(100, max(-100, feedback))
+        delay.lowPassCutoff.value = max(10, lowPassCutoff)
+        delay.wetDryMix.value = bypass ? 0 : min(100, max(0, wetDryMix))
+    }
+}
+
+/// Playback rate and pitch changed independently (Apple's `AVAudioUnitTimePitch`; Rubber
+/// Band underneath, see docs/timepitch.md).
+open class AVAudioUnitTimePitch: AVAudioUnitEffect, @unchecked Sendable {
+    /// The playback rate, 1/32 ... 32 (default 1).
+    open var rate: Float = 1 { didSet { push() } }
+    /// The pitch shift in cents, -2400 ... 2400 (default 0).
+    open var pitch: Float = 0 { didSet { push() } }
+    /// The analysis overlap, 3 ... 32 (default 8; kept for source compatibility).
+    open var overlap: Float = 8
+
+    /// Creates a time-pitch unit.
+    public override init() { super.init() }
+
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+        AUTimePitchNode(channels: outputChannels)
+    }
+
+    override func push() {
+        guard let node = unit as? AUTimePitchNode else { return }
+        node.rate.value = min(32, max(1.0 / 32, rate))
+        node.pitch.value = min(2400, max(-2400, pitch))
+        node.bypass.value = bypass ? 1 : 0
+    }
+}
+
+/// Playback rate with pitch following it, like a tape (Apple's `AVAudioUnitVarispeed`).
+open class AVAudioUnitVarispeed: AVAudioUnitEffect, @unchecked Sendable {
+    /// The playback rate, 0.25 ... 4 (default 1).
+    open var rate: Float = 1 { didSet { push() } }
+
+    /// Creates a varispeed unit.
+    public override init() { super.init() }
+
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+        AUVarispeedNode(channels: outputChannels)
+    }
+
+    override func push() {
+        guard let node = unit as? AUVarispeedNode else { return }
+        node.playbackRate.value = bypass ? 1 : min(4, max(0.25, rate))
+    }
+}
