@@ -73,6 +73,8 @@ struct CompatComponent: Sendable {
     let description: AudioComponentDescription
     let kind: CompatUnitKind
     let name: String
+    /// `0xMMMMmmDD` (``AudioComponentGetVersion(_:_:)``).
+    var version: UInt32 = 0x0001_0000
 }
 
 let builtinCompatComponents: [CompatComponent] = {
@@ -104,9 +106,7 @@ public func AudioComponentFindNext(_ inComponent: AudioComponent?, _ inDesc: Uns
     let start = inComponent.map { Int(bitPattern: UnsafeRawPointer($0)) } ?? 0
     for i in start..<compatComponents.count {
         let c = compatComponents[i].description
-        if (want.componentType == 0 || want.componentType == c.componentType)
-            && (want.componentSubType == 0 || want.componentSubType == c.componentSubType)
-            && (want.componentManufacturer == 0 || want.componentManufacturer == c.componentManufacturer) {
+        if componentMatches(want, c) {
             return OpaquePointer(bitPattern: i + 1)
         }
     }
@@ -180,8 +180,8 @@ public typealias AudioComponentFactoryFunction = (UnsafePointer<AudioComponentDe
 
 /// Registers a unit implemented in Swift (Apple's `AudioComponentRegister`): afterwards
 /// `AudioComponentFindNext` finds `inDesc` and `AudioComponentInstanceNew` creates units whose
-/// node `inFactory` makes (called again when formats change). `inName` and `inVersion` are kept
-/// for nothing here.
+/// node `inFactory` makes (called again when formats change). ``AudioComponentCopyName(_:_:)``
+/// and ``AudioComponentGetVersion(_:_:)`` answer `inName` and `inVersion`.
 public func AudioComponentRegister(_ inDesc: UnsafePointer<AudioComponentDescription>, _ inName: CFString, _ inVersion: UInt32,
                                    _ inFactory: @escaping AudioComponentFactoryFunction) -> AudioComponent {
     var registered = inDesc.pointee
@@ -192,7 +192,7 @@ public func AudioComponentRegister(_ inDesc: UnsafePointer<AudioComponentDescrip
     let component = CompatComponent(description: description, kind: .custom({ _ in
         var d = description
         return box.factory(&d)
-    }), name: inName)
+    }), name: inName, version: inVersion)
     let index = registeredComponents.withLock { list -> Int in
         list.append(component)
         return list.count - 1
@@ -203,4 +203,110 @@ public func AudioComponentRegister(_ inDesc: UnsafePointer<AudioComponentDescrip
 private struct UncheckedFactory: @unchecked Sendable {
     let factory: AudioComponentFactoryFunction
     init(_ factory: @escaping AudioComponentFactoryFunction) { self.factory = factory }
+}
+
+// MARK: - Flags, counting, names, versions, instances
+
+/// Flags of a component (Apple's `AudioComponentFlags`).
+public struct AudioComponentFlags: OptionSet, Sendable, Hashable {
+    /// The raw bits.
+    public var rawValue: UInt32
+    /// Creates flags.
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// Found only by a search that names type, subtype and manufacturer.
+    public static let unsearchable = AudioComponentFlags(rawValue: 1)
+    /// Safe to open in a sandboxed process (every component here).
+    public static let sandboxSafe = AudioComponentFlags(rawValue: 2)
+    /// A version 3 audio unit (none here).
+    public static let isV3AudioUnit = AudioComponentFlags(rawValue: 4)
+    /// Must be created with ``AudioComponentInstantiate(_:_:_:)`` (none here).
+    public static let requiresAsyncInstantiation = AudioComponentFlags(rawValue: 8)
+    /// Can be loaded into the current process (every component here).
+    public static let canLoadInProcess = AudioComponentFlags(rawValue: 0x10)
+}
+
+/// How ``AudioComponentInstantiate(_:_:_:)`` loads a component (Apple's
+/// `AudioComponentInstantiationOptions`). Every component here runs in process.
+public struct AudioComponentInstantiationOptions: OptionSet, Sendable, Hashable {
+    /// The raw bits.
+    public var rawValue: UInt32
+    /// Creates options.
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// Load out of process (not available here: loaded in process).
+    public static let loadOutOfProcess = AudioComponentInstantiationOptions(rawValue: 1)
+    /// Load in process.
+    public static let loadInProcess = AudioComponentInstantiationOptions(rawValue: 2)
+    /// Set by the system on an instance loaded remotely (never here).
+    public static let loadedRemotely = AudioComponentInstantiationOptions(rawValue: 1 << 31)
+}
+
+/// Whether `c` matches `want` as ``AudioComponentFindNext(_:_:)`` matches (0 is a wildcard).
+func componentMatches(_ want: AudioComponentDescription, _ c: AudioComponentDescription) -> Bool {
+    (want.componentType == 0 || want.componentType == c.componentType)
+        && (want.componentSubType == 0 || want.componentSubType == c.componentSubType)
+        && (want.componentManufacturer == 0 || want.componentManufacturer == c.componentManufacturer)
+}
+
+/// The number of components matching `inDesc` (Apple's `AudioComponentCount`; 0 in type,
+/// subtype or manufacturer matches anything).
+public func AudioComponentCount(_ inDesc: UnsafePointer<AudioComponentDescription>) -> UInt32 {
+    let want = inDesc.pointee
+    return UInt32(compatComponents.filter { componentMatches(want, $0.description) }.count)
+}
+
+/// The name of a component, e.g. `"Apple: AUNBandEQ"` (Apple's `AudioComponentCopyName`).
+/// Different: the name comes back as a Swift `String` (`CFString` here) in `outName`, not as an
+/// `Unmanaged<CFString>` to release.
+public func AudioComponentCopyName(_ inComponent: AudioComponent, _ outName: UnsafeMutablePointer<CFString?>) -> OSStatus {
+    guard let c = compatComponent(inComponent) else { return kAudio_ParamError }
+    outName.pointee = c.name
+    return noErr
+}
+
+/// The version of a component as `0xMMMMmmDD` (Apple's `AudioComponentGetVersion`): the version
+/// given to ``AudioComponentRegister(_:_:_:_:)``, 0x00010000 for the built-in units.
+public func AudioComponentGetVersion(_ inComponent: AudioComponent, _ outVersion: UnsafeMutablePointer<UInt32>) -> OSStatus {
+    guard let c = compatComponent(inComponent) else { return kAudio_ParamError }
+    outVersion.pointee = c.version
+    return noErr
+}
+
+/// The component an instance was made from (Apple's `AudioComponentInstanceGetComponent`).
+/// A disposed-of instance gives a component that every call rejects with `kAudio_ParamError`.
+public func AudioComponentInstanceGetComponent(_ inInstance: AudioComponentInstance) -> AudioComponent {
+    guard let unit = compatUnit(inInstance),
+          let i = compatComponents.firstIndex(where: { $0.description == unit.component.description && $0.name == unit.component.name })
+    else { return OpaquePointer(bitPattern: -1)! }
+    return OpaquePointer(bitPattern: i + 1)!
+}
+
+/// Whether an instance implements the call a selector names (Apple's
+/// `AudioComponentInstanceCanDo`): the `kAudioUnit*Select` calls every unit here implements
+/// (not `kAudioUnitComplexRenderSelect`, `kAudioUnitProcessSelect`, `kAudioUnitProcessMultipleSelect`),
+/// and `kAudioOutputUnitStartSelect`/`StopSelect` on output units.
+public func AudioComponentInstanceCanDo(_ inInstance: AudioComponentInstance, _ inSelectorID: Int16) -> Bool {
+    guard let unit = compatUnit(inInstance) else { return false }
+    switch Int(inSelectorID) {
+    case kAudioUnitInitializeSelect, kAudioUnitUninitializeSelect, kAudioUnitGetPropertyInfoSelect, kAudioUnitGetPropertySelect,
+         kAudioUnitSetPropertySelect, kAudioUnitAddPropertyListenerSelect, kAudioUnitRemovePropertyListenerSelect,
+         kAudioUnitRemovePropertyListenerWithUserDataSelect, kAudioUnitAddRenderNotifySelect, kAudioUnitRemoveRenderNotifySelect,
+         kAudioUnitGetParameterSelect, kAudioUnitSetParameterSelect, kAudioUnitScheduleParametersSelect, kAudioUnitRenderSelect,
+         kAudioUnitResetSelect:
+        return true
+    case kAudioOutputUnitStartSelect, kAudioOutputUnitStopSelect:
+        return unit.isOutput
+    default:
+        return false
+    }
+}
+
+/// Creates an instance and hands it to `inCompletionHandler` (Apple's
+/// `AudioComponentInstantiate`). Every component here loads in process, so the handler runs
+/// before this returns, with the result of ``AudioComponentInstanceNew(_:_:)``.
+public func AudioComponentInstantiate(_ inComponent: AudioComponent, _ inOptions: AudioComponentInstantiationOptions,
+                                      _ inCompletionHandler: @escaping (AudioComponentInstance?, OSStatus) -> Void) {
+    var instance: AudioComponentInstance?
+    let status = AudioComponentInstanceNew(inComponent, &instance)
+    _ = inOptions
+    inCompletionHandler(status == noErr ? instance : nil, status)
 }

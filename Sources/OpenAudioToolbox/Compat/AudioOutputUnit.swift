@@ -79,3 +79,34 @@ func reportingIsRunning(_ units: [CompatUnit], _ body: () -> OSStatus) -> OSStat
     }
     return status
 }
+
+// MARK: - Selectors, dispatch procs and start-time parameters
+
+/// The first selector of the output-unit calls (Apple's `kAudioOutputUnitRange`).
+public let kAudioOutputUnitRange: Int = 0x0200
+/// The selector of ``AudioOutputUnitStart(_:)`` (for ``AudioComponentInstanceCanDo(_:_:)``).
+public let kAudioOutputUnitStartSelect: Int = 0x0201
+/// The selector of ``AudioOutputUnitStop(_:)`` (for ``AudioComponentInstanceCanDo(_:_:)``).
+public let kAudioOutputUnitStopSelect: Int = 0x0202
+
+/// A fast-dispatch start function (Apple's `AudioOutputUnitStartProc`): the type only (units here
+/// are not looked up through a plug-in interface).
+public typealias AudioOutputUnitStartProc = @convention(c) (UnsafeMutableRawPointer) -> OSStatus
+/// A fast-dispatch stop function (Apple's `AudioOutputUnitStopProc`): the type only.
+public typealias AudioOutputUnitStopProc = @convention(c) (UnsafeMutableRawPointer) -> OSStatus
+
+/// When an output unit starts (Apple's `AudioOutputUnitStartAtTimeParams`, the value of
+/// `kAudioOutputUnitProperty_StartTime`).
+public struct AudioOutputUnitStartAtTimeParams: Sendable {
+    /// The device time to start at.
+    public var mTimestamp: AudioTimeStamp
+    /// Flags (0).
+    public var mFlags: UInt32
+    /// A zeroed value.
+    public init() { self.init(mTimestamp: AudioTimeStamp(), mFlags: 0) }
+    /// Apple's memberwise initialiser.
+    public init(mTimestamp: AudioTimeStamp, mFlags: UInt32) {
+        self.mTimestamp = mTimestamp
+        self.mFlags = mFlags
+    }
+}

@@ -63,7 +63,7 @@ public typealias AudioQueueBufferRef = UnsafeMutablePointer<AudioQueueBuffer>
 /// or a non-capturing closure, as on Apple platforms.
 public typealias AudioQueueOutputCallback = (UnsafeMutableRawPointer?, AudioQueueRef, AudioQueueBufferRef) -> Void
 /// Called when a queue property changes (Apple's `AudioQueuePropertyListenerProc`).
-public typealias AudioQueuePropertyListenerProc = (UnsafeMutableRawPointer?, AudioQueueRef, AudioQueuePropertyID) -> Void
+public typealias AudioQueuePropertyListenerProc = @convention(c) (UnsafeMutableRawPointer?, AudioQueueRef, AudioQueuePropertyID) -> Void
 /// Block form of the output callback (Apple's `AudioQueueOutputCallbackBlock`), called on the
 /// dispatch queue given at creation.
 public typealias AudioQueueOutputCallbackBlock = (AudioQueueRef, AudioQueueBufferRef) -> Void

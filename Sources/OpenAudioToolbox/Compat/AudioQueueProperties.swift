@@ -148,7 +148,7 @@ public func AudioQueueSetProperty(_ inAQ: AudioQueueRef, _ inID: AudioQueuePrope
 /// queue's thread (Apple's `AudioQueueAddPropertyListener`).
 @discardableResult
 public func AudioQueueAddPropertyListener(_ inAQ: AudioQueueRef, _ inID: AudioQueuePropertyID,
-                                          _ inProc: @escaping AudioQueuePropertyListenerProc,
+                                          _ inProc: AudioQueuePropertyListenerProc,
                                           _ inUserData: UnsafeMutableRawPointer?) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
     guard AudioQueueProperty(rawValue: inID) != nil else { return kAudioQueueErr_InvalidProperty }
@@ -160,7 +160,7 @@ public func AudioQueueAddPropertyListener(_ inAQ: AudioQueueRef, _ inID: AudioQu
 /// `AudioQueueRemovePropertyListener`).
 @discardableResult
 public func AudioQueueRemovePropertyListener(_ inAQ: AudioQueueRef, _ inID: AudioQueuePropertyID,
-                                             _ inProc: @escaping AudioQueuePropertyListenerProc,
+                                             _ inProc: AudioQueuePropertyListenerProc,
                                              _ inUserData: UnsafeMutableRawPointer?) -> OSStatus {
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
     // Swift closures have no identity: match the ID and user data, preferring the entry whose
@@ -175,8 +175,8 @@ public func AudioQueueRemovePropertyListener(_ inAQ: AudioQueueRef, _ inID: Audi
     return noErr
 }
 
-/// The code address of a Swift function value (equal for references to one global function).
+/// The code address of a function value: a C function pointer's value, or the function word of
+/// a Swift closure (equal for references to one global function).
 func functionAddress<F>(_ f: F) -> Int {
-    guard MemoryLayout<F>.size == 2 * MemoryLayout<Int>.size else { return 0 }
-    return withUnsafeBytes(of: f) { $0.load(as: Int.self) }
+    withUnsafeBytes(of: f) { $0.count >= MemoryLayout<Int>.size ? $0.load(as: Int.self) : 0 }
 }

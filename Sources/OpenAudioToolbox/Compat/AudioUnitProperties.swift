@@ -186,6 +186,19 @@ func builtinAudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
     case kAudioUnitProperty_MaximumFramesPerSlice, kAudioUnitProperty_ElementCount, kAudioOutputUnitProperty_EnableIO,
          kAudioUnitProperty_BypassEffect, kAUNBandEQProperty_NumberOfBands: size = 4
     case kAudioOutputUnitProperty_IsRunning: size = 4; writable = false
+    case kAudioUnitProperty_ParameterList:
+        guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
+        size = parameterIDs(unit, inScope).count * MemoryLayout<AudioUnitParameterID>.size; writable = false
+    case kAudioUnitProperty_ParameterInfo:
+        guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
+        guard unit.node?.parameter(id: inElement, scope: AUScope(rawValue: inScope) ?? .global, element: 0) != nil else { return kAudioUnitErr_InvalidParameter }
+        size = MemoryLayout<AudioUnitParameterInfo>.size; writable = false
+    case kAudioUnitProperty_SupportedNumChannels:
+        guard let unit = compatUnit(inUnit), !unit.isOutput else { return kAudioUnitErr_InvalidProperty }
+        size = MemoryLayout<AUChannelInfo>.size; writable = false
+    case kAudioUnitProperty_MakeConnection:
+        guard inScope == kAudioUnitScope_Input else { return kAudioUnitErr_InvalidScope }
+        size = MemoryLayout<AudioUnitConnection>.size
     default: return kAudioUnitErr_InvalidProperty
     }
     outDataSize?.pointee = UInt32(size)
@@ -241,8 +254,46 @@ func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         return put(UInt32(unit.voiceMuteOutput ? 1 : 0))
     case kAUNBandEQProperty_NumberOfBands: return put(UInt32(unit.bandCount))
     case kAudioUnitProperty_BypassEffect: return put(UInt32(0))
+    case kAudioUnitProperty_ParameterList:
+        let ids = parameterIDs(unit, inScope)
+        guard Int(ioDataSize.pointee) >= ids.count * MemoryLayout<AudioUnitParameterID>.size else { return kAudio_ParamError }
+        for (i, id) in ids.enumerated() { outData.storeBytes(of: id, toByteOffset: i * MemoryLayout<AudioUnitParameterID>.size, as: AudioUnitParameterID.self) }
+        ioDataSize.pointee = UInt32(ids.count * MemoryLayout<AudioUnitParameterID>.size)
+        return noErr
+    case kAudioUnitProperty_ParameterInfo:
+        // The element is the parameter ID (Apple's convention for this property).
+        guard let p = unit.node?.parameter(id: inElement, scope: AUScope(rawValue: inScope) ?? .global, element: 0) else {
+            return kAudioUnitErr_InvalidParameter
+        }
+        guard Int(ioDataSize.pointee) >= MemoryLayout<AudioUnitParameterInfo>.size else { return kAudio_ParamError }
+        // The caller's memory holds an AudioUnitParameterInfo (it passes `&info`): assign, as
+        // the struct holds strings.
+        outData.assumingMemoryBound(to: AudioUnitParameterInfo.self).pointee = parameterInfo(p)
+        ioDataSize.pointee = UInt32(MemoryLayout<AudioUnitParameterInfo>.size)
+        return noErr
+    case kAudioUnitProperty_SupportedNumChannels:
+        guard !unit.isOutput else { return kAudioUnitErr_InvalidProperty }
+        // Effects, converters, mixers and players here take any channel count (the same in
+        // and out for effects): Apple's (-1, -1).
+        return put(AUChannelInfo(inChannels: -1, outChannels: -1))
     default: return kAudioUnitErr_InvalidProperty
     }
+}
+
+/// The IDs of a unit's parameters in `scope`, each once (the mixer's per-input parameters
+/// exist once per element).
+func parameterIDs(_ unit: CompatUnit, _ scope: AudioUnitScope) -> [AudioUnitParameterID] {
+    var seen = Set<AudioUnitParameterID>()
+    return (unit.node?.parameters ?? []).filter { $0.scope.rawValue == scope && seen.insert($0.id).inserted }.map(\.id)
+}
+
+/// Renders a unit connected with ``kAudioUnitProperty_MakeConnection``: the render callback of
+/// the input it feeds, `inRefCon` being the source unit.
+func connectionRenderProc(_ inRefCon: UnsafeMutableRawPointer, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>,
+                          _ inTimeStamp: UnsafePointer<AudioTimeStamp>, _ inBusNumber: UInt32, _ inNumberFrames: UInt32,
+                          _ ioData: UnsafeMutablePointer<AudioBufferList>?) -> OSStatus {
+    guard let ioData else { return kAudio_ParamError }
+    return AudioUnitRender(OpaquePointer(inRefCon), ioActionFlags, inTimeStamp, 0, inNumberFrames, ioData)
 }
 
 /// Writes a property: stream formats (linear PCM, before initialising), the render callback
@@ -337,6 +388,94 @@ func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         unit.node = unit.makeNode()
         return noErr
     case kAudioUnitProperty_BypassEffect: return noErr
+    case kAudioUnitProperty_MakeConnection:
+        guard let c = get(AudioUnitConnection.self) else { return kAudio_ParamError }
+        guard inScope == kAudioUnitScope_Input else { return kAudioUnitErr_InvalidScope }
+        guard Int(c.destInputNumber) < max(1, unit.inputCount), !unit.isOutput || c.destInputNumber == 0 else { return kAudioUnitErr_InvalidElement }
+        guard let source = c.sourceAudioUnit else {
+            unit.callbacks[c.destInputNumber] = nil
+            return noErr
+        }
+        guard compatUnit(source) != nil, source != inUnit else { return kAudioUnitErr_InvalidPropertyValue }
+        guard c.sourceOutputNumber == 0 else { return kAudioUnitErr_InvalidElement }
+        unit.callbacks[c.destInputNumber] = AURenderCallbackStruct(inputProc: connectionRenderProc, inputProcRefCon: UnsafeMutableRawPointer(source))
+        return noErr
     default: return kAudioUnitErr_InvalidProperty
     }
 }
+
+// MARK: - More scopes and property IDs (Apple's values)
+
+/// Note scope (music devices; none here).
+public let kAudioUnitScope_Note: AudioUnitScope = 5
+/// Layer scope (none here).
+public let kAudioUnitScope_Layer: AudioUnitScope = 6
+/// Layer item scope (none here).
+public let kAudioUnitScope_LayerItem: AudioUnitScope = 7
+
+/// Class info dictionary (0): not available here (`kAudioUnitErr_InvalidProperty`).
+public let kAudioUnitProperty_ClassInfo: AudioUnitPropertyID = 0
+/// ``AudioUnitConnection`` (1, input scope): feeds an input bus from another unit's output
+/// (the source is rendered with ``AudioUnitRender(_:_:_:_:_:_:)``); a nil source disconnects.
+public let kAudioUnitProperty_MakeConnection: AudioUnitPropertyID = 1
+/// Array of `AudioUnitParameterID` (3): the unit's parameters in a scope.
+public let kAudioUnitProperty_ParameterList: AudioUnitPropertyID = 3
+/// ``AudioUnitParameterInfo`` (4): one parameter, its ID passed as the element.
+public let kAudioUnitProperty_ParameterInfo: AudioUnitPropertyID = 4
+/// `Float64` CPU load limit (6): not available here.
+public let kAudioUnitProperty_CPULoad: AudioUnitPropertyID = 6
+/// Array of ``AUChannelInfo`` (13): the channel configurations a unit supports.
+public let kAudioUnitProperty_SupportedNumChannels: AudioUnitPropertyID = 13
+/// Value strings of an indexed parameter (16): not available here.
+public let kAudioUnitProperty_ParameterValueStrings: AudioUnitPropertyID = 16
+/// `AudioChannelLayout` of a scope (19): not available here.
+public let kAudioUnitProperty_AudioChannelLayout: AudioUnitPropertyID = 19
+/// `OSStatus` of the last render (22): not available here.
+public let kAudioUnitProperty_LastRenderError: AudioUnitPropertyID = 22
+/// Factory presets (24): not available here (the units here have none).
+public let kAudioUnitProperty_FactoryPresets: AudioUnitPropertyID = 24
+/// `UInt32` render quality (26): not available here.
+public let kAudioUnitProperty_RenderQuality: AudioUnitPropertyID = 26
+/// Host callbacks (27): not available here.
+public let kAudioUnitProperty_HostCallbacks: AudioUnitPropertyID = 27
+/// `UInt32` in-place processing (29): not available here.
+public let kAudioUnitProperty_InPlaceProcessing: AudioUnitPropertyID = 29
+/// Element name (30): not available here.
+public let kAudioUnitProperty_ElementName: AudioUnitPropertyID = 30
+/// Supported channel layout tags (32): not available here.
+public let kAudioUnitProperty_SupportedChannelLayoutTags: AudioUnitPropertyID = 32
+/// The present preset (36): not available here.
+public let kAudioUnitProperty_PresentPreset: AudioUnitPropertyID = 36
+/// Dependent parameters (45): not available here.
+public let kAudioUnitProperty_DependentParameters: AudioUnitPropertyID = 45
+/// `UInt32` whether to allocate output buffers (51): not available here.
+public let kAudioUnitProperty_ShouldAllocateBuffer: AudioUnitPropertyID = 51
+/// Frequency response bins (52): not available here.
+public let kAudioUnitProperty_FrequencyResponse: AudioUnitPropertyID = 52
+/// Parameter history (53): not available here.
+public let kAudioUnitProperty_ParameterHistoryInfo: AudioUnitPropertyID = 53
+/// Nick name (54): not available here.
+public let kAudioUnitProperty_NickName: AudioUnitPropertyID = 54
+/// `UInt32` offline render (37): not available here.
+public let kAudioUnitProperty_OfflineRender: AudioUnitPropertyID = 37
+/// Parameter string from value (33): not available here.
+public let kAudioUnitProperty_ParameterStringFromValue: AudioUnitPropertyID = 33
+/// Parameter value from string (38): not available here.
+public let kAudioUnitProperty_ParameterValueFromString: AudioUnitPropertyID = 38
+/// `Float64` presentation latency (40): not available here.
+public let kAudioUnitProperty_PresentationLatency: AudioUnitPropertyID = 40
+/// Metering mode (3007): not available here.
+public let kAudioUnitProperty_MeteringMode: AudioUnitPropertyID = 3007
+/// Matrix levels (3006): not available here.
+public let kAudioUnitProperty_MatrixLevels: AudioUnitPropertyID = 3006
+/// `AudioDeviceID` of an I/O unit (2000): not available here (the device is `OAT_OUTPUT`'s).
+public let kAudioOutputUnitProperty_CurrentDevice: AudioUnitPropertyID = 2000
+/// Channel map of an I/O unit (2002): not available here.
+public let kAudioOutputUnitProperty_ChannelMap: AudioUnitPropertyID = 2002
+/// ``AudioOutputUnitStartAtTimeParams`` (2004): not available here.
+public let kAudioOutputUnitProperty_StartTime: AudioUnitPropertyID = 2004
+/// `UInt32` start time stamps at zero (2007): not available here.
+public let kAudioOutputUnitProperty_StartTimestampsAtZero: AudioUnitPropertyID = 2007
+
+/// Apple's `kAudioUnitParameterFlag_HasName` (the ``AudioUnitParameterOptions/flag_ValuesHaveStrings`` bit).
+public let kAudioUnitParameterFlag_HasName: Int = 1 << 21
