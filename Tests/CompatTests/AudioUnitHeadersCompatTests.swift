@@ -170,8 +170,12 @@ private func setCallback(_ unit: AudioUnit, _ proc: @escaping AURenderCallback, 
             #expect(info.minValue <= value && value <= info.maxValue, "parameter \(id)")
             #expect(info.flags.contains([.flag_IsReadable, .flag_IsWritable]))
             let cName = withUnsafeBytes(of: info.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            #expect(!cName.isEmpty && cName == info.cfNameString, "parameter \(id)")
-            if id == kDelayParam_DelayTime { #expect(info.unit == .seconds) }
+            #expect(!cName.isEmpty, "parameter \(id)")
+            #expect(info.cfNameString == nil && !info.flags.contains(.flag_HasCFNameString))
+            if id == kDelayParam_DelayTime {
+                #expect(info.unit == .seconds)
+                #expect(cName == "delay time")
+            }
         }
         var info = AudioUnitParameterInfo()
         var infoSize = UInt32(MemoryLayout<AudioUnitParameterInfo>.size)

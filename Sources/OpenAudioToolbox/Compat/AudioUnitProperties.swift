@@ -266,9 +266,7 @@ func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
             return kAudioUnitErr_InvalidParameter
         }
         guard Int(ioDataSize.pointee) >= MemoryLayout<AudioUnitParameterInfo>.size else { return kAudio_ParamError }
-        // The caller's memory holds an AudioUnitParameterInfo (it passes `&info`): assign, as
-        // the struct holds strings.
-        outData.assumingMemoryBound(to: AudioUnitParameterInfo.self).pointee = parameterInfo(p)
+        outData.storeBytes(of: parameterInfo(p), as: AudioUnitParameterInfo.self)
         ioDataSize.pointee = UInt32(MemoryLayout<AudioUnitParameterInfo>.size)
         return noErr
     case kAudioUnitProperty_SupportedNumChannels:

@@ -196,20 +196,22 @@ public struct AudioUnitParameterOptions: OptionSet, Sendable, Hashable {
 }
 
 /// One parameter's description (Apple's `AudioUnitParameterInfo`, the value of
-/// ``kAudioUnitProperty_ParameterInfo``). Different: `unitName` and `cfNameString` are Swift
-/// strings (`CFString` here), not `Unmanaged<CFString>`.
+/// ``kAudioUnitProperty_ParameterInfo``). Different: `unitName` and `cfNameString` are
+/// `Unmanaged<AnyObject>?` (there is no CoreFoundation string class here) and always nil: the
+/// name is in ``name`` and ``AudioUnitParameterOptions/flag_HasCFNameString`` is not set. The
+/// struct holds no Swift reference, so `&info` passes as a raw pointer as on macOS.
 public struct AudioUnitParameterInfo {
     /// The name as a NUL-terminated UTF-8 C string (52 bytes; longer names are cut).
     public var name: (CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar,
                       CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar,
                       CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar,
                       CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar)
-    /// The unit's name for ``AudioUnitParameterUnit/customUnit``.
-    public var unitName: CFString?
+    /// The unit's name for ``AudioUnitParameterUnit/customUnit`` (nil here).
+    public var unitName: Unmanaged<AnyObject>?
     /// The clump (group) ID (``AudioUnitParameterOptions/flag_HasClump``).
     public var clumpID: UInt32
-    /// The name (``AudioUnitParameterOptions/flag_HasCFNameString``).
-    public var cfNameString: CFString?
+    /// The name as a CoreFoundation string (nil here: read ``name``).
+    public var cfNameString: Unmanaged<AnyObject>?
     /// The unit of measure.
     public var unit: AudioUnitParameterUnit
     /// The smallest value.
@@ -260,11 +262,10 @@ func parameterInfo(_ p: AUParameter) -> AudioUnitParameterInfo {
         let bytes = Array(p.name.utf8.prefix(raw.count - 1))
         raw.copyBytes(from: bytes)
     }
-    info.cfNameString = p.name
     info.unit = appleParameterUnit(p.unit)
     info.minValue = p.range.lowerBound
     info.maxValue = p.range.upperBound
     info.defaultValue = p.defaultValue
-    info.flags = [.flag_IsReadable, .flag_IsWritable, .flag_HasCFNameString]
+    info.flags = [.flag_IsReadable, .flag_IsWritable]
     return info
 }
