@@ -411,6 +411,8 @@ public let kAudioUnitScope_Layer: AudioUnitScope = 6
 /// Layer item scope (none here).
 public let kAudioUnitScope_LayerItem: AudioUnitScope = 7
 
+/// Apple's other name of ``kAudioUnitProperty_ElementCount`` (11).
+public let kAudioUnitProperty_BusCount: AudioUnitPropertyID = kAudioUnitProperty_ElementCount
 /// Class info dictionary (0): not available here (`kAudioUnitErr_InvalidProperty`).
 public let kAudioUnitProperty_ClassInfo: AudioUnitPropertyID = 0
 /// ``AudioUnitConnection`` (1, input scope): feeds an input bus from another unit's output
