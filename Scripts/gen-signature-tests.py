@@ -58,10 +58,12 @@ def arity(functype):
 
 
 CALLBACK = re.compile(r"^\w+(Callback|Proc|CallbackBlock|Function)$")
+# Callback typealiases that are @convention(c) here as on Apple: C function pointers, never @escaping.
+C_CONVENTION = {"AudioUnitPropertyListenerProc", "AudioQueuePropertyListenerProc", "AudioFile_ReadProc", "AudioFile_WriteProc", "AudioFile_GetSizeProc", "AudioFile_SetSizeProc", "AudioOutputUnitStartProc", "AudioOutputUnitStopProc"}
 
 
 def escaping(functype):
-    """Marks non-optional callback parameters @escaping (Swift closures here; C function pointers on Apple)."""
+    """Marks non-optional Swift-closure callback parameters @escaping (blocks, Swift-typed callbacks); C function pointers stay as they are."""
     depth = 0
     for i, ch in enumerate(functype):
         if ch == "(":
@@ -70,7 +72,7 @@ def escaping(functype):
             depth -= 1
             if depth == 0:
                 params = split_top(functype[1:i])
-                params = ["@escaping " + p if CALLBACK.match(p) else p for p in params]
+                params = ["@escaping " + p if CALLBACK.match(p) and p not in C_CONVENTION else p for p in params]
                 return "(" + ", ".join(params) + ")" + functype[i + 1:]
     return functype
 

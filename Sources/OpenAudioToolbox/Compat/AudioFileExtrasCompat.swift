@@ -12,15 +12,15 @@ import Glibc
 
 /// Reads `requestCount` bytes at `inPosition` into `buffer`, setting `*actualCount` (Apple's
 /// `AudioFile_ReadProc`; a Swift function type here).
-public typealias AudioFile_ReadProc = (_ inClientData: UnsafeMutableRawPointer, _ inPosition: Int64, _ requestCount: UInt32,
+public typealias AudioFile_ReadProc = @convention(c) (_ inClientData: UnsafeMutableRawPointer, _ inPosition: Int64, _ requestCount: UInt32,
                                        _ buffer: UnsafeMutableRawPointer, _ actualCount: UnsafeMutablePointer<UInt32>) -> OSStatus
 /// Writes `requestCount` bytes at `inPosition` (Apple's `AudioFile_WriteProc`).
-public typealias AudioFile_WriteProc = (_ inClientData: UnsafeMutableRawPointer, _ inPosition: Int64, _ requestCount: UInt32,
+public typealias AudioFile_WriteProc = @convention(c) (_ inClientData: UnsafeMutableRawPointer, _ inPosition: Int64, _ requestCount: UInt32,
                                         _ buffer: UnsafeRawPointer, _ actualCount: UnsafeMutablePointer<UInt32>) -> OSStatus
 /// The data's size in bytes (Apple's `AudioFile_GetSizeProc`).
-public typealias AudioFile_GetSizeProc = (_ inClientData: UnsafeMutableRawPointer) -> Int64
+public typealias AudioFile_GetSizeProc = @convention(c) (_ inClientData: UnsafeMutableRawPointer) -> Int64
 /// Sets the data's size (Apple's `AudioFile_SetSizeProc`).
-public typealias AudioFile_SetSizeProc = (_ inClientData: UnsafeMutableRawPointer, _ inSize: Int64) -> OSStatus
+public typealias AudioFile_SetSizeProc = @convention(c) (_ inClientData: UnsafeMutableRawPointer, _ inSize: Int64) -> OSStatus
 
 /// A temporary file for the callback variants.
 private func temporaryPath() -> String { "/tmp/oat-afcb-\(getpid())-\(UInt64.random(in: 0...UInt64.max))" }
@@ -30,8 +30,8 @@ private func temporaryPath() -> String { "/tmp/oat-afcb-\(getpid())-\(UInt64.ran
 /// unlinked temporary file; reads then come from there. Writing (`inWriteFunc`) is not
 /// supported on opened data, as with `AudioFileOpenURL`.
 @discardableResult
-public func AudioFileOpenWithCallbacks(_ inClientData: UnsafeMutableRawPointer, _ inReadFunc: @escaping AudioFile_ReadProc,
-                                       _ inWriteFunc: AudioFile_WriteProc?, _ inGetSizeFunc: @escaping AudioFile_GetSizeProc,
+public func AudioFileOpenWithCallbacks(_ inClientData: UnsafeMutableRawPointer, _ inReadFunc: AudioFile_ReadProc,
+                                       _ inWriteFunc: AudioFile_WriteProc?, _ inGetSizeFunc: AudioFile_GetSizeProc,
                                        _ inSetSizeFunc: AudioFile_SetSizeProc?, _ inFileTypeHint: AudioFileTypeID,
                                        _ outAudioFile: UnsafeMutablePointer<AudioFileID?>) -> OSStatus {
     let size = inGetSizeFunc(inClientData)
@@ -61,9 +61,9 @@ public func AudioFileOpenWithCallbacks(_ inClientData: UnsafeMutableRawPointer, 
 /// built in a temporary file and handed to `inSetSizeFunc` and `inWriteFunc` (from position 0)
 /// when it is closed with ``AudioFileClose(_:)``.
 @discardableResult
-public func AudioFileInitializeWithCallbacks(_ inClientData: UnsafeMutableRawPointer, _ inReadFunc: @escaping AudioFile_ReadProc,
-                                             _ inWriteFunc: @escaping AudioFile_WriteProc, _ inGetSizeFunc: @escaping AudioFile_GetSizeProc,
-                                             _ inSetSizeFunc: @escaping AudioFile_SetSizeProc, _ inFileType: AudioFileTypeID,
+public func AudioFileInitializeWithCallbacks(_ inClientData: UnsafeMutableRawPointer, _ inReadFunc: AudioFile_ReadProc,
+                                             _ inWriteFunc: AudioFile_WriteProc, _ inGetSizeFunc: AudioFile_GetSizeProc,
+                                             _ inSetSizeFunc: AudioFile_SetSizeProc, _ inFileType: AudioFileTypeID,
                                              _ inFormat: UnsafePointer<AudioStreamBasicDescription>, _ inFlags: AudioFileFlags,
                                              _ outAudioFile: UnsafeMutablePointer<AudioFileID?>) -> OSStatus {
     let path = temporaryPath()

@@ -576,3 +576,118 @@ public var kCFAllocatorDefault: CFAllocator? { nil }
 /// pointer it can compare but should not read (on Apple it gets a null pointer typed non-optional).
 nonisolated(unsafe) let compatNilClientData: UnsafeMutableRawPointer =
     UnsafeMutableRawPointer.allocate(byteCount: 16, alignment: 16)
+
+// MARK: - More CoreAudioTypes constants, structs and helpers
+
+/// Any sample rate (Apple's `kAudioStreamAnyRate`, 0).
+public let kAudioStreamAnyRate: Float64 = 0
+
+/// Input and output buffers of a translation (Apple's `AudioValueTranslation`).
+public struct AudioValueTranslation {
+    /// The input data.
+    public var mInputData: UnsafeMutableRawPointer
+    /// Its size in bytes.
+    public var mInputDataSize: UInt32
+    /// The output data.
+    public var mOutputData: UnsafeMutableRawPointer
+    /// Its size in bytes.
+    public var mOutputDataSize: UInt32
+    /// Apple's memberwise initialiser.
+    public init(mInputData: UnsafeMutableRawPointer, mInputDataSize: UInt32, mOutputData: UnsafeMutableRawPointer, mOutputDataSize: UInt32) {
+        self.mInputData = mInputData
+        self.mInputDataSize = mInputDataSize
+        self.mOutputData = mOutputData
+        self.mOutputDataSize = mOutputDataSize
+    }
+}
+
+/// Quadraphonic: L R Ls Rs.
+public let kAudioChannelLayoutTag_Quadraphonic: AudioChannelLayoutTag = (108 << 16) | 4
+/// MPEG 5.1 A: L R C LFE Ls Rs.
+public let kAudioChannelLayoutTag_MPEG_5_1_A: AudioChannelLayoutTag = (121 << 16) | 6
+/// MPEG 5.1 D: C L R Ls Rs LFE.
+public let kAudioChannelLayoutTag_MPEG_5_1_D: AudioChannelLayoutTag = (124 << 16) | 6
+/// MPEG 7.1 C: L R C LFE Ls Rs Rls Rrs.
+public let kAudioChannelLayoutTag_MPEG_7_1_C: AudioChannelLayoutTag = (128 << 16) | 8
+/// AAC 5.1 (the MPEG 5.1 D order).
+public let kAudioChannelLayoutTag_AAC_5_1: AudioChannelLayoutTag = kAudioChannelLayoutTag_MPEG_5_1_D
+/// N discrete channels in order (OR in the count).
+public let kAudioChannelLayoutTag_DiscreteInOrder: AudioChannelLayoutTag = 147 << 16
+
+/// Unknown channel (Apple's `kAudioChannelLabel_Unknown`, 0xFFFFFFFF).
+public let kAudioChannelLabel_Unknown: AudioChannelLabel = 0xFFFF_FFFF
+/// Unused channel.
+public let kAudioChannelLabel_Unused: AudioChannelLabel = 0
+/// Left.
+public let kAudioChannelLabel_Left: AudioChannelLabel = 1
+/// Right.
+public let kAudioChannelLabel_Right: AudioChannelLabel = 2
+/// Center.
+public let kAudioChannelLabel_Center: AudioChannelLabel = 3
+/// Low-frequency effects.
+public let kAudioChannelLabel_LFEScreen: AudioChannelLabel = 4
+/// Left surround.
+public let kAudioChannelLabel_LeftSurround: AudioChannelLabel = 5
+/// Right surround.
+public let kAudioChannelLabel_RightSurround: AudioChannelLabel = 6
+/// Left center.
+public let kAudioChannelLabel_LeftCenter: AudioChannelLabel = 7
+/// Right center.
+public let kAudioChannelLabel_RightCenter: AudioChannelLabel = 8
+/// Center surround.
+public let kAudioChannelLabel_CenterSurround: AudioChannelLabel = 9
+/// Mono.
+public let kAudioChannelLabel_Mono: AudioChannelLabel = 42
+
+/// The channel count a layout tag carries in its low 16 bits (Apple's
+/// `AudioChannelLayoutTag_GetNumberOfChannels`).
+public func AudioChannelLayoutTag_GetNumberOfChannels(_ inLayoutTag: AudioChannelLayoutTag) -> UInt32 { inLayoutTag & 0xFFFF }
+
+/// The format flags of linear PCM (Apple's `CalculateLPCMFlags`): float or signed integer,
+/// packed when the valid bits fill the sample, else aligned high; big-endian and non-interleaved
+/// as asked.
+public func CalculateLPCMFlags(_ inValidBitsPerChannel: UInt32, _ inTotalBitsPerChannel: UInt32, _ inIsFloat: Bool,
+                               _ inIsBigEndian: Bool, _ inIsNonInterleaved: Bool) -> AudioFormatFlags {
+    (inIsFloat ? kAudioFormatFlagIsFloat : kAudioFormatFlagIsSignedInteger)
+        | (inIsBigEndian ? kAudioFormatFlagIsBigEndian : 0)
+        | (inValidBitsPerChannel == inTotalBitsPerChannel ? kAudioFormatFlagIsPacked : kAudioFormatFlagIsAlignedHigh)
+        | (inIsNonInterleaved ? kAudioFormatFlagIsNonInterleaved : 0)
+}
+
+/// Fills `outASBD` with a linear PCM format (Apple's `FillOutASBDForLPCM`; call it as
+/// `FillOutASBDForLPCM(&asbd, ...)`).
+public func FillOutASBDForLPCM(_ outASBD: inout AudioStreamBasicDescription, _ inSampleRate: Float64, _ inChannelsPerFrame: UInt32,
+                               _ inValidBitsPerChannel: UInt32, _ inTotalBitsPerChannel: UInt32, _ inIsFloat: Bool, _ inIsBigEndian: Bool,
+                               _ inIsNonInterleaved: Bool = false) {
+    let bytes = (inIsNonInterleaved ? 1 : inChannelsPerFrame) * (inTotalBitsPerChannel / 8)
+    outASBD.mSampleRate = inSampleRate
+    outASBD.mFormatID = kAudioFormatLinearPCM
+    outASBD.mFormatFlags = CalculateLPCMFlags(inValidBitsPerChannel, inTotalBitsPerChannel, inIsFloat, inIsBigEndian, inIsNonInterleaved)
+    outASBD.mBytesPerPacket = bytes
+    outASBD.mFramesPerPacket = 1
+    outASBD.mBytesPerFrame = bytes
+    outASBD.mChannelsPerFrame = inChannelsPerFrame
+    outASBD.mBitsPerChannel = inValidBitsPerChannel
+    outASBD.mReserved = 0
+}
+
+/// Sets `outATS` to a sample time (Apple's `FillOutAudioTimeStampWithSampleTime`).
+public func FillOutAudioTimeStampWithSampleTime(_ outATS: inout AudioTimeStamp, _ inSampleTime: Float64) {
+    outATS = AudioTimeStamp(sampleTime: inSampleTime, flags: .sampleTimeValid)
+}
+
+/// Sets `outATS` to a host time (Apple's `FillOutAudioTimeStampWithHostTime`).
+public func FillOutAudioTimeStampWithHostTime(_ outATS: inout AudioTimeStamp, _ inHostTime: UInt64) {
+    outATS = AudioTimeStamp(hostTime: inHostTime, flags: .hostTimeValid)
+}
+
+/// Sets `outATS` to a sample and a host time (Apple's `FillOutAudioTimeStampWithSampleAndHostTime`).
+public func FillOutAudioTimeStampWithSampleAndHostTime(_ outATS: inout AudioTimeStamp, _ inSampleTime: Float64, _ inHostTime: UInt64) {
+    outATS = AudioTimeStamp(sampleTime: inSampleTime, hostTime: inHostTime, flags: [.sampleTimeValid, .hostTimeValid])
+}
+
+/// Whether a format's samples are in the host's byte order (Apple's `IsAudioFormatNativeEndian`):
+/// linear PCM without the big-endian flag (this host is little-endian); true for other formats.
+public func IsAudioFormatNativeEndian(_ f: AudioStreamBasicDescription) -> Bool {
+    f.mFormatID != kAudioFormatLinearPCM || (f.mFormatFlags & kAudioFormatFlagIsBigEndian) == kAudioFormatFlagsNativeEndian
+}
