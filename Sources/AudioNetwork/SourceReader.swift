@@ -30,6 +30,7 @@ package enum ReaderItem {
 /// permanent error, or when cancelled.
 package final class SourceReader: @unchecked Sendable {
     let url: String
+    /// The byte offset the source was opened at.
     package let startOffset: Int64
     private let source: any ByteSource
     private let maximumBytes: Int
