@@ -116,7 +116,7 @@ import Testing
         // The same packets as the file parsed whole: ICY blocks were stripped exactly.
         #expect(got.packets == referencePackets)
         #expect(got.data.count == referenceData.count)
-        #expect(got.data == referenceData, "packet bytes differ from the file's")
+        #expect(firstDifference(got.data, referenceData) == nil, "packet bytes differ from the file's")
         // One new title per metadata block, in order, at multiples of the interval, each placed
         // on a packet inside the stream.
         let expectedBlocks = (mp3.count - 1) / metaint
