@@ -36,6 +36,7 @@ let package = Package(
         .library(name: "AudioDevices", targets: ["AudioDevices"]),
         .library(name: "AudioProcessing", targets: ["AudioProcessing"]),
         .library(name: "AudioQueueEngine", targets: ["AudioQueueEngine"]),
+        .library(name: "AudioNetwork", targets: ["AudioNetwork"]),
         .library(name: "AudioStreaming", targets: ["AudioStreaming"]),
         .library(name: "AudioUnits", targets: ["AudioUnits"]),
         .library(name: "AudioToolboxKit", targets: ["AudioToolboxKit"]),
@@ -79,11 +80,15 @@ let package = Package(
         .target(name: "AudioDevices", dependencies: ["AudioCore", "CPulseAudio", "CALSA"], swiftSettings: strict),
         .target(name: "AudioProcessing", dependencies: ["AudioCore", "CRubberBand", "CSpeexDSP", "COATDSPLazy"], swiftSettings: strict),
         .target(name: "AudioQueueEngine", dependencies: ["AudioCore", "AudioConversion", "AudioDevices", "AudioProcessing"], swiftSettings: strict),
-        .target(name: "AudioStreaming", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "CCurl", "COATCurl"], swiftSettings: strict),
+        // The network layer below the player: byte sources (file, stdin, HTTP on libcurl, HLS), ICY,
+        // playlists, MPEG-TS, the range cache and format detection. Usable without the player.
+        .target(name: "AudioNetwork", dependencies: ["AudioCore", "AudioFiles", "CCurl", "COATCurl"], swiftSettings: strict),
+        // The streaming player alone; re-exports AudioNetwork (its API takes and reports its types).
+        .target(name: "AudioStreaming", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioNetwork"], swiftSettings: strict),
         .target(name: "AudioUnits", dependencies: ["AudioCore", "AudioConversion", "AudioDevices", "AudioProcessing"], swiftSettings: strict),
         // The Swift API in one module; OpenAudioToolbox adds Apple's C-style names (and Foundation's URL).
-        .target(name: "AudioToolboxKit", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
-        .target(name: "OpenAudioToolbox", dependencies: ["AudioToolboxKit", "AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
+        .target(name: "AudioToolboxKit", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioNetwork", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
+        .target(name: "OpenAudioToolbox", dependencies: ["AudioToolboxKit", "AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioNetwork", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
         // Apple's AVFAudio names (AVAudioFormat, AVAudioPCMBuffer, AVAudioFile, AVAudioConverter, ...)
         // over the C-style API, which it re-exports as AVFoundation re-exports AudioToolbox.
         .target(name: "OpenAVFAudio", dependencies: ["OpenAudioToolbox", "AudioUnits", "AudioDevices", "AudioCore"], swiftSettings: strict),
@@ -111,6 +116,7 @@ let package = Package(
         .testTarget(name: "CompatTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         // Generated from docs/api-signatures.tsv by Scripts/gen-signature-tests.py: Apple's Swift signatures, checked by the compiler.
         .testTarget(name: "CompatSignatureTests", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
+        .testTarget(name: "AudioNetworkTests", dependencies: ["AudioNetwork", "AudioFiles", "AudioConversion", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioStreamingTests", dependencies: ["AudioStreaming", "AudioUnits", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioUnitsTests", dependencies: ["AudioUnits", "AudioDevices", "OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),

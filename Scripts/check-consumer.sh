@@ -23,7 +23,8 @@ git -C "$repo" ls-files --others --exclude-standard -z | xargs -0 -r -I{} cp --p
 if [ -s "$work/changes.patch" ]; then git -C "$work/oat" apply "$work/changes.patch"; fi
 git -C "$work/oat" add -A
 git -C "$work/oat" -c user.name=ci -c user.email=ci@localhost commit -qm "check-consumer: working tree" --allow-empty
-git -C "$work/oat" tag "$version"
+# The clone has the repository's tags: once the release is tagged, the tag moves to this commit.
+git -C "$work/oat" tag -f "$version" >/dev/null
 
 mkdir -p "$work/consumer/Sources/PlayDemo" "$work/consumer/Sources/DocSnippets"
 cat > "$work/consumer/Package.swift" <<PKG

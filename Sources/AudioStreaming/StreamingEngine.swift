@@ -1,5 +1,6 @@
 import AudioConversion
 import AudioCore
+import AudioNetwork
 import AudioDevices
 import AudioFiles
 import AudioQueueEngine

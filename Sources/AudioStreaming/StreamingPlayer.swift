@@ -1,4 +1,5 @@
 import AudioCore
+import AudioNetwork
 import AudioQueueEngine
 import AudioDevices
 import Dispatch

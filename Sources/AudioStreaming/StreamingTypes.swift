@@ -1,4 +1,5 @@
 import AudioCore
+import AudioNetwork
 import AudioFiles
 
 /// How much a ``StreamingPlayer`` buffers, when it starts and when it gives up.

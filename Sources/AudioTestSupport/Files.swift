@@ -11,3 +11,22 @@ public func writeFile(_ path: String, _ bytes: [UInt8]) -> Bool {
 
 /// Removes `path`, ignoring errors.
 public func removeFile(_ path: String) { unlink(path) }
+
+/// Reads a file's bytes (empty when missing).
+public func fileBytes(_ path: String) -> [UInt8] { Corpus.read(path) ?? [] }
+
+/// Writes text to a file.
+@discardableResult
+public func writeText(_ path: String, _ text: String) -> Bool { writeFile(path, Array(text.utf8)) }
+
+/// Lists a directory's entry names.
+public func listDirectory(_ path: String) -> [String] {
+    guard let d = opendir(path) else { return [] }
+    defer { closedir(d) }
+    var names: [String] = []
+    while let e = readdir(d) {
+        let name = withUnsafePointer(to: e.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names.sorted()
+}

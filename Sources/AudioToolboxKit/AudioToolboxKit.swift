@@ -10,4 +10,5 @@
 @_exported import AudioQueueEngine
 @_exported import AudioProcessing
 @_exported import AudioUnits
+@_exported import AudioNetwork
 @_exported import AudioStreaming

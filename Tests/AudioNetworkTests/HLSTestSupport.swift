@@ -1,7 +1,7 @@
 import AudioConversion
 import AudioCore
 import AudioFiles
-import AudioStreaming
+import AudioNetwork
 import AudioTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -174,23 +174,4 @@ func alignedSNR(reference: [Float], test: [Float], channels: Int, maxLag: Int = 
         if let s = snrAt(lag, 512), s > best.0 { best = (s, lag) }
     }
     return (snrAt(best.1, frames) ?? -.infinity, best.1)
-}
-
-/// Reads a file's bytes (empty when missing).
-func fileBytes(_ path: String) -> [UInt8] { Corpus.read(path) ?? [] }
-
-/// Writes text to a file.
-@discardableResult
-func writeText(_ path: String, _ text: String) -> Bool { writeFile(path, Array(text.utf8)) }
-
-/// Lists a directory's entry names.
-func listDirectory(_ path: String) -> [String] {
-    guard let d = opendir(path) else { return [] }
-    defer { closedir(d) }
-    var names: [String] = []
-    while let e = readdir(d) {
-        let name = withUnsafePointer(to: e.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
-        if name != "." && name != ".." { names.append(name) }
-    }
-    return names.sorted()
 }

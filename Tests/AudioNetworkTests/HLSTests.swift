@@ -1,6 +1,6 @@
 import AudioCore
 import AudioFiles
-import AudioStreaming
+import AudioNetwork
 import AudioTestSupport
 import Synchronization
 import Testing

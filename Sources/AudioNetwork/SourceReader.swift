@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// One thing the network thread hands the decoder, in stream order.
-enum ReaderItem {
+package enum ReaderItem {
     /// The source opened (or reopened at a Range offset).
     case opened(ByteSourceInfo)
     /// Audio bytes starting at audio byte offset `offset` (metadata stripped).
@@ -28,9 +28,10 @@ enum ReaderItem {
 /// bounded FIFO that the decoder thread drains. The thread blocks when the FIFO holds
 /// `maximumBytes` (bounded memory for endless streams) and ends at the end of the resource, on a
 /// permanent error, or when cancelled.
-final class SourceReader: @unchecked Sendable {
+package final class SourceReader: @unchecked Sendable {
     let url: String
-    let startOffset: Int64
+    /// The byte offset the source was opened at.
+    package let startOffset: Int64
     private let source: any ByteSource
     private let maximumBytes: Int
     /// Bytes a live stream may keep in the timeshift file beyond `maximumBytes` (0: none).
@@ -71,7 +72,7 @@ final class SourceReader: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     /// Starts the thread. `data` is signalled whenever something is appended.
-    init(url: String, source: any ByteSource, at offset: Int64, maximumBytes: Int, timeshiftBytes: Int64 = 0, data: DispatchSemaphore) {
+    package init(url: String, source: any ByteSource, at offset: Int64, maximumBytes: Int, timeshiftBytes: Int64 = 0, data: DispatchSemaphore) {
         self.url = url
         self.source = source
         self.startOffset = offset
@@ -350,7 +351,7 @@ final class SourceReader: @unchecked Sendable {
     }
 
     /// The next item, or nil when none is waiting (decoder thread).
-    func next() -> ReaderItem? {
+    package func next() -> ReaderItem? {
         let item = state.withLock { s -> ReaderItem? in
             guard s.head < s.items.count else { return nil }
             let stored = s.items[s.head]
@@ -390,7 +391,7 @@ final class SourceReader: @unchecked Sendable {
     }
 
     /// Puts an item back at the front (the decoder split a chunk).
-    func pushBack(_ item: ReaderItem) {
+    package func pushBack(_ item: ReaderItem) {
         state.withLock { s in
             if case .bytes(let b, _) = item { s.bytes += b.count }
             if s.head > 0 {
@@ -403,13 +404,13 @@ final class SourceReader: @unchecked Sendable {
     }
 
     /// Undecoded bytes waiting (in memory and in the timeshift file).
-    var bufferedBytes: Int { state.withLock { $0.bytes + Int($0.spooled) } }
+    package var bufferedBytes: Int { state.withLock { $0.bytes + Int($0.spooled) } }
 
     /// True once the thread has ended and everything it produced was taken.
-    var isDrained: Bool { state.withLock { $0.finished && $0.head >= $0.items.count } }
+    package var isDrained: Bool { state.withLock { $0.finished && $0.head >= $0.items.count } }
 
     /// True once the thread has ended (end of resource, error or cancel).
-    var isFinished: Bool { state.withLock { $0.finished } }
+    package var isFinished: Bool { state.withLock { $0.finished } }
 
     /// Seconds since the thread last produced something.
     var secondsSinceData: Double {
@@ -421,7 +422,7 @@ final class SourceReader: @unchecked Sendable {
     /// Seconds since the thread last produced something or the source last sent a request: a
     /// source working through an outage with its reconnect policy is not stalled (its policy
     /// bounds it), one that neither delivers nor retries is.
-    var secondsSinceActivity: Double {
+    package var secondsSinceActivity: Double {
         let stats = source.statistics
         let requests = stats.requests
         let now = HostTime.now()
@@ -436,7 +437,7 @@ final class SourceReader: @unchecked Sendable {
     private let activity = Mutex<(requests: Int, time: UInt64)>((0, HostTime.now()))
 
     /// The byte range of audio bytes waiting (first offset, end offset), if any.
-    var pendingByteRange: (start: Int64, end: Int64)? {
+    package var pendingByteRange: (start: Int64, end: Int64)? {
         state.withLock { s in
             var start: Int64?
             var end: Int64 = 0
@@ -458,7 +459,7 @@ final class SourceReader: @unchecked Sendable {
 
     /// Drops waiting audio bytes before `offset` (a forward seek inside the buffer); items other
     /// than bytes before it are dropped too.
-    func drop(before offset: Int64) {
+    package func drop(before offset: Int64) {
         state.withLock { s in
             while s.head < s.items.count {
                 switch s.items[s.head] {
@@ -502,16 +503,16 @@ final class SourceReader: @unchecked Sendable {
     }
 
     /// The source's counters.
-    var statistics: ByteSourceStatistics { source.statistics }
+    package var statistics: ByteSourceStatistics { source.statistics }
 
     /// Sets ``relaxed``; turning it off ends a pause at once.
-    func setRelaxed(_ on: Bool) {
+    package func setRelaxed(_ on: Bool) {
         guard relaxed.exchange(on, ordering: .relaxed) != on else { return }
         if !on { pauseWake.signal() }
     }
 
     /// Stops the thread (cancels a blocked read) without waiting.
-    func cancel() {
+    package func cancel() {
         state.withLock { $0.cancelled = true }
         source.cancel()
         space.signal()

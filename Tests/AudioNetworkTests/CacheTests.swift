@@ -1,5 +1,5 @@
 import AudioCore
-import AudioStreaming
+import AudioNetwork
 import AudioTestSupport
 import Testing
 #if canImport(Glibc)

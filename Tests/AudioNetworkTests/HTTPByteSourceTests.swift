@@ -1,5 +1,5 @@
 import AudioCore
-import AudioStreaming
+import AudioNetwork
 import AudioTestSupport
 import Synchronization
 import Testing
@@ -196,12 +196,6 @@ func firstDifference(_ a: [UInt8], _ b: [UInt8]) -> String? {
     let n = min(a.count, b.count)
     for i in 0..<n where a[i] != b[i] { return "differ at byte \(i) (counts \(a.count), \(b.count))" }
     return "counts \(a.count) and \(b.count) differ"
-}
-
-func monotonic() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
 /// A tiny joinable thread for tests.
