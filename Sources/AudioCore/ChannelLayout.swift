@@ -324,3 +324,26 @@ public struct AudioChannelLayout: Hashable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension AudioChannelLayout {
+    /// The labels of the channels as they come out of decoding `format`: the layout's own order
+    /// for linear PCM (and other sample formats stored as they play), FFmpeg's native order (the
+    /// WAVE channel-mask bit order) for codecs, whose decoders (AAC, Opus, Vorbis, FLAC, ALAC,
+    /// AC-3) reorder to it. Nil when the layout gives no label for a channel, names one twice, or
+    /// does not have `format`'s channel count.
+    public func decodedLabels(for format: AudioStreamBasicDescription) -> [AudioChannelLabel]? {
+        guard let labels, labels.count == Int(format.channelsPerFrame), labels.count > 0,
+              Set(labels).count == labels.count, !labels.contains(.unknown), !labels.contains(.unused) else { return nil }
+        let stored: Set<AudioFormatID> = [.linearPCM, .ulaw, .alaw]
+        if stored.contains(format.formatID) { return labels }
+        func rank(_ l: AudioChannelLabel) -> Int {
+            switch l {
+            case .rearSurroundLeft: return 4
+            case .rearSurroundRight: return 5
+            case .mono: return 2
+            default: return AudioChannelLabel.bitmapOrder.firstIndex(of: l) ?? 100 + Int(l.rawValue & 0xFFFF)
+            }
+        }
+        return labels.sorted { rank($0) < rank($1) }
+    }
+}

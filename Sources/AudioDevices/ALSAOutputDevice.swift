@@ -45,6 +45,10 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     public let bufferFrames: Int
     /// The sample format written to the PCM.
     public let sampleFormat: ALSASampleFormat
+    /// True when the PCM took the format's ``AudioDeviceFormat/channelLabels`` as its channel
+    /// map (hardware PCMs with `set_chmap`); false when none was given or the PCM has no
+    /// settable map (its channels then play in its own order for the count).
+    public let hasChannelMap: Bool
     /// False for `file` and `null` PCMs, which take data as fast as it comes: a short render is
     /// then written as it is (the device calls again) instead of being padded with silence,
     /// which would put gaps into a `file` PCM's output.
@@ -80,14 +84,25 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     nonisolated(unsafe) private let int16Buffer: UnsafeMutableBufferPointer<Int16>
 
     /// Opens `device` and configures it for `format` as interleaved `preferredSampleFormat`
-    /// (falling back to the other format), with a period of about `periodFrames` and
-    /// `periods` periods of buffer.
+    /// (falling back to the other format), with a period of about `period` seconds (the default
+    /// is 1024 frames at 44.1 kHz, 23 ms, the same time at every rate) and `periods` periods of
+    /// buffer.
     ///
     /// `configText` is ALSA configuration (e.g. `pcm.mine { type file ... }`) loaded on top of the
     /// system configuration for this PCM only, so tests and tools can define PCMs without
     /// touching `~/.asoundrc`.
+    public convenience init(device: String = "default", format: AudioDeviceFormat, preferredSampleFormat: ALSASampleFormat = .float32,
+                            period: Double = 1024.0 / 44100, periods: Int = 4, configText: String? = nil) throws(AudioError) {
+        let frames = period.isFinite && period > 0 && format.sampleRate.isFinite ? min(1_048_576.0, period * format.sampleRate) : 0
+        try self.init(device: device, format: format, preferredSampleFormat: preferredSampleFormat,
+                      periodFrames: Int(frames.rounded()), periods: periods, configText: configText)
+    }
+
+    /// Opens `device` like ``init(device:format:preferredSampleFormat:period:periods:configText:)``
+    /// with a period of about `periodFrames` frames: a different time at each rate (1024 frames
+    /// are 5 ms at 192 kHz and 128 ms at 8 kHz); prefer the period in seconds.
     public init(device: String = "default", format: AudioDeviceFormat, preferredSampleFormat: ALSASampleFormat = .float32,
-                periodFrames: Int = 1024, periods: Int = 4, configText: String? = nil) throws(AudioError) {
+                periodFrames: Int, periods: Int = 4, configText: String? = nil) throws(AudioError) {
         guard format.channels >= 1, format.sampleRate >= 1 else {
             throw AudioError(.invalidArgument, component: "ALSA output", "unsupported format \(format)")
         }
@@ -98,6 +113,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
         let (handle, actual) = try PCMHandle.open(device, stream: SND_PCM_STREAM_PLAYBACK, configText: configText, format: format,
                                                   preferred: preferredSampleFormat, period: requested.period, buffer: requested.buffer)
         pcm = handle
+        hasChannelMap = format.channelLabels.map { Self.setChannelMap(handle.pcm, $0) } ?? false
         let type = snd_pcm_type(handle.pcm)
         isRealTime = type != SND_PCM_TYPE_FILE && type != SND_PCM_TYPE_NULL
         self.format = AudioDeviceFormat(sampleRate: Double(actual.rate), channels: format.channels)
@@ -330,5 +346,44 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     /// Lists the PCMs ALSA's configuration and cards offer (`snd_device_name_hint`), output-capable ones only.
     public static func listDevices() -> [ALSADeviceInfo] {
         PCMHandle.nameHints(direction: "Output").map { ALSADeviceInfo(name: $0.name, description: $0.description) }
+    }
+}
+
+extension ALSAOutputDevice {
+    /// ALSA's position for a channel label; nil for labels it has none for.
+    static func chmapPosition(of label: AudioChannelLabel) -> snd_pcm_chmap_position? {
+        switch label {
+        case .mono: SND_CHMAP_MONO
+        case .left: SND_CHMAP_FL
+        case .right: SND_CHMAP_FR
+        case .center: SND_CHMAP_FC
+        case .lfeScreen: SND_CHMAP_LFE
+        case .leftSurround, .rearSurroundLeft: SND_CHMAP_RL
+        case .rightSurround, .rearSurroundRight: SND_CHMAP_RR
+        case .leftCenter: SND_CHMAP_FLC
+        case .rightCenter: SND_CHMAP_FRC
+        case .centerSurround: SND_CHMAP_RC
+        case .leftSurroundDirect: SND_CHMAP_SL
+        case .rightSurroundDirect: SND_CHMAP_SR
+        case .topCenterSurround: SND_CHMAP_TC
+        case .verticalHeightLeft: SND_CHMAP_TFL
+        case .verticalHeightCenter: SND_CHMAP_TFC
+        case .verticalHeightRight: SND_CHMAP_TFR
+        case .topBackLeft: SND_CHMAP_TRL
+        case .topBackCenter: SND_CHMAP_TRC
+        case .topBackRight: SND_CHMAP_TRR
+        default: nil
+        }
+    }
+
+    /// Sets the PCM's channel map to `labels` (after hw_params); false when a label has no ALSA
+    /// position or the PCM refuses (most plugins have no settable map).
+    static func setChannelMap(_ pcm: OpaquePointer?, _ labels: [AudioChannelLabel]) -> Bool {
+        let positions = labels.compactMap(chmapPosition(of:))
+        guard let pcm, positions.count == labels.count, !labels.isEmpty else { return false }
+        var words: [UInt32] = [UInt32(labels.count)] + positions.map { UInt32($0.rawValue) }
+        return words.withUnsafeMutableBytes { raw in
+            snd_pcm_set_chmap(pcm, raw.baseAddress!.assumingMemoryBound(to: snd_pcm_chmap_t.self)) == 0
+        }
     }
 }

@@ -35,8 +35,16 @@ public enum AudioOutput {
         public func alsaPeriod(at sampleRate: Double) -> Int {
             alsaPeriodFrames ?? max(32, Int((alsaPeriodSeconds * sampleRate).rounded()))
         }
-        /// The period of null and WAV outputs.
-        public var framesPerRender: Int = 1024
+        /// The period of null and WAV outputs in frames; nil (the default): ``renderPeriod``.
+        public var framesPerRender: Int?
+        /// The period of null and WAV outputs in seconds when ``framesPerRender`` is nil: 1024
+        /// frames at 44.1 kHz (23 ms), the same time at every rate.
+        public var renderPeriod: Double = 1024.0 / 44100
+
+        /// The null and WAV outputs' period in frames at `sampleRate`.
+        public func renderFrames(at sampleRate: Double) -> Int {
+            framesPerRender ?? NullOutputDevice.frames(renderPeriod, at: sampleRate)
+        }
 
         /// Default options.
         public init(pulseServer: String? = nil, alsaDevice: String = "default") {
@@ -61,9 +69,9 @@ public enum AudioOutput {
             return Opened(device: try ALSAOutputDevice(device: device, format: format, periodFrames: options.alsaPeriod(at: format.sampleRate)), notice: nil)
         case .wav(let path, let realTime):
             return Opened(device: try NullOutputDevice.wavFile(path: path, format: format, realTime: realTime,
-                                                                framesPerRender: options.framesPerRender), notice: nil)
+                                                                framesPerRender: options.renderFrames(at: format.sampleRate)), notice: nil)
         case .null(let realTime):
-            return Opened(device: NullOutputDevice(format: format, realTime: realTime, framesPerRender: options.framesPerRender), notice: nil)
+            return Opened(device: NullOutputDevice(format: format, realTime: realTime, framesPerRender: options.renderFrames(at: format.sampleRate)), notice: nil)
         case .auto:
             var reasons: [String] = []
             do {
@@ -80,7 +88,7 @@ public enum AudioOutput {
             } catch {
                 reasons.append("ALSA \(options.alsaDevice): \(error.underlying ?? error.message)")
             }
-            let device = NullOutputDevice(format: format, realTime: true, framesPerRender: options.framesPerRender)
+            let device = NullOutputDevice(format: format, realTime: true, framesPerRender: options.renderFrames(at: format.sampleRate))
             return Opened(device: device,
                           notice: "no audio device found: playing to the null output (\(reasons.joined(separator: "; ")))")
         }

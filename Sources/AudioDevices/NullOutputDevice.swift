@@ -45,8 +45,23 @@ public final class NullOutputDevice: AudioOutputDevice {
     private let thread = Mutex<DeviceThread?>(nil)
     private let buffers: RenderBuffers
 
-    /// Creates a null output; `framesPerRender` is the period.
-    public convenience init(format: AudioDeviceFormat, realTime: Bool = true, framesPerRender: Int = 1024,
+    /// Creates a null output rendering `period` seconds at a time (the default is 1024 frames
+    /// at 44.1 kHz, 23 ms, the same time at every rate).
+    public convenience init(format: AudioDeviceFormat, realTime: Bool = true, period: Double = 1024.0 / 44100,
+                            faults: AudioDeviceFaults = AudioDeviceFaults(), name: String? = nil) {
+        self.init(format: format, realTime: realTime, framesPerRender: Self.frames(period, at: format.sampleRate),
+                  faults: faults, sink: nil, name: name ?? (realTime ? "null" : "null:fast"))
+    }
+
+    /// Frames in `period` seconds at `sampleRate` (at least 16).
+    static func frames(_ period: Double, at sampleRate: Double) -> Int {
+        let frames = period.isFinite && period > 0 && sampleRate.isFinite ? min(1_048_576.0, period * sampleRate) : 0
+        return max(16, Int(frames.rounded()))
+    }
+
+    /// Creates a null output; `framesPerRender` is the period in frames: a different time at
+    /// each rate; prefer ``init(format:realTime:period:faults:name:)``.
+    public convenience init(format: AudioDeviceFormat, realTime: Bool = true, framesPerRender: Int,
                 faults: AudioDeviceFaults = AudioDeviceFaults(), name: String? = nil) {
         self.init(format: format, realTime: realTime, framesPerRender: framesPerRender, faults: faults, sink: nil, name: name ?? (realTime ? "null" : "null:fast"))
     }

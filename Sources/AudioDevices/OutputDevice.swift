@@ -9,11 +9,15 @@ public struct AudioDeviceFormat: Hashable, Sendable, CustomStringConvertible {
     public var sampleRate: Double
     /// Channels per frame.
     public var channels: Int
+    /// What each channel is (the file's channel layout in the order the channels are
+    /// delivered), or nil: the device's usual layout for the count (5.1 for 6, 7.1 for 8).
+    public var channelLabels: [AudioChannelLabel]?
 
-    /// Creates a device format.
-    public init(sampleRate: Double, channels: Int) {
+    /// Creates a device format; `channelLabels` (one per channel) say where each channel plays.
+    public init(sampleRate: Double, channels: Int, channelLabels: [AudioChannelLabel]? = nil) {
         self.sampleRate = sampleRate
         self.channels = channels
+        self.channelLabels = channelLabels?.count == channels ? channelLabels : nil
     }
 
     /// `2 ch @ 44100 Hz`.

@@ -228,8 +228,19 @@ private final class PulseCore: PulseConnectionOwner, @unchecked Sendable {
     /// PulseAudio's default map (nil) was wrong for surround (its AIFF order labels six
     /// channels FL FLC FC FR FRC RC) and does not exist for eight: the stream was refused
     /// (`Invalid argument`).
-    static func channelMap(channels: Int) -> pa_channel_map {
+    static func channelMap(channels: Int, labels: [AudioChannelLabel]? = nil) -> pa_channel_map {
         var map = pa_channel_map()
+        if let labels, labels.count == channels, channels <= Int(PA_CHANNELS_MAX) {
+            let positions = labels.compactMap(position(of:))
+            if positions.count == channels, Set(positions.map(\.rawValue)).count == channels {
+                map.channels = UInt8(channels)
+                withUnsafeMutableBytes(of: &map.map) { raw in
+                    let p = raw.bindMemory(to: pa_channel_position_t.self)
+                    for i in 0..<channels { p[i] = positions[i] }
+                }
+                return map
+            }
+        }
         let count = max(1, min(channels, Int(PA_CHANNELS_MAX)))
         let surround: [pa_channel_position_t] = [PA_CHANNEL_POSITION_FRONT_LEFT, PA_CHANNEL_POSITION_FRONT_RIGHT,
                                                  PA_CHANNEL_POSITION_FRONT_CENTER, PA_CHANNEL_POSITION_LFE,
@@ -250,11 +261,37 @@ private final class PulseCore: PulseConnectionOwner, @unchecked Sendable {
         return map
     }
 
+    /// PulseAudio's position for a channel label; nil for labels it has no position for.
+    static func position(of label: AudioChannelLabel) -> pa_channel_position_t? {
+        switch label {
+        case .mono: PA_CHANNEL_POSITION_MONO
+        case .left: PA_CHANNEL_POSITION_FRONT_LEFT
+        case .right: PA_CHANNEL_POSITION_FRONT_RIGHT
+        case .center: PA_CHANNEL_POSITION_FRONT_CENTER
+        case .lfeScreen: PA_CHANNEL_POSITION_LFE
+        case .leftSurround, .rearSurroundLeft: PA_CHANNEL_POSITION_REAR_LEFT
+        case .rightSurround, .rearSurroundRight: PA_CHANNEL_POSITION_REAR_RIGHT
+        case .leftCenter: PA_CHANNEL_POSITION_FRONT_LEFT_OF_CENTER
+        case .rightCenter: PA_CHANNEL_POSITION_FRONT_RIGHT_OF_CENTER
+        case .centerSurround: PA_CHANNEL_POSITION_REAR_CENTER
+        case .leftSurroundDirect: PA_CHANNEL_POSITION_SIDE_LEFT
+        case .rightSurroundDirect: PA_CHANNEL_POSITION_SIDE_RIGHT
+        case .topCenterSurround: PA_CHANNEL_POSITION_TOP_CENTER
+        case .verticalHeightLeft: PA_CHANNEL_POSITION_TOP_FRONT_LEFT
+        case .verticalHeightCenter: PA_CHANNEL_POSITION_TOP_FRONT_CENTER
+        case .verticalHeightRight: PA_CHANNEL_POSITION_TOP_FRONT_RIGHT
+        case .topBackLeft: PA_CHANNEL_POSITION_TOP_REAR_LEFT
+        case .topBackCenter: PA_CHANNEL_POSITION_TOP_REAR_CENTER
+        case .topBackRight: PA_CHANNEL_POSITION_TOP_REAR_RIGHT
+        default: nil
+        }
+    }
+
     /// Creates and connects the playback stream (lock held).
     private func createStream() -> Bool {
         guard let ctx = context else { return false }
         var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(format.sampleRate), channels: UInt8(format.channels))
-        var map = Self.channelMap(channels: format.channels)
+        var map = Self.channelMap(channels: format.channels, labels: format.channelLabels)
         guard let s = pa_stream_new(ctx, "OpenAudioToolbox playback", &spec, &map) else { return false }
         stream = s
         drainStarted = false

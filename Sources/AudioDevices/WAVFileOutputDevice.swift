@@ -75,8 +75,16 @@ final class WAVFileSink: PeriodSink, @unchecked Sendable {
 extension NullOutputDevice {
     /// An output that writes everything played to a WAV file (Float32), paced in real time or
     /// as fast as possible.
+    /// `period` is the time rendered at a time (the default: 1024 frames at 44.1 kHz, 23 ms).
     public static func wavFile(path: String, format: AudioDeviceFormat, realTime: Bool = false,
-                               framesPerRender: Int = 1024) throws(AudioError) -> NullOutputDevice {
+                               period: Double = 1024.0 / 44100) throws(AudioError) -> NullOutputDevice {
+        try wavFile(path: path, format: format, realTime: realTime, framesPerRender: frames(period, at: format.sampleRate))
+    }
+
+    /// An output that writes everything played to a WAV file, rendering `framesPerRender`
+    /// frames at a time (a different time at each rate; prefer the period in seconds).
+    public static func wavFile(path: String, format: AudioDeviceFormat, realTime: Bool = false,
+                               framesPerRender: Int) throws(AudioError) -> NullOutputDevice {
         let sink = try WAVFileSink(path: path, format: format)
         return NullOutputDevice(format: format, realTime: realTime, framesPerRender: framesPerRender,
                                 faults: AudioDeviceFaults(), sink: sink, name: "wav:\(path)")

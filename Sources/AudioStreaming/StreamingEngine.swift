@@ -933,7 +933,7 @@ final class DecoderThread {
     func prepareDecoder(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
         guard item.converter == nil, let (format, cookie) = eventSetup(item, parser) else { return }
         debug("decoder for \(format)")
-        try ensureQueue(for: format)
+        try ensureQueue(for: format, layout: parser.channelLayout)
         let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: cookie)
         item.sourceCookie = cookie
         // A live stream's header (a looping file's LAME tag) says nothing about where it ends.
@@ -974,7 +974,7 @@ final class DecoderThread {
         engine.control.withLock { c in if c.playingIndex == item.index || !queueStarted { c.duration = duration } }
     }
 
-    func ensureQueue(for format: AudioStreamBasicDescription) throws {
+    func ensureQueue(for format: AudioStreamBasicDescription, layout: AudioChannelLayout? = nil) throws {
         guard queue == nil else { return }
         deviceRate = format.sampleRate
         channels = Int(min(8, max(1, format.channelsPerFrame)))
@@ -982,7 +982,9 @@ final class DecoderThread {
         framesPerBuffer = max(64, Int((deviceRate * 2048 / 44100).rounded(.up)))
         let pool = self.pool
         let wake = engine.wake
-        let q = try AudioOutputQueue(format: queueFormat, bufferReturn: .whenCopied, output: engine.output) { _, buffer in
+        let labels = format.channelsPerFrame == UInt32(channels) ? layout?.decodedLabels(for: format) : nil
+        let q = try AudioOutputQueue(format: queueFormat, deviceFormat: AudioDeviceFormat(sampleRate: deviceRate, channels: channels, channelLabels: labels),
+                                     bufferReturn: .whenCopied, output: engine.output) { _, buffer in
             pool.buffers.withLock { $0.append(buffer) }
             if pool.waiting.load(ordering: .sequentiallyConsistent) { wake.signal() }
         }

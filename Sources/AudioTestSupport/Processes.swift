@@ -83,11 +83,15 @@ public final class PulseTestDaemon: @unchecked Sendable {
         public var rate: Int
         /// The sink's channels.
         public var channels: Int
+        /// The sink's channel map (`front-left,front-right,...`); nil: the default for the count
+        /// (5.1 and 7.1 as above).
+        public var channelMap: String?
         /// A sink.
-        public init(name: String, rate: Int, channels: Int) {
+        public init(name: String, rate: Int, channels: Int, channelMap: String? = nil) {
             self.name = name
             self.rate = rate
             self.channels = channels
+            self.channelMap = channelMap
         }
     }
 
@@ -157,7 +161,7 @@ public final class PulseTestDaemon: @unchecked Sendable {
         for sub in ["runtime", "state", "config", "home"] { mkdir("\(directory)/\(sub)", 0o700) }
         let sinkLines = sinks.map {
             "load-module module-null-sink sink_name=\($0.name) format=float32le rate=\($0.rate) channels=\($0.channels)"
-                + (Self.surroundMaps[$0.channels].map { " channel_map=\($0)" } ?? "") + " norewinds=1\n"
+                + (($0.channelMap ?? Self.surroundMaps[$0.channels]).map { " channel_map=\($0)" } ?? "") + " norewinds=1\n"
         }.joined()
         let script = "load-module module-native-protocol-unix socket=\(socketPath) auth-anonymous=1\n"
             + sinkLines + "set-default-sink \(sinkName)\n"
@@ -249,7 +253,7 @@ public final class PulseTestDaemon: @unchecked Sendable {
         }
         // The sink's own channel map (a recording stream with the default map would be
         // remixed from a 5.1 or 7.1 monitor).
-        let map = Self.surroundMaps[sink.channels].map { ["--channel-map=\($0)"] } ?? []
+        let map = (sink.channelMap ?? Self.surroundMaps[sink.channels]).map { ["--channel-map=\($0)"] } ?? []
         let p = try ChildProcess.spawn(parec, ["-d", "\(sink.name).monitor", "--raw", "--format=float32le", "--rate=\(sink.rate)",
                                                "--channels=\(sink.channels)"] + map + ["--latency-msec=20", "--file-format=raw", path],
                                        environment: environment, outputPath: "\(directory)/parec.log")

@@ -102,7 +102,9 @@ public final class AudioFilePlayer: @unchecked Sendable {
         self.paths = paths
         let file = try AudioFile(path: first)
         firstFile = file
-        deviceFormat = AudioDeviceFormat(sampleRate: file.dataFormat.sampleRate, channels: Int(min(8, max(1, file.dataFormat.channelsPerFrame))))
+        let channels = Int(min(8, max(1, file.dataFormat.channelsPerFrame)))
+        deviceFormat = AudioDeviceFormat(sampleRate: file.dataFormat.sampleRate, channels: channels,
+                                         channelLabels: channels == Int(file.dataFormat.channelsPerFrame) ? file.channelLayout?.decodedLabels(for: file.dataFormat) : nil)
         framesPerBuffer = max(64, Int((deviceFormat.sampleRate / 10).rounded(.up)))
         let pcm = AudioStreamBasicDescription.linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)
         let pool = self.pool
@@ -111,7 +113,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         // faster than real time, and the device holds 0.4 s more. At least 0.7 s (the ring rounds
         // up to a power of two: 0.74 s, 256 KB at 44.1 kHz stereo, 768 KB less than 2 s); play()
         // waits for 0.5 s of it before starting the device.
-        queue = try AudioOutputQueue(format: pcm, ringSeconds: 0.7, bufferReturn: .whenCopied, output: output) { _, buffer in
+        queue = try AudioOutputQueue(format: pcm, deviceFormat: deviceFormat, ringSeconds: 0.7, bufferReturn: .whenCopied, output: output) { _, buffer in
             pool.buffers.withLock { $0.append(buffer) }
             returned.signal()
         }

@@ -98,3 +98,78 @@ import Glibc
         }
     }
 }
+
+/// The file behind issue 19's ID3v2.2 report, rebuilt: the tag's declared size ends inside its
+/// attached picture, a real JPEG (ffmpeg's) carrying two COM markers (`FF FE 00 xx`, as a
+/// picture with the encoder's and an editor's comment has). Each marker reads as an MPEG-1 Layer
+/// I free-format 44.1 kHz stereo header; the first found the second within 8 KiB, which was all
+/// a free-format candidate needed, so the file was read as Layer I and its 22.05 kHz mono Layer
+/// III frames skipped as another stream. FFmpeg (and now this parser) wants three frames in a row.
+@Suite(.requires(TestResource.ffmpegMissing)) struct ID3v22ShortTagTests {
+    /// ffmpeg's JPEG of a test picture with a second COM segment before its frame header.
+    static func jpegWithTwoComments(_ dir: String) throws -> [UInt8] {
+        let path = dir + "/picture.jpg"
+        try #require(runFFmpeg(["-f", "lavfi", "-i", "testsrc=s=96x64", "-frames:v", "1", "-c:v", "mjpeg", "-f", "image2", path]))
+        var jpeg = try #require(Corpus.read(path))
+        // ffmpeg writes its own COM ("Lavc...") after APP0; an editor's goes before SOF0.
+        #expect(jpeg.indices.dropLast().contains { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xFE }, "ffmpeg's JPEG has no COM marker")
+        let sof = try #require(jpeg.indices.dropLast().first { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xC0 })
+        let text = Array("Edited with a photo editor".utf8)
+        jpeg.insert(contentsOf: [0xFF, 0xFE, 0x00, UInt8(text.count + 2)] + text, at: sof)
+        return jpeg
+    }
+
+    /// What ffprobe says of `path`: codec name, sample rate, channels.
+    static func ffprobe(_ path: String) throws -> String {
+        let out = path + ".probe"
+        defer { unlink(out) }
+        let p = try ToolProcess(try #require(ChildProcess.which("ffprobe")),
+                                ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=codec_name,sample_rate,channels",
+                                 "-of", "csv=p=0", path], outputPath: out)
+        try #require(p.wait(timeout: 30) == 0)
+        return String(p.output.filter { !$0.isNewline })
+    }
+
+    @Test(arguments: [0, 5, 40])
+    func tagSizeEndingInsideItsPicture(_ intoPicture: Int) throws {
+        let dir = try ScratchDirectory("id3v22-short")
+        let plain = dir.path + "/plain.mp3", path = dir.path + "/tagged.mp3"
+        try #require(runFFmpeg(["-f", "lavfi", "-i", "aevalsrc=\(fixtureSignalExpression(channels: 1, seconds: 2)):s=22050:d=2",
+                                "-c:a", "libmp3lame", "-b:a", "64k", "-id3v2_version", "0", plain]))
+        let audio = try #require(Corpus.read(plain))
+        let jpeg = try Self.jpegWithTwoComments(dir.path)
+        let head = ID3v22Tests.frame("TT2", [0] + Array("Twenty-two".utf8))
+        let pic = ID3v22Tests.frame("PIC", [0] + Array("JPG".utf8) + [3, 0] + jpeg)
+        let frames = head + pic + ID3v22Tests.frame("COM", [0] + Array("eng".utf8) + [0] + Array("note".utf8))
+        // Declared: up to `intoPicture` bytes into the JPEG (its SOI and APP0 at most).
+        let declared = head.count + 6 + 6 + intoPicture
+        let bytes: [UInt8] = Array("ID3".utf8) + [2, 0, 0] + ID3v22Tests.syncsafe(declared) + frames + audio
+        #expect(writeFile(path, bytes))
+        if intoPicture > 0 {
+            // (At 0 the tag ends where the JPEG starts: FFmpeg's probe then reads a JPEG file.)
+            #expect(try Self.ffprobe(path) == "mp3,22050,1", "ffprobe reads it as Layer III 22.05 kHz mono")
+        }
+
+        let reference = try AudioFile(path: plain)
+        let file = try AudioFile(path: path)
+        #expect(file.dataFormat.formatID == .mpegLayer3, "\(file.dataFormat)")
+        #expect(file.dataFormat.sampleRate == 22050)
+        #expect(file.dataFormat.channelsPerFrame == 1)
+        #expect(file.packetCount == reference.packetCount)
+        #expect(file.totalFrames == reference.totalFrames)
+        for chunk in [1, 7, 4096] {
+            let stream = AudioFileStream()
+            var packets: Int64 = 0
+            var i = 0
+            let handler: (AudioFileStreamEvent) -> Void = { if case .packets(let b) = $0 { packets += Int64(b.packetCount) } }
+            while i < bytes.count {
+                try stream.parse(Array(bytes[i..<min(bytes.count, i + chunk)]), handler)
+                i += chunk
+            }
+            try stream.finish(handler)
+            #expect(stream.dataFormat?.formatID == .mpegLayer3, "split \(chunk)")
+            #expect(stream.dataFormat?.sampleRate == 22050, "split \(chunk)")
+            #expect(packets == reference.packetCount, "split \(chunk)")
+        }
+    }
+}

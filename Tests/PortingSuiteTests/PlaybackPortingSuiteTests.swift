@@ -6,11 +6,9 @@ import Foundation
 import Testing
 
 @Suite(.serialized) struct PlaybackPortingSuiteTests {
-    static let pulseOrCI = PulseTestDaemon.unavailableReason == nil || runningInCI
-
-    @Test("AUGraph with an AudioFilePlayer unit, played for the file's duration", .enabled(if: corpusOrCI && pulseOrCI))
+    @Test("AUGraph with an AudioFilePlayer unit, played for the file's duration", .requires(TestResource.first(TestResource.corpusMissing, TestResource.pulseAudioMissing, TestResource.ffmpegMissing)))
     func augraphFilePlayer() throws {
-        let input = try corpusPath("ffmpeg-generated/wav/pcm_f32le_st.wav")
+        let input = try TestResource.corpusFile("ffmpeg-generated/wav/pcm_f32le_st.wav")
         let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
         defer { daemon.stop() }
         let recording = try daemon.recordMonitor(to: scratchPath("monitor.raw"))
@@ -27,7 +25,7 @@ import Testing
         #expect(c.worstSegmentSNR >= 25, "\(c)")
     }
 
-    @Test("render-callback sine generator on the default output, stopped after a fixed time", .enabled(if: pulseOrCI))
+    @Test("render-callback sine generator on the default output, stopped after a fixed time", .requires(TestResource.pulseAudioMissing))
     func toneGenerator() throws {
         let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
         defer { daemon.stop() }
@@ -58,7 +56,7 @@ import Testing
         #expect(dropouts == 0)
     }
 
-    @Test("AAC recorder (HAL rate, AudioFormatGetProperty, cookie from the queue) records a tone for a fixed time", .enabled(if: pulseOrCI))
+    @Test("AAC recorder (HAL rate, AudioFormatGetProperty, cookie from the queue) records a tone for a fixed time", .requires(TestResource.first(TestResource.pulseAudioMissing, TestResource.ffmpegMissing)))
     func aacRecorder() throws {
         let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
         defer { daemon.stop() }
@@ -89,7 +87,7 @@ import Testing
         #expect(abs(rms - 0.5 / 2.0.squareRoot()) < 0.05, "RMS \(rms)")
     }
 
-    @Test("HAL device query: the default devices are the daemon's sink and its monitor", .enabled(if: pulseOrCI))
+    @Test("HAL device query: the default devices are the daemon's sink and its monitor", .requires(TestResource.pulseAudioMissing))
     func deviceQuery() throws {
         let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
         defer { daemon.stop() }

@@ -10,10 +10,10 @@ import Testing
     static let decodeCases = ["ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3", "ffmpeg-generated/caf/alac_st.caf",
                               "ffmpeg-generated/aiff/pcm_s24be_96k.aiff"]
 
-    @Test("AudioConverterFillComplexBuffer decoder to a 16-bit big-endian AIFF", .enabled(if: corpusOrCI),
+    @Test("AudioConverterFillComplexBuffer decoder to a 16-bit big-endian AIFF", .requires(TestResource.first(TestResource.corpusMissing, TestResource.ffmpegMissing)),
           arguments: decodeCases)
     func converterDecodeToAIFF(_ relative: String) throws {
-        let input = try corpusPath(relative)
+        let input = try TestResource.corpusFile(relative)
         let output = scratchPath("decode.aiff")
         defer { unlink(output) }
         let result = try run(try portingProgram("porting-converter-decode"), [input, output])
@@ -30,12 +30,12 @@ import Testing
         #expect(c.producedFrames >= c.referenceFrames && c.producedFrames - c.referenceFrames <= 4096, "\(relative): \(c)")
     }
 
-    @Test("ExtAudioFile converter (read any, write AIFF, WAV or AAC)", .enabled(if: corpusOrCI),
+    @Test("ExtAudioFile converter (read any, write AIFF, WAV or AAC)", .requires(TestResource.first(TestResource.corpusMissing, TestResource.ffmpegMissing)),
           arguments: [("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3", "aiff"),
                       ("flac-test-files/subset/01 - blocksize 4096.flac", "wav"),
                       ("ffmpeg-generated/caf/alac_st.caf", "m4a")])
     func extAudioFileConvert(_ relative: String, _ type: String) throws {
-        let input = try corpusPath(relative)
+        let input = try TestResource.corpusFile(relative)
         let output = scratchPath("convert.\(type)")
         defer { unlink(output) }
         let result = try run(try portingProgram("porting-extaudiofile-convert"), [input, output])
@@ -51,11 +51,11 @@ import Testing
         #expect(abs(c.producedFrames - c.referenceFrames) <= 4096, "\(relative) -> \(type): \(c)")
     }
 
-    @Test("AudioQueue file player (run-loop wait, fixed-time stop) to an unpaced WAV output", .enabled(if: corpusOrCI),
+    @Test("AudioQueue file player (run-loop wait, fixed-time stop) to an unpaced WAV output", .requires(TestResource.first(TestResource.corpusMissing, TestResource.ffmpegMissing)),
           arguments: [("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3", false), ("flac-test-files/subset/01 - blocksize 4096.flac", false),
                       ("ffmpeg-generated/caf/alac_st.caf", true)])
     func queuePlayer(_ relative: String, _ legacy: Bool) throws {
-        let input = try corpusPath(relative)
+        let input = try TestResource.corpusFile(relative)
         let wav = scratchPath("queue.wav")
         defer { unlink(wav) }
         let result = try run(try portingProgram("porting-queue-player"), [input] + (legacy ? ["--legacy"] : []),
@@ -72,11 +72,11 @@ import Testing
         #expect(c.producedFrames >= c.referenceFrames, "\(relative): \(c)")
     }
 
-    @Test("AudioFileStream streamer (Unmanaged client data) to an unpaced WAV output", .enabled(if: corpusOrCI),
+    @Test("AudioFileStream streamer (Unmanaged client data) to an unpaced WAV output", .requires(TestResource.first(TestResource.corpusMissing, TestResource.ffmpegMissing)),
           arguments: [("ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3", 1500), ("ffmpeg-generated/adts/aac_lc_44k_st.aac", 4096),
                       ("ffmpeg-generated/wav/pcm_s24le_st.wav", 777)])
     func streamPlayer(_ relative: String, _ chunk: Int) throws {
-        let input = try corpusPath(relative)
+        let input = try TestResource.corpusFile(relative)
         let wav = scratchPath("stream.wav")
         defer { unlink(wav) }
         let result = try run(try portingProgram("porting-stream-player"), [input, String(chunk)], environment: ["OAT_OUTPUT": "wav:" + wav])

@@ -4,20 +4,6 @@ import AudioTestSupport
 import Foundation
 import Testing
 
-/// True in CI, where a missing resource is a failure rather than a skip.
-let runningInCI = ProcessInfo.processInfo.environment["CI"] == "true"
-
-/// The corpus is here, or we are in CI (where its absence fails the test).
-let corpusOrCI = Corpus.root != nil || runningInCI
-
-/// A corpus file; a failure when it is missing.
-func corpusPath(_ relative: String) throws -> String {
-    let root = try #require(Corpus.root, "\(Corpus.absentMessage)")
-    let path = root + "/" + relative
-    try #require(FileManager.default.isReadableFile(atPath: path), "\(relative) is missing from the corpus")
-    return path
-}
-
 /// A built porting program.
 func portingProgram(_ name: String) throws -> String {
     var dirs: [String] = []

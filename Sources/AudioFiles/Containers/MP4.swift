@@ -22,7 +22,9 @@ import AudioCore
 /// an Ogg-style OpusHead; per-packet frames from the TOC byte).
 ///
 /// Priming and remainder come from the edit list (first non-empty edit: media time = priming
-/// frames, segment duration = valid frames), else from iTunes' `iTunSMPB`.
+/// frames, segment duration = valid frames), else from iTunes' `iTunSMPB`; in a fragmented movie
+/// (an fMP4 HLS init section) from the same, with `mehd` for an edit of duration 0, when both
+/// the priming and the valid frames are stated.
 struct MP4Parser: ContainerParser {
     static let component = MP4.component
 
@@ -339,6 +341,7 @@ struct MP4Parser: ContainerParser {
         var track: Track?
         var trex: [UInt32: TrackDefaults] = [:]
         var hasMvex = false
+        var fragmentDuration: UInt64 = 0
         var meta = MP4Metadata()
         for box in try MP4.children(moov.payload, base: moov.payloadOffset, lenient: lenient) {
             switch box.type {
@@ -355,6 +358,13 @@ struct MP4Parser: ContainerParser {
                 track = try Self.parseTrack(box)
             case "mvex":
                 hasMvex = true
+                if let mehd = try MP4.child(box.payload, base: box.payloadOffset, "mehd") {
+                    fragmentDuration = try MP4.read(mehd) { r in
+                        let v = try r.u8()
+                        try r.skip(3)
+                        return v == 1 ? try r.u64be() : UInt64(try r.u32be())
+                    }
+                }
                 for x in try MP4.children(box.payload, base: box.payloadOffset) where x.type == "trex" {
                     try MP4.read(x) { r in
                         try r.skip(4)
@@ -418,6 +428,9 @@ struct MP4Parser: ContainerParser {
         if !hasMvex, let info = Self.packetTableInfo(format: format, table: table, track: track,
                                                      movieTimescale: movieTimescale, smpb: meta.smpb) {
             out.set(\.packetTableInfo, info, .packetTableInfo)
+        } else if hasMvex, let info = Self.fragmentedPacketTableInfo(format: format, track: track, movieTimescale: movieTimescale,
+                                                                      fragmentDuration: fragmentDuration, smpb: meta.smpb) {
+            out.set(\.packetTableInfo, info, .packetTableInfo)
         }
         if let bits = format.sourceBitDepth, bits > 0 { meta.tags[InfoKey.sourceBitDepth] = "I\(bits)" }
         if !meta.tags.isEmpty { out.setTags(meta.tags) }
@@ -468,6 +481,33 @@ struct MP4Parser: ContainerParser {
         valid = max(0, min(valid, total - priming))
         guard priming <= Int64(Int32.max), total - priming - valid <= Int64(Int32.max) else { return nil }
         return AudioFilePacketTableInfo(numberValidFrames: valid, primingFrames: Int32(priming), remainderFrames: Int32(total - priming - valid))
+    }
+
+    /// Priming and valid frames of a fragmented movie (a CMAF/fMP4 HLS rendition's init section,
+    /// which holds no samples): the edit list's media time is the priming, its duration (else
+    /// the `mehd` fragment duration) the presentation's length, in movie time; else `iTunSMPB`'s
+    /// priming and valid frames. Nil unless both are stated: the samples are not known yet, so
+    /// the total cannot give the valid frames, and the remainder is 0 (the frames decoded past
+    /// the valid ones are dropped by the valid-frame count).
+    static func fragmentedPacketTableInfo(format: MP4Format, track: Track, movieTimescale: UInt32, fragmentDuration: UInt64,
+                                          smpb: (priming: Int64, padding: Int64, valid: Int64)?) -> AudioFilePacketTableInfo? {
+        let rate = format.asbd.sampleRate
+        guard rate > 0 else { return nil }
+        var priming: Int64, valid: Int64
+        if let mediaTime = track.editMediaTime, let editDuration = track.editDuration, mediaTime > 0 || editDuration > 0 {
+            let mediaScale = track.timescale > 0 ? Double(track.timescale) : rate
+            priming = Double(track.timescale) == rate ? mediaTime : clampedInt64(Double(mediaTime) * rate / mediaScale)
+            let duration = editDuration > 0 ? editDuration : fragmentDuration
+            guard movieTimescale > 0, duration > 0, duration < UInt64(Int64.max >> 8) else { return nil }
+            valid = clampedInt64(Double(duration) * rate / Double(movieTimescale))
+        } else if let smpb, smpb.valid > 0 {
+            priming = smpb.priming
+            valid = smpb.valid
+        } else {
+            return nil
+        }
+        guard priming >= 0, priming <= Int64(Int32.max), valid > 0 else { return nil }
+        return AudioFilePacketTableInfo(numberValidFrames: valid, primingFrames: Int32(priming), remainderFrames: 0)
     }
 
     /// A `moof`: appends the runs of the sound track to the sample table.

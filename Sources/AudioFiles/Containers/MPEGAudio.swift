@@ -6,7 +6,10 @@ import AudioCore
 /// ends ("in sync") and it belongs to the same stream (version, layer and rate, or AAC profile,
 /// rate and channels). Anywhere else (the first frame, after junk or a seek) a candidate header
 /// is accepted only when the header right after its frame belongs to the same family, or a tag
-/// starts there, or the input ends within 8 bytes of it. Everything else is junk and skipped.
+/// starts there, or the input ends within 8 bytes of it. A free-format candidate's length is
+/// where the next matching header was found, so the header after that one must agree as well (or
+/// a tag start there, or the input end): three frames in a row, as FFmpeg's probe wants.
+/// Everything else is junk and skipped.
 /// Free-format frames (bit rate index 0) get their length from the distance to the next
 /// matching header (searched within ``maximumFreeFormatFrame`` bytes), remembered for the
 /// frames that follow in sync.
@@ -260,10 +263,20 @@ struct MPEGAudioParser: ContainerParser {
             return inSync ? emitCutFrame(input, at: offset, headerLength: 4, &out) : nil
         }
         if !inSync {
-            let ok = try confirmed(input, after: length, isEOF: isEOF) { i in
+            let family: (Int) -> Bool = { i in
                 i + 4 <= input.count && MPEGFrameHeader(input, i).map { $0.sameFamily(h) } ?? false
             }
-            guard ok else { return nil }
+            guard try confirmed(input, after: length, isEOF: isEOF, family) else { return nil }
+            // A free-format candidate's length is where the search found the next matching
+            // header, so that header confirms nothing: the one after it, at the distance the
+            // length gives, must agree too (FFmpeg's probe wants three frames in a row). Two
+            // COM markers (`FF FE 00 xx`) of a JPEG in an ID3 picture read as MPEG-1 Layer I
+            // free-format headers within 8 KiB of each other.
+            if h.isFreeFormat, family(length), let next = MPEGFrameHeader(input, length), let base = newBase {
+                let third = length + base + next.padding * next.slotSize
+                let inputEnds = isEOF && input.count < third + 4 // the second frame is the last, maybe cut
+                guard try inputEnds || confirmed(input, after: third, isEOF: isEOF, family) else { return nil }
+            }
         }
         freeBase = newBase
         if !started && !embedded {
