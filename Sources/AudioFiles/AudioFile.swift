@@ -240,6 +240,14 @@ public final class AudioFile {
             let remainder = Int32(format.framesPerPacket - partial)
             packetTable = AudioFilePacketTableInfo(numberValidFrames: totalFrames - Int64(remainder), primingFrames: 0, remainderFrames: remainder)
         }
+        // A fixed-blocksize FLAC's last frame is usually short: its packet table (valid frames from
+        // STREAMINFO) gets the remainder, so valid + remainder = packets x frames per packet.
+        if format.formatID == .flac, format.framesPerPacket > 0, let table = packetTable, table.primingFrames == 0,
+           table.remainderFrames == 0, table.numberValidFrames > 0, table.numberValidFrames < totalFrames,
+           totalFrames - table.numberValidFrames < Int64(format.framesPerPacket) {
+            packetTable = AudioFilePacketTableInfo(numberValidFrames: table.numberValidFrames, primingFrames: 0,
+                                                   remainderFrames: Int32(totalFrames - table.numberValidFrames))
+        }
         self.packetTableInfo = packetTable
         if let stated = stream.infoDictionary["nominal bit rate"].flatMap({ UInt32($0) }) {
             bitRate = stated
