@@ -7,7 +7,10 @@
 // AudioFileReadPackets, callbacks on the current run loop in kCFRunLoopCommonModes, and the
 // kCFRunLoopDefaultMode constant.
 //
-// usage: porting-queue-player FILE [--legacy]
+// With --rate R it plays at rate R without changing pitch: kAudioQueueProperty_EnableTimePitch,
+// the spectral algorithm, kAudioQueueParam_PlayRate.
+//
+// usage: porting-queue-player FILE [--legacy] [--rate R]
 #if canImport(AudioToolbox)
 import AudioToolbox
 #else
@@ -100,11 +103,15 @@ func MyAQOutputCallback(_ inUserData: UnsafeMutableRawPointer?, _ inAQ: AudioQue
 }
 
 guard CommandLine.arguments.count >= 2 else {
-    fputs("usage: porting-queue-player FILE [--legacy]\n", stderr)
+    fputs("usage: porting-queue-player FILE [--legacy] [--rate R]\n", stderr)
     exit(2)
 }
 var player = MyPlayer()
-player.legacy = CommandLine.arguments.count > 2 && CommandLine.arguments[2] == "--legacy"
+player.legacy = CommandLine.arguments.dropFirst(2).contains("--legacy")
+var playRate: Float32 = 1
+if let i = CommandLine.arguments.firstIndex(of: "--rate"), i + 1 < CommandLine.arguments.count {
+    playRate = Float32(CommandLine.arguments[i + 1]) ?? 1
+}
 let myFileURL = URL(fileURLWithPath: CommandLine.arguments[1])
 CheckError(AudioFileOpenURL(myFileURL as CFURL, .readPermission, 0, &player.playbackFile), "AudioFileOpenURL failed")
 
@@ -130,6 +137,15 @@ if isFormatVBR {
     player.packetDescs = nil
 }
 MyCopyEncoderCookieToQueue(player.playbackFile!, queue!)
+if playRate != 1 {
+    var enable: UInt32 = 1
+    CheckError(AudioQueueSetProperty(queue!, kAudioQueueProperty_EnableTimePitch, &enable, UInt32(MemoryLayout<UInt32>.size)),
+               "couldn't enable time-pitch")
+    var algorithm = kAudioQueueTimePitchAlgorithm_Spectral
+    CheckError(AudioQueueSetProperty(queue!, kAudioQueueProperty_TimePitchAlgorithm, &algorithm, UInt32(MemoryLayout<UInt32>.size)),
+               "couldn't set the time-pitch algorithm")
+    CheckError(AudioQueueSetParameter(queue!, kAudioQueueParam_PlayRate, playRate), "couldn't set the play rate")
+}
 
 var buffers = [AudioQueueBufferRef?](repeating: nil, count: kNumberPlaybackBuffers)
 player.isDone = false

@@ -226,7 +226,9 @@ public final class AudioFile {
         self.maximumPacketSize = max(largest, format.bytesPerPacket)
         self.packetSizeUpperBound = max(stream.packetSizeUpperBound, largest)
         if format.framesPerPacket > 0 {
-            totalFrames = count * Int64(format.framesPerPacket)
+            // A fixed-blocksize FLAC: what its frames hold (the last one is usually short).
+            let exact = format.formatID == .flac && count > 0 && frames.count == Int(count) && !frames.contains(0)
+            totalFrames = exact ? frames.reduce(0) { $0 + Int64($1) } : count * Int64(format.framesPerPacket)
         } else {
             totalFrames = frames.reduce(0) { $0 + Int64($1) }
         }
@@ -239,6 +241,17 @@ public final class AudioFile {
            let partial = alacPartialFrameCount(head), partial < format.framesPerPacket {
             let remainder = Int32(format.framesPerPacket - partial)
             packetTable = AudioFilePacketTableInfo(numberValidFrames: totalFrames - Int64(remainder), primingFrames: 0, remainderFrames: remainder)
+        }
+        // A fixed-blocksize FLAC's last frame is usually short: its packet table (valid frames from
+        // STREAMINFO) gets the remainder, so valid + remainder = packets x frames per packet; the
+        // total (above) is what the frames hold (each frame header says).
+        if format.formatID == .flac, format.framesPerPacket > 0, count > 0 {
+            let nominal = count * Int64(format.framesPerPacket)
+            if let table = packetTable, table.primingFrames == 0, table.remainderFrames == 0, table.numberValidFrames > 0,
+               table.numberValidFrames < nominal, nominal - table.numberValidFrames < Int64(format.framesPerPacket) {
+                packetTable = AudioFilePacketTableInfo(numberValidFrames: table.numberValidFrames, primingFrames: 0,
+                                                       remainderFrames: Int32(nominal - table.numberValidFrames))
+            }
         }
         self.packetTableInfo = packetTable
         if let stated = stream.infoDictionary["nominal bit rate"].flatMap({ UInt32($0) }) {

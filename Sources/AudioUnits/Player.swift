@@ -32,6 +32,14 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     private let underruns = Atomic<Int>(0)
     private let failure = Mutex<AudioError?>(nil)
     private let feederThread = Mutex<DeviceThread?>(nil)
+    // The start gate (``holdPlayback(untilBuffered:)``, ``scheduleStart(atSampleTime:)``): while
+    // held, renders are silence and take nothing from the ring.
+    private let held = Atomic<Bool>(false)
+    private let holdFrames = Atomic<Int>(0)
+    /// The render sample time to start at; `Int64.max` while not scheduled, -1 for the next render.
+    private let startSample = Atomic<Int64>(Int64.max)
+    /// Frames rendered since the node was prepared (render thread only).
+    private var renderSampleTime: Int64 = 0
 
     /// Creates a player of `channels` channels whose ring holds `bufferSeconds` at 48 kHz.
     public init(channels: Int = 2, bufferFrames: Int = 48000, name: String = "player") {
@@ -65,6 +73,27 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     public var bufferedFrames: Int { ring.availableToRead / channels }
     /// Frames the ring can hold.
     public var capacityFrames: Int { ring.capacity / channels }
+
+    /// Holds playback (Apple's player before its start time stamp, and while it primes): renders
+    /// are silence and take nothing from the ring until ``scheduleStart(atSampleTime:)`` has been
+    /// called, its sample time has come, and the ring holds `frames` frames (or the input has
+    /// ended). So playback never starts on a ring the feeder has only begun to fill, on a
+    /// real-time device that cannot wait. Call it before ``play(from:chunkFrames:)``.
+    public func holdPlayback(untilBuffered frames: Int) {
+        holdFrames.store(max(0, frames), ordering: .relaxed)
+        startSample.store(Int64.max, ordering: .relaxed)
+        held.store(true, ordering: .releasing)
+    }
+
+    /// Starts a held player at render sample time `sampleTime` (frames rendered since the graph
+    /// started; nil or negative: the next render, as Apple's `mSampleTime` -1), once the frames
+    /// ``holdPlayback(untilBuffered:)`` asked for are buffered.
+    public func scheduleStart(atSampleTime sampleTime: Int64?) {
+        startSample.store(max(-1, sampleTime ?? -1), ordering: .releasing)
+    }
+
+    /// Whether playback is held (waiting for its start time or its prime frames).
+    public var isHeld: Bool { held.load(ordering: .acquiring) }
 
     /// Allocates the deinterleaving scratch buffer.
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
@@ -171,8 +200,28 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     /// half the ring, for requests longer than that).
     public override func isReadyToRender(frames: Int) -> Bool {
         guard feederRunning.load(ordering: .acquiring), !ended.load(ordering: .acquiring) else { return true }
+        // A held player renders silence without waiting (its start is not due yet, or it waits
+        // for its prime frames, which the gate checks itself).
+        if held.load(ordering: .acquiring) {
+            let start = startSample.load(ordering: .acquiring)
+            if start == Int64.max || (start >= 0 && start - renderSampleTime >= Int64(frames)) { return true }
+            return gateOpens(frames: frames) != nil
+        }
         let ch = channels
         return ring.availableToRead >= min(frames, ring.capacity / ch / 2) * ch
+    }
+
+    /// Render thread: where in a render of `frames` frames a held player starts, or nil when it
+    /// stays held through it.
+    private func gateOpens(frames: Int) -> Int? {
+        let start = startSample.load(ordering: .acquiring)
+        guard start != Int64.max else { return nil }
+        let offset = start < 0 ? 0 : start - renderSampleTime
+        guard offset < Int64(frames) else { return nil }
+        let ch = channels
+        let need = min(holdFrames.load(ordering: .relaxed), ring.capacity / ch)
+        guard ended.load(ordering: .acquiring) || ring.availableToRead / ch >= need else { return nil }
+        return Int(max(0, offset))
     }
 
     /// Plays from the ring.
@@ -180,10 +229,21 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         let out = context.output(0)
         let ch = out.channelCount
         let frames = context.frames
+        var lead = 0
+        if held.load(ordering: .acquiring) {
+            guard let at = gateOpens(frames: frames) else {
+                for c in 0..<ch { out[c].update(repeating: 0, count: frames) }
+                renderSampleTime &+= Int64(frames)
+                return
+            }
+            held.store(false, ordering: .releasing)
+            lead = at
+        }
+        renderSampleTime &+= Int64(frames)
         let avail = ring.availableToRead / ch
-        let n = min(frames, avail)
+        let n = min(frames - lead, avail)
         if n > 0 { ring.read(into: UnsafeMutableBufferPointer(start: scratch, count: n * ch)) }
-        if n < frames && !ended.load(ordering: .acquiring) && played.load(ordering: .relaxed) > 0 {
+        if lead + n < frames && !ended.load(ordering: .acquiring) && played.load(ordering: .relaxed) > 0 {
             underruns.add(1, ordering: .relaxed)
         }
         volume.setTarget(volumeParameter.value)
@@ -192,8 +252,9 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         for c in 0..<ch {
             v = v0
             let o = out[c]
-            for f in 0..<n { o[f] = scratch[f * ch + c] * v.next() }
-            if n < frames { (o + n).update(repeating: 0, count: frames - n) }
+            if lead > 0 { o.update(repeating: 0, count: lead) }
+            for f in 0..<n { o[lead + f] = scratch[f * ch + c] * v.next() }
+            if lead + n < frames { (o + lead + n).update(repeating: 0, count: frames - lead - n) }
         }
         volume = v
         played.add(Int64(n), ordering: .relaxed)

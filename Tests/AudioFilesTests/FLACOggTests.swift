@@ -88,7 +88,8 @@ private func flacFrame(number: UInt8, blockSize: Int = 4096, payload: [UInt8]) -
         #expect(error == nil)
         let f = try #require(s.dataFormat)
         #expect(f.formatID == .flac && f.sampleRate == 44100 && f.channelsPerFrame == 2)
-        #expect(f.formatFlags == .alacSourceBitDepth16 && f.framesPerPacket == 0 && f.bytesPerPacket == 0 && f.bitsPerChannel == 0)
+        // A fixed block size (STREAMINFO 4096...4096): that many frames per packet, as Apple reports.
+        #expect(f.formatFlags == .alacSourceBitDepth16 && f.framesPerPacket == 4096 && f.bytesPerPacket == 0 && f.bitsPerChannel == 0)
         #expect(s.magicCookie?.count == 34)
         #expect(s.infoDictionary[InfoKey.title] == "Song" && s.infoDictionary[InfoKey.artist] == "Band" && s.infoDictionary[InfoKey.year] == "1999")
         #expect(s.packetTableInfo == AudioFilePacketTableInfo(numberValidFrames: 8292, primingFrames: 0, remainderFrames: 0))

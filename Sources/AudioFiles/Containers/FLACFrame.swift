@@ -41,7 +41,10 @@ struct FLACStreamInfo: Equatable {
         }
     }
 
-    /// The stream description: FLAC, frames vary per packet (given per packet).
+    /// The stream description. A fixed-blocksize stream (STREAMINFO's minimum and maximum block
+    /// sizes equal) has that block size as its frames per packet, as Apple reports it (the last
+    /// frame may be shorter: the packet table's remainder says by how much); a variable-blocksize
+    /// stream has 0 and gives each packet's frames in its packet description.
     var format: AudioStreamBasicDescription {
         let flags: AudioFormatFlags = switch bitsPerSample {
         case 16: .alacSourceBitDepth16
@@ -50,7 +53,8 @@ struct FLACStreamInfo: Equatable {
         case 32: .alacSourceBitDepth32
         default: []
         }
-        return .compressed(.flac, sampleRate: Double(sampleRate), channels: channels, framesPerPacket: 0, flags: flags)
+        return .compressed(.flac, sampleRate: Double(sampleRate), channels: channels,
+                           framesPerPacket: isFixedBlockSize ? maxBlockSize : 0, flags: flags)
     }
 
     /// True when every frame but the last has the same block size.

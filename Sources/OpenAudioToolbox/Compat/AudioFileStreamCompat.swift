@@ -225,6 +225,8 @@ final class CompatFileStream {
                     packets(clientData, UInt32(raw.count), UInt32(batch.packetCount), base, nil)
                 } else {
                     descriptions = batch.packetDescriptions
+                    // Apple leaves mVariableFramesInPacket 0 where the format's frames per packet are constant.
+                    if (stream.dataFormat?.framesPerPacket ?? 0) != 0 { for i in descriptions.indices { descriptions[i].variableFramesInPacket = 0 } }
                     descriptions.withUnsafeMutableBufferPointer { d in
                         packets(clientData, UInt32(raw.count), UInt32(batch.packetCount), base, d.baseAddress)
                     }

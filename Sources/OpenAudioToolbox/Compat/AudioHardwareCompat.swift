@@ -1,8 +1,8 @@
 // Audio Toolbox–compatible C-style API: the subset of Core Audio's HAL (AudioHardware.h,
 // AudioHardwareBase.h) that recorders and players query, mapped onto PulseAudio sinks and sources
 // (when a PulseAudio server answers) or ALSA devices. Device IDs are stable for a device name within
-// a process. Property listeners are registered and removed but never called: device changes are
-// not observed.
+// a process. Property listeners are called when devices come and go and when a default changes
+// (see AudioHardwareListeners.swift: PulseAudio's subscription events; not over ALSA).
 
 import AudioCore
 import AudioDevices
@@ -40,7 +40,8 @@ public struct AudioObjectPropertyAddress: Hashable, Sendable {
 }
 
 /// Called when properties of an object change (Apple's `AudioObjectPropertyListenerProc`; a Swift
-/// function type here). Registered listeners are never called: device changes are not observed.
+/// function type here): the object, the number of changed addresses and the addresses, the client
+/// data. Called on the HAL's notification thread (never a render thread), with no lock held.
 public typealias AudioObjectPropertyListenerProc = (AudioObjectID, UInt32, UnsafePointer<AudioObjectPropertyAddress>,
                                                     UnsafeMutableRawPointer?) -> OSStatus
 
@@ -174,8 +175,10 @@ public func AudioObjectSetPropertyData(_ inObjectID: AudioObjectID, _ inAddress:
     return noErr
 }
 
-/// Registers a listener (Apple's `AudioObjectAddPropertyListener`). It is kept but not called:
-/// device changes are not observed here.
+/// Registers a listener (Apple's `AudioObjectAddPropertyListener`). The system object's
+/// `Devices`, `DefaultOutputDevice`, `DefaultSystemOutputDevice` and `DefaultInputDevice` and a
+/// device's `DeviceIsAlive` are reported when they change (PulseAudio's events; over ALSA nothing
+/// is reported), on the HAL's notification thread with no lock held.
 @discardableResult
 public func AudioObjectAddPropertyListener(_ inObjectID: AudioObjectID, _ inAddress: UnsafePointer<AudioObjectPropertyAddress>,
                                            _ inListener: @escaping AudioObjectPropertyListenerProc,
@@ -183,6 +186,9 @@ public func AudioObjectAddPropertyListener(_ inObjectID: AudioObjectID, _ inAddr
     guard HAL.exists(inObjectID) else { return kAudioHardwareBadObjectError }
     let key = HAL.ListenerKey(object: inObjectID, address: inAddress.pointee, clientData: inClientData.map { UInt(bitPattern: $0) } ?? 0)
     HAL.state.withLock { $0.listeners[key, default: 0] += 1 }
+    HALNotifier.add(HALNotifier.Entry(object: inObjectID, address: inAddress.pointee, clientData: key.clientData) { object, addresses in
+        addresses.withUnsafeBufferPointer { _ = inListener(object, UInt32($0.count), $0.baseAddress!, inClientData) }
+    })
     return noErr
 }
 
@@ -193,11 +199,13 @@ public func AudioObjectRemovePropertyListener(_ inObjectID: AudioObjectID, _ inA
                                               _ inListener: @escaping AudioObjectPropertyListenerProc,
                                               _ inClientData: UnsafeMutableRawPointer?) -> OSStatus {
     let key = HAL.ListenerKey(object: inObjectID, address: inAddress.pointee, clientData: inClientData.map { UInt(bitPattern: $0) } ?? 0)
-    return HAL.state.withLock { state -> OSStatus in
+    let status = HAL.state.withLock { state -> OSStatus in
         guard let n = state.listeners[key] else { return kAudioHardwareIllegalOperationError }
         state.listeners[key] = n > 1 ? n - 1 : nil
         return noErr
     }
+    if status == noErr { HALNotifier.remove(object: inObjectID, address: inAddress.pointee, clientData: key.clientData) }
+    return status
 }
 
 // MARK: - The device model

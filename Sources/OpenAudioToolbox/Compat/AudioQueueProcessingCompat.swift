@@ -57,13 +57,28 @@ func setTimePitchProperty(_ q: AudioOutputQueue, _ id: AudioQueuePropertyID, _ d
     guard size >= 4 else { return kAudioQueueErr_InvalidPropertySize }
     let v = data.loadUnaligned(as: UInt32.self)
     switch id {
-    case kAudioQueueProperty_EnableTimePitch: q.isTimePitchEnabled = v != 0
+    case kAudioQueueProperty_EnableTimePitch:
+        if v != 0, let failure = timePitchUnavailable(q.timePitchAlgorithm) { return failure }
+        q.isTimePitchEnabled = v != 0
     case kAudioQueueProperty_TimePitchBypass: q.isTimePitchBypassed = v != 0
     default:
         guard let a = timePitchAlgorithm(v) else { return kAudioQueueErr_InvalidPropertyValue }
+        if q.isTimePitchEnabled, let failure = timePitchUnavailable(a) { return failure }
         q.timePitchAlgorithm = a
     }
     return noErr
+}
+
+/// `kAudioQueueErr_CodecNotFound` when `algorithm` cannot run here (the spectral and time-domain
+/// algorithms need the Rubber Band library), else nil. On Apple time-pitch always works; here
+/// enabling it without the library fails at once instead of playing at the normal rate.
+func timePitchUnavailable(_ algorithm: TimePitchAlgorithm) -> OSStatus? {
+    do throws(AudioError) {
+        try TimePitchProcessor.checkAvailable(algorithm)
+        return nil
+    } catch {
+        return kAudioQueueErr_CodecNotFound
+    }
 }
 
 // MARK: - Processing taps

@@ -78,12 +78,19 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
         let r = data.assumingMemoryBound(to: ScheduledAudioFileRegion.self).pointee
         guard let f = r.mAudioFile, x.fileIDs.contains(f) else { return kAudioUnitErr_FileNotSpecified }
         x.region = r
+        x.primed = false
         return noErr
     case kAudioUnitProperty_ScheduledFilePrime:
         guard let data, size >= 4 else { return kAudio_ParamError }
         guard unit.initialized else { return kAudioUnitErr_Uninitialized }
         x.primeFrames = data.loadUnaligned(as: UInt32.self)
-        return noErr
+        // Apple's prime reads ahead now: the region's reader starts and this call returns once
+        // the frames are buffered; playback waits for the start time stamp.
+        guard x.region != nil, unit.component.description.componentSubType == kAudioUnitSubType_AudioFilePlayer,
+              let player = unit.node as? AUPlayerNode else { return noErr }
+        let status = startFileRegion(unit, player)
+        x.primed = status == noErr
+        return status
     case kAudioUnitProperty_ScheduledFileBufferSizeFrames:
         guard let data, size >= 4 else { return kAudio_ParamError }
         guard !unit.initialized else { return kAudioUnitErr_Initialized }
@@ -98,7 +105,13 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
         x.startTime = data.loadUnaligned(as: AudioTimeStamp.self)
         x.started = true
         if unit.component.description.componentSubType == kAudioUnitSubType_AudioFilePlayer {
-            return startFileRegion(unit, player)
+            if !x.primed {
+                let status = startFileRegion(unit, player)
+                guard status == noErr else { return status }
+            }
+            x.primed = false
+            let t = x.startTime
+            player.scheduleStart(atSampleTime: t.mFlags.contains(.sampleTimeValid) && t.mSampleTime >= 0 ? Int64(t.mSampleTime) : nil)
         }
         return noErr
     case kAudioUnitProperty_ScheduleAudioSlice:
@@ -114,8 +127,8 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
     }
 }
 
-/// Starts the feeder that reads the scheduled region (looping as asked) into the player, and
-/// waits until the prime frames are buffered (at most 5 s).
+/// Starts the feeder that reads the scheduled region (looping as asked) into the player, held
+/// until its start time stamp, and waits until the prime frames are buffered (at most 5 s).
 private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSStatus {
     guard let region = unit.extras.region, let id = region.mAudioFile, let box = CompatAudioFile.from(id) else { return kAudioUnitErr_FileNotSpecified }
     let format = unit.format(kAudioUnitScope_Output, 0)
@@ -135,6 +148,11 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSSt
     var leftInPass = framesPerPass
     var pcm: AudioPCMBuffer?
     let state = UncheckedState(region: region)
+    // Prime: the asked frames (at most half the read-ahead buffer, at most the region) are
+    // buffered before this returns, and before playback may start.
+    let prime = Int(unit.extras.primeFrames == 0 ? 65536 : unit.extras.primeFrames)
+    let target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: framesPerPass))
+    player.holdPlayback(untilBuffered: target)
     player.play(from: { (out: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int in
         let want = out.count / channels
         while passesLeft > 0 {
@@ -158,10 +176,6 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSSt
         }
         return 0
     })
-    // Prime: wait until the asked frames (at most half the read-ahead buffer, at most the
-    // region) are buffered.
-    let prime = Int(unit.extras.primeFrames == 0 ? 65536 : unit.extras.primeFrames)
-    let target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: framesPerPass))
     let deadline = Date().addingTimeInterval(5)
     while player.bufferedFrames < target && !player.isInputEnded && Date() < deadline { usleep(1000) }
     return noErr

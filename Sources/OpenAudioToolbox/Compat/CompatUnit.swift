@@ -260,4 +260,6 @@ final class CompatUnitExtras {
     var bufferFrames: UInt32 = 65536
     var started = false
     var startTime = AudioTimeStamp()
+    /// The region's reader runs and has read ahead (ScheduledFilePrime); the start time stamp uses it.
+    var primed = false
 }
