@@ -29,7 +29,7 @@ extension DecoderThread {
             if item.reader.isDrained {
                 throw AudioError(.invalidState, component: "StreamingPlayer", "the source of \(item.url) stopped without an end")
             }
-            if !queueStarted || phase == .rebuffering, item.reader.secondsSinceActivity > policy.stallTimeout {
+            if buffering.stalled(queueStarted: queueStarted, secondsSinceActivity: item.reader.secondsSinceActivity, timeout: policy.stallTimeout) {
                 throw AudioError(.timedOut, component: "StreamingPlayer",
                                  "no data from \(item.url) for \(Int(policy.stallTimeout)) s while buffering")
             }
@@ -328,8 +328,8 @@ extension DecoderThread {
         item.sourceFormat = format
         if !item.startedMarked {
             item.startedMarked = true
-            marks.append((enqueuedFrames, .itemStarted(item.index, item.url, format)))
-            marks.append((enqueuedFrames, .segment(item.index, item.baseSeconds)))
+            timeline.add(.itemStarted(item.index, item.url, format), at: enqueuedFrames)
+            timeline.add(.segment(item.index, item.baseSeconds), at: enqueuedFrames)
         }
         let duration: Double? = {
             guard !item.isLive else { return nil }

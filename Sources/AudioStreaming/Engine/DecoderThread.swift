@@ -35,53 +35,32 @@ final class DecoderThread {
 
     /// Timeline: frames enqueued since the queue was created or last reset.
     var enqueuedFrames: Int64 = 0
-    enum MarkKind {
-        case itemStarted(Int, String, AudioStreamBasicDescription)
-        case itemFinished(Int, String)
-        case metadata(StreamMetadata, Int, Double)
-        case segment(Int, Double)
-    }
-    var marks: [(frame: Int64, kind: MarkKind)] = []
-    var segment: (frame: Int64, index: Int, seconds: Double) = (0, 0, 0)
-    /// The most frames the queue has reported played since it was last reset.
-    var playedHighWater: Int64 = 0
-
-    enum Phase { case starting, playing, rebuffering, ending }
-    var phase = Phase.starting
+    /// Title and event timing: what is reported when the device has played which frame.
+    var timeline = EventTimeline()
+    /// When playback starts, stops for an underrun and starts again.
+    var buffering: BufferingController
     var queueStarted = false
     var queuePaused = false
-    var startTarget: Double
-    var rebufferTarget: Double
-    var underruns = 0
-    var lastUnderrunCount = 0
     var firstAudioReported = false
     /// ``BufferingPolicy/steadyOutputLatency`` was applied to the device.
     var steadyLatencySet = false
     var lastHealth: UInt64 = 0
     var lastError: AudioError?
 
-    /// Crossfade: the newest decoded frames of the item being decoded, held back (interleaved)
-    /// so that they can overlap the next item; and the previous item's held tail, being mixed
-    /// into the start of the current one (`fadeMixed` of its frames done).
-    var fadeHold: [Float] = []
-    var fadeTail: [Float] = []
-    var fadeMixed = 0
-    var crossfadeFrames: Int { Int(min(30, max(0, policy.crossfadeSeconds)) * deviceRate) }
+    /// Crossfades between items (set up with the queue, for its channel count).
+    var crossfade = CrossfadeMixer(channels: 2)
 
     var current: ItemDecoder?
     var prefetched: ItemDecoder?
-    /// Queue entries in a row that failed without audio, the count already paced for, and
-    /// whether the player gave up on the rest of the queue.
-    var consecutiveFailures = 0
-    var pacedFailures = 0
-    var gaveUp = false
+    /// Pacing after entries that failed without audio, and giving up on the queue.
+    var failures: FailurePacer
     /// Frames the device played before the queue's count was last reset (seek, skip).
     var playedBeforeReset: Int64 = 0
 
     init(engine: StreamingEngine) {
         self.engine = engine
-        startTarget = engine.policy.startSeconds
-        rebufferTarget = engine.policy.rebufferSeconds
+        buffering = BufferingController(policy: engine.policy)
+        failures = FailurePacer(policy: engine.policy)
     }
 
     /// The queue entry to open when the current item is done.
@@ -106,7 +85,7 @@ final class DecoderThread {
             if engine.control.withLock({ $0.stopRequested }) { break }
             if current == nil {
                 if !paceAfterFailures() { break }
-                let url = engine.control.withLock { c -> String? in next < c.items.count && !gaveUp ? c.items[next] : nil }
+                let url = engine.control.withLock { c -> String? in next < c.items.count && !failures.gaveUp ? c.items[next] : nil }
                 guard let url else {
                     if finishPlayback() { break }
                     continue
@@ -128,7 +107,7 @@ final class DecoderThread {
                 if item.drained {
                     if !item.finishMarked {
                         item.finishMarked = true
-                        marks.append((enqueuedFrames, .itemFinished(item.index, item.url)))
+                        timeline.add(.itemFinished(item.index, item.url), at: enqueuedFrames)
                         // The session's stop reason follows the last item: one that played to
                         // its end clears the error of an earlier one.
                         lastError = nil
@@ -139,10 +118,10 @@ final class DecoderThread {
                         retire(item)
                         current = nil
                         next = item.index + 1
-                        if phase == .ending, let queue {
+                        if buffering.phase == .ending, let queue {
                             // An item was appended while the end played out: take the end back.
                             try? queue.start()
-                            phase = .playing
+                            buffering.phase = .playing
                         }
                     } else if finishPlayback() {
                         break
@@ -174,11 +153,11 @@ final class DecoderThread {
     /// After the last item: lets the queue play out and reports the end. True when the loop
     /// should end.
     func finishPlayback() -> Bool {
-        guard let queue, enqueuedFrames > 0 || !fadeHold.isEmpty || !fadeTail.isEmpty else {
+        guard let queue, enqueuedFrames > 0 || !crossfade.isEmpty else {
             engine.setState(.stopped(reason: lastError.map { .error($0) } ?? .ended))
             return true
         }
-        if phase != .ending {
+        if buffering.phase != .ending {
             if engine.control.withLock({ $0.paused }) {
                 // Paused before the end was reached: wait for resume.
                 do { try waitTick(milliseconds: 20) } catch let gone as DeviceGone {
@@ -196,7 +175,7 @@ final class DecoderThread {
                 if !startQueue() { return true }
             }
             queue.stop(immediately: false)
-            phase = .ending
+            buffering.phase = .ending
             engine.setState(.playing)
         }
         do {
@@ -214,8 +193,7 @@ final class DecoderThread {
                 // Everything enqueued has played: the position is the end, whether or not a
                 // tick sampled the queue between its last render and its stop (its count is
                 // back at 0 once stopped, and that window can be shorter than a tick).
-                playedHighWater = max(playedHighWater, enqueuedFrames)
-                processMarks(played: playedHighWater)
+                processMarks(played: timeline.observe(played: enqueuedFrames))
             }
             processMarks(played: Int64.max)
             // An item that failed mid-way still plays what it had decoded; the session then
@@ -250,7 +228,7 @@ final class DecoderThread {
             current = nil
             prefetched.map(retire)
             prefetched = nil
-            phase = .starting
+            buffering.phase = .starting
             return playing + 1
         case .seek(let seconds):
             if let item = current, item.index == playing {
@@ -269,7 +247,7 @@ final class DecoderThread {
             prefetched = nil
             let url = engine.control.withLock { c in playing < c.items.count ? c.items[playing] : nil }
             resetQueue()
-            phase = .starting
+            buffering.phase = .starting
             guard let url, let item = openItem(index: playing, url: url, at: 0) else { current = nil; return playing + 1 }
             item.pendingSeek = seconds
             current = item
@@ -282,9 +260,9 @@ final class DecoderThread {
             item.pendingMetadata.removeAll()
             resetQueue()
             item.outputFrames = 0
-            segment = (0, item.index, positionSeconds())
-            marks.append((0, .segment(item.index, segment.seconds)))
-            phase = .starting
+            let seconds = positionSeconds()
+            timeline.restart(index: item.index, seconds: seconds)
+            buffering.phase = .starting
             return nil
         }
     }
@@ -292,7 +270,7 @@ final class DecoderThread {
     /// Drops everything queued; the timeline restarts at 0.
     func resetQueue() {
         guard let queue else { return }
-        if phase == .ending && queue.isRunning {
+        if buffering.phase == .ending && queue.isRunning {
             // The end of the stream was marked: starting the running queue takes it back, so
             // the reset below is not followed by the queue stopping itself.
             try? queue.start()
@@ -301,11 +279,10 @@ final class DecoderThread {
         // The queue keeps running through the reset (its device plays silence until new audio
         // comes): a paused device would keep the stale frames in the play ring, leaving no
         // room for the new ones.
-        playedBeforeReset += min(enqueuedFrames, max(playedHighWater, queue.playedStreamFrames))
+        playedBeforeReset += min(enqueuedFrames, max(timeline.playedHighWater, queue.playedStreamFrames))
         queue.reset()
         enqueuedFrames = 0
-        playedHighWater = 0
-        marks.removeAll()
+        timeline.reset()
         clearFade()
         engine.queueEnded.store(false, ordering: .releasing)
     }
@@ -326,13 +303,8 @@ final class DecoderThread {
     /// until it is due, the position is refreshed at least every 100 ms. Before playback and
     /// while buffering or ending, `milliseconds` (the stall and start checks tick).
     func idleMilliseconds(_ milliseconds: Int) -> Int {
-        guard phase == .playing, queueStarted, !queuePaused, let queue else { return milliseconds }
-        var wait = 100
-        if let mark = marks.first {
-            let due = Double(mark.frame - max(playedHighWater, queue.playedStreamFrames)) / deviceRate
-            wait = min(wait, max(2, Int(due * 1000) + 1))
-        }
-        return wait
+        guard buffering.phase == .playing, queueStarted, !queuePaused, let queue else { return milliseconds }
+        return timeline.idleMilliseconds(played: max(timeline.playedHighWater, queue.playedStreamFrames), rate: deviceRate, cap: 100)
     }
 
     func debug(_ text: @autoclosure () -> String) {
@@ -349,10 +321,9 @@ final class DecoderThread {
             return (c.stopRequested, command, c.paused, v)
         }
         if stop { throw Interrupted() }
-        if let lost = engine.deviceLost.withLock({ $0 }), HostTime.now() > lost.since,
-           HostTime.seconds(ticks: HostTime.now() - lost.since) > policy.deviceLostTimeout {
-            throw DeviceGone(error: AudioError(.deviceUnavailable, component: "StreamingPlayer",
-                "the output device \(queue?.currentDevice ?? "") has been gone for \(Int(policy.deviceLostTimeout)) s: \(lost.reason)"))
+        if let lost = engine.deviceLost.withLock({ $0 }),
+           let gone = deviceGoneError(lost: lost, now: engine.clock.now(), timeout: policy.deviceLostTimeout, device: queue?.currentDevice ?? "") {
+            throw gone
         }
         if volumeChanged { applyVolume() }
         if let command {
@@ -361,12 +332,12 @@ final class DecoderThread {
         }
         guard let queue else { return }
         // Pause and resume.
-        debug("tick phase \(phase) started \(queueStarted) paused \(queuePaused)/\(paused) enq \(enqueuedFrames) played \(queue.playedStreamFrames) ring \(queue.bufferedFrames) running \(queue.isRunning) underruns \(queue.underrunCount)")
+        debug("tick phase \(buffering.phase) started \(queueStarted) paused \(queuePaused)/\(paused) enq \(enqueuedFrames) played \(queue.playedStreamFrames) ring \(queue.bufferedFrames) running \(queue.isRunning) underruns \(queue.underrunCount)")
         if paused && queueStarted && !queuePaused {
             try? queue.pause()
             queuePaused = true
             engine.setState(.paused)
-        } else if !paused && queuePaused && (phase == .playing || phase == .ending) {
+        } else if !paused && queuePaused && (buffering.phase == .playing || buffering.phase == .ending) {
             do { try queue.start() } catch { debug("resume failed: \(error)") }
             queuePaused = false
             engine.setState(.playing)
@@ -375,8 +346,7 @@ final class DecoderThread {
         }
         // The queue's count goes back to 0 once a drained queue has stopped at the end: the
         // position stays where the last frame left it.
-        playedHighWater = max(playedHighWater, queue.playedStreamFrames)
-        let played = playedHighWater
+        let played = timeline.observe(played: queue.playedStreamFrames)
         if queueStarted { processMarks(played: played) }
         if queueStarted && !firstAudioReported && played > 0 {
             firstAudioReported = true
@@ -386,36 +356,28 @@ final class DecoderThread {
         }
         // Not before the first audio has been heard: with PulseAudio's latency adjustment a
         // larger buffer also delays the start of a stream the server has not started yet.
-        if let steady = policy.steadyOutputLatency, !steadyLatencySet, firstAudioReported, phase == .playing, !queuePaused,
+        if let steady = policy.steadyOutputLatency, !steadyLatencySet, firstAudioReported, buffering.phase == .playing, !queuePaused,
            Double(played) / deviceRate >= steady + 0.5, Double(queue.bufferedFrames) / deviceRate >= steady + 0.5 {
             steadyLatencySet = true
             queue.setDeviceLatency(steady)
             debug("output buffer set to \(steady) s")
         }
         // Underrun: the ring ran dry mid-stream. Pause, rebuffer with a larger target.
-        let count = queue.underrunCount
-        if phase == .playing && !queuePaused && count > lastUnderrunCount {
-            lastUnderrunCount = count
-            let inputDone = current?.inputEnded ?? true
-            if !inputDone && enqueuedFrames - played < Int64(0.05 * deviceRate) {
-                underruns += 1
-                try? queue.pause()
-                queuePaused = true
-                phase = .rebuffering
-                startTarget = min(policy.maximumTargetSeconds, startTarget * policy.growthAfterUnderrun)
-                rebufferTarget = min(policy.maximumTargetSeconds, rebufferTarget * policy.growthAfterUnderrun)
-                engine.setState(.buffering(progress: 0))
-            }
+        if buffering.underrun(count: queue.underrunCount, paused: queuePaused, inputDone: current?.inputEnded ?? true,
+                              aheadFrames: enqueuedFrames - played, rate: deviceRate) {
+            try? queue.pause()
+            queuePaused = true
+            engine.setState(.buffering(progress: 0))
         }
         checkStart()
         // Plenty decoded ahead and playing: the network thread may read in larger, rarer pieces.
         if let item = current {
-            item.reader.setRelaxed(phase == .playing && !queuePaused && !item.inputEnded && bufferedSeconds() >= 2)
+            item.reader.setRelaxed(buffering.phase == .playing && !queuePaused && !item.inputEnded && bufferedSeconds() >= 2)
         }
-        let now = HostTime.now()
+        let now = engine.clock.now()
         if queueStarted && HostTime.seconds(ticks: now - lastHealth) >= 1 {
             lastHealth = now
-            let health = BufferHealth(bufferedSeconds: bufferedSeconds(), bufferedBytes: current?.reader.bufferedBytes ?? 0, underruns: underruns)
+            let health = BufferHealth(bufferedSeconds: bufferedSeconds(), bufferedBytes: current?.reader.bufferedBytes ?? 0, underruns: buffering.underruns)
             engine.emit(.bufferHealth(health))
         }
         updateStatistics(played: played)

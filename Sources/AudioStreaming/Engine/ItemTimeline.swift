@@ -108,7 +108,7 @@ extension DecoderThread {
     func fail(_ item: ItemDecoder?, _ error: AudioError, index: Int? = nil) {
         let i = item?.index ?? index ?? 0
         lastError = error
-        consecutiveFailures += 1
+        failures.failed()
         engine.emit(.error(index: i, error))
     }
 }

@@ -9,6 +9,72 @@ import Synchronization
 import Glibc
 #endif
 
+/// When playback starts, stops for an underrun and starts again: the start and rebuffer targets
+/// (``BufferingPolicy/startSeconds``, ``BufferingPolicy/rebufferSeconds``), grown after each
+/// underrun up to ``BufferingPolicy/maximumTargetSeconds``.
+///
+/// A value the decoder thread owns: it is told what is decoded and what the queue reports and
+/// answers what to do; the decoder thread carries that out on the queue.
+struct BufferingController {
+    enum Phase { case starting, playing, rebuffering, ending }
+    var phase = Phase.starting
+    private(set) var startTarget: Double
+    private(set) var rebufferTarget: Double
+    let growth: Double
+    let maximumTarget: Double
+    /// Underruns that paused playback to rebuffer.
+    private(set) var underruns = 0
+    /// The queue's underrun count as last seen.
+    var lastUnderrunCount = 0
+
+    init(policy: BufferingPolicy) {
+        startTarget = policy.startSeconds
+        rebufferTarget = policy.rebufferSeconds
+        growth = policy.growthAfterUnderrun
+        maximumTarget = policy.maximumTargetSeconds
+    }
+
+    /// Waiting for audio before (re)starting the queue.
+    var isBuffering: Bool { phase == .starting || phase == .rebuffering }
+
+    /// The decoded seconds to wait for in this phase.
+    var target: Double { phase == .starting ? startTarget : rebufferTarget }
+
+    /// Whether the queue may start: `decoded` seconds of audio wait in the queue; `full` when
+    /// every queue buffer is in use; `inputDone` when no more bytes will come. Decoded audio,
+    /// not received bytes, decides (a queue started on the bytes of a burst the decoder had not
+    /// been through yet began with one frame in its ring and underran at once).
+    func readyToStart(decoded: Double, full: Bool, inputDone: Bool) -> Bool {
+        isBuffering && (decoded >= target || full || (inputDone && decoded > 0))
+    }
+
+    /// The progress shown while buffering, 0...1 in steps of 0.01, for `buffered` seconds
+    /// (decoded audio plus an estimate for the bytes not decoded yet).
+    func progress(buffered: Double) -> Double {
+        (min(1, buffered / max(0.001, target)) * 100).rounded() / 100
+    }
+
+    /// The queue reports `count` underruns in all, with `aheadFrames` enqueued but not played
+    /// at `rate`. True when playback must pause to rebuffer: the ring ran dry mid-stream
+    /// (not at the end of the input); the targets grow.
+    mutating func underrun(count: Int, paused: Bool, inputDone: Bool, aheadFrames: Int64, rate: Double) -> Bool {
+        guard phase == .playing, !paused, count > lastUnderrunCount else { return false }
+        lastUnderrunCount = count
+        guard !inputDone, aheadFrames < Int64(0.05 * rate) else { return false }
+        underruns += 1
+        phase = .rebuffering
+        startTarget = min(maximumTarget, startTarget * growth)
+        rebufferTarget = min(maximumTarget, rebufferTarget * growth)
+        return true
+    }
+
+    /// Whether a source silent for `secondsSinceActivity` has stalled: only while buffering
+    /// (before the queue first started, or rebuffering) and past `timeout`.
+    func stalled(queueStarted: Bool, secondsSinceActivity: Double, timeout: Double) -> Bool {
+        (!queueStarted || phase == .rebuffering) && secondsSinceActivity > timeout
+    }
+}
+
 /// The output feeder: the ``AudioOutputQueue``, its buffer pool, and when playback starts.
 extension DecoderThread {
     func ensureQueue(for format: AudioStreamBasicDescription) throws {
@@ -36,7 +102,7 @@ extension DecoderThread {
             case .underrun:
                 wake.signal()
             case .device(.lost(let reason)):
-                engine.deviceLost.withLock { if $0 == nil { $0 = (HostTime.now(), reason) } }
+                engine.deviceLost.withLock { if $0 == nil { $0 = (engine.clock.now(), reason) } }
                 wake.signal()
             case .device(.restored):
                 engine.deviceLost.withLock { $0 = nil }
@@ -45,6 +111,7 @@ extension DecoderThread {
             }
         }
         pcm = try AudioPCMBuffer(format: queueFormat, frameCapacity: framesPerBuffer)
+        crossfade = CrossfadeMixer(channels: channels)
         queue = q
         applyVolume()
     }
@@ -61,8 +128,7 @@ extension DecoderThread {
             if n == 0 { break }
             item.bytesWithoutAudio = 0
             item.skipRequestsWithoutAudio = 0
-            consecutiveFailures = 0
-            pacedFailures = 0
+            failures.audioArrived()
             let buffer = try takeBuffer()
             buffer.fill(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(pcm.mutableBytes(0))[0..<(n * channels * 4)]))
             do {
@@ -85,13 +151,9 @@ extension DecoderThread {
             if n == 0 { break }
             item.bytesWithoutAudio = 0
             item.skipRequestsWithoutAudio = 0
-            consecutiveFailures = 0
-            pacedFailures = 0
-            let fresh = UnsafeRawBufferPointer(pcm.mutableBytes(0)).bindMemory(to: Float.self)
-            let start = fadeHold.count
-            fadeHold.append(contentsOf: fresh[0..<(n * channels)])
-            mixFadeTail(into: start / channels, frames: n)
-            let excess = fadeHold.count / channels - crossfadeFrames
+            failures.audioArrived()
+            crossfade.add(UnsafeRawBufferPointer(pcm.mutableBytes(0)).bindMemory(to: Float.self), frames: n)
+            let excess = crossfade.heldFrames - crossfadeFrames
             if excess > 0 { try enqueueHeld(item, frames: excess) }
         }
     }
@@ -104,14 +166,15 @@ extension DecoderThread {
         while left > 0 {
             let n = min(left, framesPerBuffer)
             let buffer = try takeBuffer()
-            _ = fadeHold.withUnsafeBytes { buffer.fill(UnsafeRawBufferPointer(rebasing: $0[0..<(n * channels * 4)])) }
-            do {
-                try queue.enqueue(buffer)
-            } catch {
-                pool.buffers.withLock { $0.append(buffer) }
-                throw error
+            try crossfade.takeOldest(frames: n) { bytes in
+                _ = buffer.fill(bytes)
+                do {
+                    try queue.enqueue(buffer)
+                } catch {
+                    pool.buffers.withLock { $0.append(buffer) }
+                    throw error
+                }
             }
-            fadeHold.removeFirst(n * channels)
             enqueuedFrames += Int64(n)
             item?.outputFrames += Int64(n)
             left -= n
@@ -144,28 +207,23 @@ extension DecoderThread {
 
     /// Starts (or resumes) the queue once enough is buffered.
     func checkStart() {
-        guard let queue, phase == .starting || phase == .rebuffering else { return }
-        let target = phase == .starting ? startTarget : rebufferTarget
+        guard let queue, buffering.isBuffering else { return }
         let buffered = bufferedSeconds()
         let decoded = Double(max(0, enqueuedFrames - queue.playedStreamFrames)) / deviceRate
         // The play ring holds about 2 s: never wait for more decoded audio than fits.
         let inputDone = (current?.inputEnded ?? true) || (current?.reader.isFinished ?? true)
         // Every queue buffer is in use: nothing more can be buffered before playback starts.
         let full = pool.buffers.withLock { $0.isEmpty } && decoded > 0
-        // Decoded audio, not received bytes, decides: the bytes of a burst arrive before the
-        // decoder has been through them, and a queue started on bytes alone began with one
-        // frame in its ring and underran at once (silence padded into the first request).
         // `buffered` (bytes included) only drives the progress shown while buffering.
-        if decoded >= target || full || (inputDone && decoded > 0) {
+        if buffering.readyToStart(decoded: decoded, full: full, inputDone: inputDone) {
             if engine.control.withLock({ $0.paused }) {
-                phase = .playing
+                buffering.phase = .playing
                 engine.setState(.paused)
                 return
             }
-            if startQueue() { phase = .playing }
+            if startQueue() { buffering.phase = .playing }
         } else {
-            let progress = min(1, buffered / max(0.001, target))
-            engine.setState(.buffering(progress: (progress * 100).rounded() / 100))
+            engine.setState(.buffering(progress: buffering.progress(buffered: buffered)))
         }
     }
 
@@ -184,7 +242,7 @@ extension DecoderThread {
         }
         queueStarted = true
         queuePaused = false
-        lastUnderrunCount = queue.underrunCount
+        buffering.lastUnderrunCount = queue.underrunCount
         engine.setState(.playing)
         return true
     }

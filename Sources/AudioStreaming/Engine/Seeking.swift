@@ -133,9 +133,8 @@ extension DecoderThread {
         item.bytesWithoutAudio = 0
         item.skipRequestsWithoutAudio = 0
         item.baseSeconds = seconds
-        segment = (0, item.index, seconds)
-        marks.append((0, .segment(item.index, seconds)))
-        phase = .starting
+        timeline.restart(index: item.index, seconds: seconds)
+        buffering.phase = .starting
         engine.control.withLock { $0.position = seconds }
     }
 }

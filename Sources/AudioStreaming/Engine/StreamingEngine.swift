@@ -36,7 +36,9 @@ final class StreamingEngine: @unchecked Sendable {
     /// Set by the queue's thread while the output device is lost: when, and why.
     let deviceLost = Mutex<(since: UInt64, reason: String)?>(nil)
     private let done = DispatchSemaphore(value: 0)
-    private let startTime = HostTime.now()
+    /// The clock the engine's timers read (the monotonic clock unless a test gives another).
+    let clock: any EngineClock
+    private let startTime: UInt64
 
     struct Control {
         var items: [String] = []
@@ -62,7 +64,10 @@ final class StreamingEngine: @unchecked Sendable {
     let onEvent: (@Sendable (StreamingPlayerEvent) -> Void)?
 
     init(items: [String], policy: BufferingPolicy, output: @escaping AudioOutputDeviceFactory, makeSource: @escaping ByteSourceFactory,
-         continuation: AsyncStream<StreamingPlayerEvent>.Continuation, onEvent: (@Sendable (StreamingPlayerEvent) -> Void)?, volume: Float) {
+         continuation: AsyncStream<StreamingPlayerEvent>.Continuation, onEvent: (@Sendable (StreamingPlayerEvent) -> Void)?, volume: Float,
+         clock: any EngineClock = MonotonicClock()) {
+        self.clock = clock
+        startTime = clock.now()
         self.onEvent = onEvent
         self.policy = policy
         self.output = output
@@ -111,7 +116,7 @@ final class StreamingEngine: @unchecked Sendable {
         if changed { emit(.state(new)) }
     }
 
-    var elapsed: Double { HostTime.seconds(ticks: HostTime.now() - startTime) }
+    var elapsed: Double { clock.seconds(since: startTime) }
 }
 
 /// The output device stayed lost longer than ``BufferingPolicy/deviceLostTimeout``.
