@@ -58,7 +58,7 @@ extension DecoderThread {
                     // content: reopen the entry as a playlist (fetched again, within the limits).
                     debug("\(item.url) is a \(kind.rawValue) playlist by \(detection.evidence?.rawValue ?? "content"): following it")
                     retire(item)
-                    if kind == .hls { hlsURLs.insert(item.url) } else { contentPlaylists.insert(item.url) }
+                    entries.found(kind, at: item.url)
                     current = nil
                     next = item.index
                     return

@@ -66,14 +66,8 @@ final class DecoderThread {
     /// The queue entry to open when the current item is done.
     var next = 0
 
-    /// URLs already expanded from playlists (their entries replaced them in the queue) or known
-    /// to be HLS presentations.
-    var hlsURLs: Set<String> = []
-    /// URLs found to be PLS/M3U playlists by their Content-Type or content (no playlist
-    /// extension), and how many such expansions this player has made (bounded: playlists that
-    /// list each other would otherwise expand for ever).
-    var contentPlaylists: Set<String> = []
-    var contentExpansions = 0
+    /// How each queue entry plays: expanded as a playlist, as HLS, or from the factory's source.
+    var entries = EntryClassifier()
 
     var pendingCommand: EngineCommand?
 

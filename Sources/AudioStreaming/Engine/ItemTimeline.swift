@@ -9,6 +9,52 @@ import Synchronization
 import Glibc
 #endif
 
+/// How a queue entry plays: a PLS/M3U playlist is expanded in place (by its extension, or once
+/// its Content-Type or content showed it is one), an HLS presentation plays through
+/// ``HLSByteSource``, anything else through the player's source factory. Remembers what was
+/// found per URL, and bounds the expansions of playlists without a playlist extension
+/// (playlists that list each other would otherwise expand for ever).
+struct EntryClassifier {
+    /// URLs known to be HLS presentations (or listed as playlists inside an expanded one).
+    private(set) var hlsURLs: Set<String> = []
+    /// URLs found to be PLS/M3U playlists by their Content-Type or content.
+    private(set) var contentPlaylists: Set<String> = []
+    /// Expansions of playlists without a playlist extension so far.
+    private(set) var contentExpansions = 0
+    static let maximumContentExpansions = 16
+
+    /// Whether `url` is a PLS/M3U playlist to fetch and expand (HLS is not expanded).
+    func isPlaylist(_ url: String) -> Bool {
+        !hlsURLs.contains(url) && (Playlist.formatHint(url: url, contentType: nil) != nil || contentPlaylists.contains(url))
+    }
+
+    /// Whether `url` plays through ``HLSByteSource``.
+    func isHLS(_ url: String) -> Bool {
+        hlsURLs.contains(url) || PlaylistURL(url).path.lowercased().hasSuffix(".m3u8")
+    }
+
+    /// Counts the expansion of `url` (when it has no playlist extension); throws past
+    /// ``maximumContentExpansions``.
+    mutating func countExpansion(of url: String) throws(AudioError) {
+        guard Playlist.formatHint(url: url, contentType: nil) == nil else { return }
+        contentExpansions += 1
+        guard contentExpansions <= Self.maximumContentExpansions else {
+            throw AudioError(.limitExceeded, component: "StreamingPlayer",
+                             "\(url) is a playlist, and more than \(Self.maximumContentExpansions) playlists without a playlist extension were followed (do they list each other?)")
+        }
+    }
+
+    /// `url` turned out to be a playlist of `kind` (by its Content-Type or content).
+    mutating func found(_ kind: PlaylistKind, at url: String) {
+        if kind == .hls { hlsURLs.insert(url) } else { contentPlaylists.insert(url) }
+    }
+
+    /// `url` is an HLS presentation (its tags said so, or a playlist listed it as a playlist).
+    mutating func markHLS(_ url: String) {
+        hlsURLs.insert(url)
+    }
+}
+
 /// The item timeline: the queue of entries (playlists expanded in place), opening, prefetching
 /// for gapless joins and retiring items.
 extension DecoderThread {
@@ -17,16 +63,10 @@ extension DecoderThread {
     /// through ``HLSByteSource``. True when the queue changed (or the entry failed and was
     /// skipped), so the caller looks at the queue again.
     func expandPlaylist(at index: Int, url: String) -> Bool {
-        guard !hlsURLs.contains(url), Playlist.formatHint(url: url, contentType: nil) != nil || contentPlaylists.contains(url) else { return false }
+        guard entries.isPlaylist(url) else { return false }
         let makeSource = engine.makeSource
         do throws(AudioError) {
-            if Playlist.formatHint(url: url, contentType: nil) == nil {
-                contentExpansions += 1
-                guard contentExpansions <= 16 else {
-                    throw AudioError(.limitExceeded, component: "StreamingPlayer",
-                                     "\(url) is a playlist, and more than 16 playlists without a playlist extension were followed (do they list each other?)")
-                }
-            }
+            try entries.countExpansion(of: url)
             let expanded = try Playlist.expand(url: url) { (u: String) throws(AudioError) -> Playlist.Fetched in
                 let source = try makeSource(u)
                 defer { source.close() }
@@ -44,10 +84,10 @@ extension DecoderThread {
                 }
                 return Playlist.Fetched(bytes: bytes, contentType: info.contentType, url: info.url)
             }
-            for e in expanded where e.looksLikePlaylist { hlsURLs.insert(e.url) }
+            for e in expanded where e.looksLikePlaylist { entries.markHLS(e.url) }
             if expanded.count == 1, expanded[0].url == url {
                 // An HLS presentation (recognised by its tags): it plays as one item.
-                hlsURLs.insert(url)
+                entries.markHLS(url)
                 return false
             }
             // A playlist naming itself would expand for ever.
@@ -71,8 +111,7 @@ extension DecoderThread {
     /// The byte source for `url`: an ``HLSByteSource`` for an HLS playlist (fetching through the
     /// player's source factory), else the factory's source.
     func makeSource(for url: String, startTime: Double? = nil) throws(AudioError) -> any ByteSource {
-        let path = PlaylistURL(url).path.lowercased()
-        if hlsURLs.contains(url) || path.hasSuffix(".m3u8") {
+        if entries.isHLS(url) {
             let source = HLSByteSource(url: url, makeSource: engine.makeSource)
             source.startTime = startTime
             return source
