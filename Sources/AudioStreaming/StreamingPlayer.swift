@@ -35,6 +35,7 @@ public actor StreamingPlayer {
     private var items: [String] = []
     private var volume: Float = 1
     private var lastState: StreamingPlayerState = .idle
+    private let clock: any EngineClock
 
     /// Creates a player. `output` opens the device for the stream's format (default:
     /// ``defaultOutput(for:)``, the `auto` output);
@@ -45,10 +46,19 @@ public actor StreamingPlayer {
     public init(policy: BufferingPolicy = BufferingPolicy(), output: @escaping AudioOutputDeviceFactory = StreamingPlayer.defaultOutput(for:),
                 sourceFactory: @escaping ByteSourceFactory = StreamingPlayer.defaultSource(for:),
                 onEvent: (@Sendable (StreamingPlayerEvent) -> Void)? = nil) {
+        self.init(policy: policy, output: output, sourceFactory: sourceFactory, onEvent: onEvent, clock: MonotonicClock())
+    }
+
+    /// A player whose engine timers (first audio, statistics, health reports, the backoff after
+    /// failed entries, a lost device's timeout) read `clock`: tests drive them on a
+    /// ``VirtualClock``.
+    init(policy: BufferingPolicy, output: @escaping AudioOutputDeviceFactory, sourceFactory: @escaping ByteSourceFactory,
+         onEvent: (@Sendable (StreamingPlayerEvent) -> Void)?, clock: any EngineClock) {
         self.policy = policy
         self.output = output
         self.makeSource = sourceFactory
         self.onEvent = onEvent
+        self.clock = clock
         (events, continuation) = AsyncStream.makeStream(of: StreamingPlayerEvent.self, bufferingPolicy: .bufferingNewest(4096))
     }
 
@@ -93,7 +103,7 @@ public actor StreamingPlayer {
         items = urls
         guard !urls.isEmpty else { return }
         let engine = StreamingEngine(items: urls, policy: policy, output: output, makeSource: makeSource,
-                                     continuation: continuation, onEvent: onEvent, volume: volume)
+                                     continuation: continuation, onEvent: onEvent, volume: volume, clock: clock)
         self.engine = engine
     }
 

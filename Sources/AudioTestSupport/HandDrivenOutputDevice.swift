@@ -30,6 +30,9 @@ public final class HandDrivenOutputDevice: AudioOutputDevice, @unchecked Sendabl
     public func stop(drain: Bool) { callback.withLock { $0 = nil } }
     public func close() { callback.withLock { $0 = nil } }
     public func takeEvents() -> [AudioDeviceEvent] { events.take() }
+    /// Reports `event` as the device would (a loss, a restore): the queue takes it with the next
+    /// ``takeEvents()``.
+    public func report(_ event: AudioDeviceEvent) { events.post(event) }
 
     /// One render call of `frames` frames into buffers filled with `fill` beforehand: what it
     /// returned and each channel's samples; nil before start.
