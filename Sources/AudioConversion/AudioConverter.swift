@@ -103,7 +103,7 @@ public final class AudioConverter {
     private let outBytesPerFrame: Int // per plane
     private var scratch: [UnsafeMutablePointer<UInt8>?] = []
     private var scratchFrames = 0
-    private var fifo: [[UInt8]]
+    private let fifo: [PlaneFIFO]
     private var fifoReadFrames = 0
     /// Packets pulled by ``fillComplexBuffer(_:maxFrames:_:)`` and the frames they gave (for
     /// the average packet length of variable-length formats).
@@ -135,7 +135,7 @@ public final class AudioConverter {
         outFormat = fmt
         outPlanes = destination.isInterleaved ? 1 : Int(destination.channelsPerFrame)
         outBytesPerFrame = Int(destination.bytesPerFrame)
-        fifo = Array(repeating: [], count: outPlanes)
+        fifo = (0..<outPlanes).map { _ in PlaneFIFO() }
         self.magicCookie = magicCookie
         // Float32 out at the source's own rate and channel count: no resampling or remixing.
         let sameShape = (fmt == AV_SAMPLE_FMT_FLT || fmt == AV_SAMPLE_FMT_FLTP) && destination.sampleRate == source.sampleRate
@@ -225,7 +225,7 @@ public final class AudioConverter {
         try? mpg123?.reset()
         swr_free(&swr)
         swrInput = nil
-        for i in 0..<fifo.count { fifo[i].removeAll(keepingCapacity: true) }
+        for plane in fifo { plane.removeAll() }
         fifoReadFrames = 0
         inputEnded = false
         drained = false
@@ -341,7 +341,7 @@ public final class AudioConverter {
         if validFrameCount == nil && primeInfo.trailingFrames > 0 {
             let ratio = destinationFormat.sampleRate / sourceFormat.sampleRate
             let drop = Swift.min(bufferedFrameCount, Int((Double(primeInfo.trailingFrames) * ratio).rounded()))
-            for i in 0..<fifo.count { fifo[i].removeLast(drop * outBytesPerFrame) }
+            for plane in fifo { plane.removeLast(drop * outBytesPerFrame) }
         }
         drained = true
     }
@@ -358,14 +358,11 @@ public final class AudioConverter {
         let n = Swift.max(0, Swift.min(capacity, available))
         guard n > 0 else { buffer.frameLength = 0; return 0 }
         for plane in 0..<outPlanes {
-            let dst = buffer.mutableBytes(plane)
-            fifo[plane].withUnsafeBytes { src in
-                dst.baseAddress!.copyMemory(from: src.baseAddress! + fifoReadFrames * outBytesPerFrame, byteCount: n * outBytesPerFrame)
-            }
+            fifo[plane].copy(from: fifoReadFrames * outBytesPerFrame, bytes: n * outBytesPerFrame, to: buffer.mutableBytes(plane).baseAddress!)
         }
         fifoReadFrames += n
         if fifoReadFrames * outBytesPerFrame > 1 << 16 && fifoReadFrames * 2 > fifo[0].count / outBytesPerFrame {
-            for i in 0..<fifo.count { fifo[i].removeFirst(fifoReadFrames * outBytesPerFrame) }
+            for plane in fifo { plane.removeFirst(fifoReadFrames * outBytesPerFrame) }
             fifoReadFrames = 0
         }
         buffer.frameLength = n
@@ -444,7 +441,7 @@ public final class AudioConverter {
         let start = base + Int(skip) * channels
         let frames = Int(count)
         if outPlanes == 1 {
-            fifo[0].append(contentsOf: UnsafeRawBufferPointer(start: start, count: frames * channels * 4))
+            fifo[0].append(UnsafeRawBufferPointer(start: start, count: frames * channels * 4))
             return
         }
         appendDeinterleaved(start, frames: frames, channels: channels)
@@ -534,18 +531,17 @@ public final class AudioConverter {
             let perPlane = planar ? 1 : channels
             for p in 0..<outPlanes {
                 guard let src = plane(p) else { continue }
-                fifo[p].append(contentsOf: UnsafeRawBufferPointer(start: src + skip * perPlane, count: frames * perPlane * 4))
+                fifo[p].append(UnsafeRawBufferPointer(start: src + skip * perPlane, count: frames * perPlane * 4))
             }
         } else if planar {
             // Planar decoder output, interleaved destination.
-            let old = fifo[0].count
-            fifo[0].append(contentsOf: [UInt8](repeating: 0, count: frames * channels * 4))
-            fifo[0].withUnsafeMutableBytes { raw in
-                let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
-                for c in 0..<channels {
-                    guard let src = plane(c) else { continue }
-                    for f in 0..<frames { dst[f * channels + c] = src[skip + f] }
+            let dst = fifo[0].extendFloats(by: frames * channels)
+            for c in 0..<channels {
+                guard let src = plane(c) else {
+                    for f in 0..<frames { dst[f * channels + c] = 0 }
+                    continue
                 }
+                for f in 0..<frames { dst[f * channels + c] = src[skip + f] }
             }
         } else if let src = plane(0) {
             appendDeinterleaved(src + skip * channels, frames: frames, channels: channels)
@@ -584,19 +580,11 @@ public final class AudioConverter {
             }
         }
         if interleavedOut {
-            let old = fifo[0].count
-            fifo[0].append(contentsOf: [UInt8](repeating: 0, count: frames * channels * 4))
-            fifo[0].withUnsafeMutableBytes { raw in
-                let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
-                for c in 0..<channels { convert(into: dst + c, dstStride: channels, channel: c) }
-            }
+            let dst = fifo[0].extendFloats(by: frames * channels)
+            for c in 0..<channels { convert(into: dst + c, dstStride: channels, channel: c) }
         } else {
             for c in 0..<Swift.min(outPlanes, channels) {
-                let old = fifo[c].count
-                fifo[c].append(contentsOf: [UInt8](repeating: 0, count: frames * 4))
-                fifo[c].withUnsafeMutableBytes { raw in
-                    convert(into: (raw.baseAddress! + old).assumingMemoryBound(to: Float.self), dstStride: 1, channel: c)
-                }
+                convert(into: fifo[c].extendFloats(by: frames), dstStride: 1, channel: c)
             }
         }
     }
@@ -615,13 +603,18 @@ public final class AudioConverter {
 
     /// Appends interleaved Float32 frames to the planes of a non-interleaved destination.
     private func appendDeinterleaved(_ start: UnsafePointer<Float>, frames: Int, channels: Int) {
-        for plane in 0..<Swift.min(outPlanes, channels) {
-            let old = fifo[plane].count
-            fifo[plane].append(contentsOf: [UInt8](repeating: 0, count: frames * 4))
-            fifo[plane].withUnsafeMutableBytes { raw in
-                let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
-                for f in 0..<frames { dst[f] = start[f * channels + plane] }
+        if channels == 2 && outPlanes >= 2 {
+            // Stereo (most of what is decoded): both planes in one pass over the source.
+            let left = fifo[0].extendFloats(by: frames), right = fifo[1].extendFloats(by: frames)
+            for f in 0..<frames {
+                left[f] = start[2 * f]
+                right[f] = start[2 * f + 1]
             }
+            return
+        }
+        for plane in 0..<Swift.min(outPlanes, channels) {
+            let dst = fifo[plane].extendFloats(by: frames)
+            for f in 0..<frames { dst[f] = start[f * channels + plane] }
         }
     }
 
@@ -698,7 +691,7 @@ public final class AudioConverter {
         guard let map = channelMap, mapSourceChannels != nil else {
             for plane in 0..<outPlanes {
                 guard let p = scratch[plane] else { continue }
-                fifo[plane].append(contentsOf: UnsafeBufferPointer(start: p, count: frames * outBytesPerFrame))
+                fifo[plane].append(UnsafeRawBufferPointer(start: p, count: frames * outBytesPerFrame))
             }
             return
         }
@@ -706,22 +699,21 @@ public final class AudioConverter {
         if destinationFormat.isInterleaved {
             guard let src = scratch[0] else { return }
             let srcFrame = bps * scratchChannels
-            fifo[0].reserveCapacity(fifo[0].count + frames * outBytesPerFrame)
             for f in 0..<frames {
                 for c in map {
                     if c < 0 {
-                        fifo[0].append(contentsOf: [UInt8](repeating: 0, count: bps))
+                        fifo[0].appendZeros(bps)
                     } else {
-                        fifo[0].append(contentsOf: UnsafeBufferPointer(start: src + f * srcFrame + c * bps, count: bps))
+                        fifo[0].append(UnsafeRawBufferPointer(start: src + f * srcFrame + c * bps, count: bps))
                     }
                 }
             }
         } else {
             for (plane, c) in map.enumerated() {
                 if c < 0 {
-                    fifo[plane].append(contentsOf: [UInt8](repeating: 0, count: frames * bps))
+                    fifo[plane].appendZeros(frames * bps)
                 } else if let src = scratch[c] {
-                    fifo[plane].append(contentsOf: UnsafeBufferPointer(start: src, count: frames * bps))
+                    fifo[plane].append(UnsafeRawBufferPointer(start: src, count: frames * bps))
                 }
             }
         }
