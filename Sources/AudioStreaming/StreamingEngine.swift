@@ -646,6 +646,7 @@ final class DecoderThread {
         case .opened(let info):
             debug("opened \(info.url) type \(info.contentType ?? "-") live \(info.isLive)")
             item.info = info
+            if queue == nil { openOutputEarly() }
             if let target = item.hlsSeekTarget {
                 item.hlsSeekTarget = nil
                 item.hlsDiscardSeconds = max(0, target - (info.mediaStartTime ?? target))
@@ -655,6 +656,7 @@ final class DecoderThread {
             }
         case .bytes(let bytes, let offset):
             if item.parser == nil {
+                debug("first bytes: \(bytes.count)")
                 // Content type, extension and the first bytes decide the container (a server
                 // that says audio/mpeg and sends ADTS still plays).
                 let detection = StreamFormatDetector.detect(contentType: item.info?.contentType, url: item.info?.url ?? item.url, prefix: bytes)
@@ -973,7 +975,44 @@ final class DecoderThread {
         engine.control.withLock { c in if c.playingIndex == item.index || !queueStarted { c.duration = duration } }
     }
 
+    /// A queue opened by ``openOutputEarly()`` before the stream's format was known.
+    var speculativeQueue = false
+
+    /// Opens the output once the first item's source has answered, so that the device's set-up
+    /// (a PulseAudio context, an ALSA PCM) overlaps the wait for the first audio bytes (an
+    /// Icecast server sends its burst about 0.2 s after its response head) instead of following
+    /// them; not earlier, where it would compete with loading libcurl and connecting. A queue at
+    /// 44.1 kHz stereo (what most streams are), replaced in ``ensureQueue(for:)`` before anything
+    /// is enqueued when the stream turns out to be another rate or channel count.
+    func openOutputEarly() {
+        guard queue == nil, policy.opensOutputEarly else { return }
+        do {
+            try ensureQueue(for: .linearPCM(sampleRate: 44100, channels: 2, bitsPerChannel: 32, isFloat: true))
+            try queue?.prime(frames: 0)
+            speculativeQueue = true
+            debug("output opened before the first bytes")
+        } catch {
+            // Opened again (and its error reported) once the format is known.
+            debug("output not opened early: \(error)")
+            dropQueue()
+        }
+    }
+
+    /// Disposes of a queue nothing was enqueued to, and its buffers.
+    func dropQueue() {
+        queue?.dispose(immediately: true)
+        queue = nil
+        pcm = nil
+        pool.buffers.withLock { $0.removeAll() }
+    }
+
     func ensureQueue(for format: AudioStreamBasicDescription) throws {
+        if speculativeQueue {
+            speculativeQueue = false
+            if format.sampleRate == deviceRate && Int(min(8, max(1, format.channelsPerFrame))) == channels { return }
+            debug("output reopened for \(format.sampleRate) Hz, \(format.channelsPerFrame) channels")
+            dropQueue()
+        }
         guard queue == nil else { return }
         deviceRate = format.sampleRate
         channels = Int(min(8, max(1, format.channelsPerFrame)))
@@ -1369,7 +1408,7 @@ final class DecoderThread {
             pendingCommand = command
             throw Interrupted()
         }
-        guard let queue else { return }
+        guard let queue, !speculativeQueue else { return }
         // Pause and resume.
         debug("tick phase \(phase) started \(queueStarted) paused \(queuePaused)/\(paused) enq \(enqueuedFrames) played \(queue.playedStreamFrames) ring \(queue.bufferedFrames) running \(queue.isRunning) underruns \(queue.underrunCount)")
         if paused && queueStarted && !queuePaused {
@@ -1391,6 +1430,7 @@ final class DecoderThread {
         if queueStarted && !firstAudioReported && played > 0 {
             firstAudioReported = true
             let t = engine.elapsed
+            debug("first audio played by the device")
             engine.control.withLock { $0.stats.timeToFirstAudio = t }
             engine.emit(.firstAudio(seconds: t))
         }
