@@ -57,9 +57,11 @@ for path in files {
             // The file indexed above (opening it again would index it twice), decoded to
             // interleaved Float32 at its own rate and channel count: only frames are counted, so
             // nothing needs the samples split into planes (libmpg123 and most decoders deliver
-            // them interleaved).
-            let format = AudioStreamBasicDescription.linearPCM(sampleRate: file.dataFormat.sampleRate, channels: file.dataFormat.channelsPerFrame,
-                                                               bitsPerChannel: 32, isFloat: true)
+            // them interleaved). A channel count beyond the format limits keeps the default
+            // (planar) format, whose frame size cannot overflow, so the converter names the problem.
+            let channels = file.dataFormat.channelsPerFrame
+            let format: AudioStreamBasicDescription? = channels <= FormatLimits.maximumChannels
+                ? .linearPCM(sampleRate: file.dataFormat.sampleRate, channels: channels, bitsPerChannel: 32, isFloat: true) : nil
             let reader = try ExtendedAudioFile(file: file, clientFormat: format)
             let buffer = try AudioPCMBuffer(format: reader.clientFormat, frameCapacity: 16384)
             var frames: Int64 = 0
