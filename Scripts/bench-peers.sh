@@ -246,7 +246,7 @@ machine="$(uname -srm), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2
 versions="afplay $(git rev-parse --short HEAD)$( [ ${#afplays[@]} -gt 1 ] && printf ' (binaries: %s)' "${afplays[*]}"), mpg123 $(mpg123 --version 2>/dev/null | awk '{print $2; exit}'), mpv $(mpv --version 2>/dev/null | awk '{print $2; exit}'), GStreamer $(gst-launch-1.0 --version 2>/dev/null | awk '/GStreamer/ {print $2; exit}'), ffplay $(ffplay -version 2>/dev/null | awk '{print $3; exit}'), PulseAudio $(pulseaudio --version | awk '{print $2}'), Icecast $(dpkg-query -W -f='${Version}' icecast2)"
 report="### Whole-process comparison ($(date -u '+%Y-%m-%d %H:%M') UTC)
 
-Command: \`Scripts/bench-peers.sh$( [ "$runs" != 5 ] || [ "$seconds" != 60 ] && echo " --runs $runs --seconds $seconds")\`.
+Command: \`Scripts/bench-peers.sh$( [ "$runs" != 5 ] || [ "$seconds" != 60 ] && echo " --runs $runs --seconds $seconds")$(for a in ${afplays[@]+"${afplays[@]}"}; do [ "$a" = "$afplay=afplay" ] || printf ' --afplay %s' "$a"; done)\`.
 Machine: $machine. Versions: $versions.
 
 $table"
