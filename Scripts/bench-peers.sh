@@ -9,10 +9,13 @@
 # loopback, fed by ffmpeg as the source client. Everything runs against a private PulseAudio
 # daemon (null sink, norewinds=1) started here and stopped at exit, by PID.
 #
-# usage: Scripts/bench-peers.sh [--quick] [--runs N] [--seconds S] [--no-write]
+# usage: Scripts/bench-peers.sh [--quick] [--runs N] [--seconds S] [--no-write] [--afplay PATH=LABEL]...
 #   --runs N     launches per player and input for the time to first audio (median; default 5)
 #   --seconds S  length of the CPU/RSS play (default 60; --quick: 15, and 3 runs)
 #   --no-write   print the table only; by default it also replaces the table in docs/PERFORMANCE.md
+#   --afplay PATH=LABEL  an afplay binary to run instead of this tree's (repeatable, e.g. a build
+#                of main as LABEL afplay-before and this tree's as afplay-after: before and
+#                after in one run); LABEL starts with "afplay" and has no "/"
 # Installs what is missing (Debian packages), builds afplay and peer-probe in release mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,13 +24,15 @@ root=$(pwd)
 runs=5
 seconds=60
 write=1
+afplays=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) runs=3; seconds=15 ;;
     --runs) runs="$2"; shift ;;
     --seconds) seconds="$2"; shift ;;
     --no-write) write=0 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --afplay) afplays+=("$2"); shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "bench-peers: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -53,6 +58,17 @@ echo "bench-peers: building afplay and peer-probe (release)" >&2
 swift build -c release --product afplay >&2
 swift build -c release --package-path Benchmarks --product peer-probe >&2
 afplay="$root/.build/release/afplay"
+[ ${#afplays[@]} -gt 0 ] || afplays=("$afplay=afplay")
+afplay_labels=(); afplay_paths=()
+for spec in "${afplays[@]}"; do
+  path="${spec%%=*}"; label="${spec#*=}"
+  [ "$label" != "$spec" ] || label=afplay
+  case "$label" in afplay*) ;; *) echo "bench-peers: --afplay label $label must start with afplay" >&2; exit 2 ;; esac
+  case "$label" in */*) echo "bench-peers: --afplay label $label has a /" >&2; exit 2 ;; esac
+  [ -x "$path" ] || { echo "bench-peers: no afplay at $path" >&2; exit 2; }
+  afplay_labels+=("$label")
+  afplay_paths+=("$path")
+done
 probe="$root/Benchmarks/.build/release/peer-probe"
 
 work=$(mktemp -d /tmp/oat-peers-XXXXXX)
@@ -142,9 +158,13 @@ sleep 2   # let the server's burst buffer fill, as it would for a station that h
 command_for() {
   local player="$1" input="$2" kind="$3"
   case "$player" in
-    afplay)
-      if [ "$kind" = url ] && ! "$afplay" --help 2>&1 | grep -qi "url"; then return 0; fi
-      echo "$afplay --no-ui --output pulse $input" ;;
+    afplay*)
+      local i bin=""
+      for i in "${!afplay_labels[@]}"; do
+        [ "${afplay_labels[$i]}" = "$player" ] && bin="${afplay_paths[$i]}"
+      done
+      if [ "$kind" = url ] && ! "$bin" --help 2>&1 | grep -qi "url"; then return 0; fi
+      echo "$bin --no-ui --output pulse $input" ;;
     mpg123) echo "mpg123 -q -o pulse $input" ;;
     mpv) echo "mpv --no-config --no-video --no-terminal --ao=pulse $input" ;;
     gstreamer)
@@ -158,7 +178,7 @@ command_for() {
 
 results="$work/results.jsonl"
 : > "$results"
-players=(afplay mpg123 mpv gstreamer ffplay paplay)
+players=("${afplay_labels[@]}" mpg123 mpv gstreamer ffplay paplay)
 for kind in file url; do
   input="$work/signal.mp3"; [ "$kind" = url ] && input="$stream"
   for player in "${players[@]}"; do
@@ -202,7 +222,7 @@ table=$(awk -v runs="$runs" '
   END {
     for (i = 1; i <= count; i++) {
       k = order[i]; split(k, p, "/"); med[k] = median(ttfa[k])
-      if (p[1] != "afplay" && p[1] != "paplay") {
+      if (p[1] !~ /^afplay/ && p[1] != "paplay") {
         if (med[k] != "null" && (!(p[2] in bt) || med[k] + 0 < bt[p[2]])) bt[p[2]] = med[k] + 0
         if (cpm[k] != "null" && (!(p[2] in bc) || cpm[k] + 0 < bc[p[2]])) bc[p[2]] = cpm[k] + 0
         if (!(p[2] in br) || rss[k] + 0 < br[p[2]]) br[p[2]] = rss[k] + 0
@@ -223,10 +243,10 @@ table=$(awk -v runs="$runs" '
 # Keep the raw results next to the build (not in git), so a table can be checked afterwards.
 mkdir -p "$root/.build" && cp "$results" "$root/.build/bench-peers-results.jsonl"
 machine="$(uname -srm), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-versions="afplay $(git rev-parse --short HEAD), mpg123 $(mpg123 --version 2>/dev/null | awk '{print $2; exit}'), mpv $(mpv --version 2>/dev/null | awk '{print $2; exit}'), GStreamer $(gst-launch-1.0 --version 2>/dev/null | awk '/GStreamer/ {print $2; exit}'), ffplay $(ffplay -version 2>/dev/null | awk '{print $3; exit}'), PulseAudio $(pulseaudio --version | awk '{print $2}'), Icecast $(dpkg-query -W -f='${Version}' icecast2)"
+versions="afplay $(git rev-parse --short HEAD)$( [ ${#afplays[@]} -gt 1 ] && printf ' (binaries: %s)' "${afplays[*]}"), mpg123 $(mpg123 --version 2>/dev/null | awk '{print $2; exit}'), mpv $(mpv --version 2>/dev/null | awk '{print $2; exit}'), GStreamer $(gst-launch-1.0 --version 2>/dev/null | awk '/GStreamer/ {print $2; exit}'), ffplay $(ffplay -version 2>/dev/null | awk '{print $3; exit}'), PulseAudio $(pulseaudio --version | awk '{print $2}'), Icecast $(dpkg-query -W -f='${Version}' icecast2)"
 report="### Whole-process comparison ($(date -u '+%Y-%m-%d %H:%M') UTC)
 
-Command: \`Scripts/bench-peers.sh$( [ "$runs" != 5 ] || [ "$seconds" != 60 ] && echo " --runs $runs --seconds $seconds")\`.
+Command: \`Scripts/bench-peers.sh$( [ "$runs" != 5 ] || [ "$seconds" != 60 ] && echo " --runs $runs --seconds $seconds")$(for a in ${afplays[@]+"${afplays[@]}"}; do [ "$a" = "$afplay=afplay" ] || printf ' --afplay %s' "$a"; done)\`.
 Machine: $machine. Versions: $versions.
 
 $table"

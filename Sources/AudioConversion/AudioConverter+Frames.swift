@@ -32,7 +32,7 @@ extension AudioConverter {
         let start = base + Int(skip) * channels
         let frames = Int(count)
         if outPlanes == 1 {
-            fifo[0].append(contentsOf: UnsafeRawBufferPointer(start: start, count: frames * channels * 4))
+            fifo[0].append(UnsafeRawBufferPointer(start: start, count: frames * channels * 4))
             return
         }
         appendDeinterleaved(start, frames: frames, channels: channels)
@@ -113,18 +113,17 @@ extension AudioConverter {
             let perPlane = planar ? 1 : channels
             for p in 0..<outPlanes {
                 guard let src = plane(p) else { continue }
-                fifo[p].append(contentsOf: UnsafeRawBufferPointer(start: src + skip * perPlane, count: frames * perPlane * 4))
+                fifo[p].append(UnsafeRawBufferPointer(start: src + skip * perPlane, count: frames * perPlane * 4))
             }
         } else if planar {
             // Planar decoder output, interleaved destination.
-            let old = fifo[0].count
-            fifo[0].append(contentsOf: [UInt8](repeating: 0, count: frames * channels * 4))
-            fifo[0].withUnsafeMutableBytes { raw in
-                let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
-                for c in 0..<channels {
-                    guard let src = plane(c) else { continue }
-                    for f in 0..<frames { dst[f * channels + c] = src[skip + f] }
+            let dst = fifo[0].extendFloats(by: frames * channels)
+            for c in 0..<channels {
+                guard let src = plane(c) else {
+                    for f in 0..<frames { dst[f * channels + c] = 0 }
+                    continue
                 }
+                for f in 0..<frames { dst[f * channels + c] = src[skip + f] }
             }
         } else if let src = plane(0) {
             appendDeinterleaved(src + skip * channels, frames: frames, channels: channels)
@@ -163,19 +162,11 @@ extension AudioConverter {
             }
         }
         if interleavedOut {
-            let old = fifo[0].count
-            fifo[0].append(contentsOf: [UInt8](repeating: 0, count: frames * channels * 4))
-            fifo[0].withUnsafeMutableBytes { raw in
-                let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
-                for c in 0..<channels { convert(into: dst + c, dstStride: channels, channel: c) }
-            }
+            let dst = fifo[0].extendFloats(by: frames * channels)
+            for c in 0..<channels { convert(into: dst + c, dstStride: channels, channel: c) }
         } else {
             for c in 0..<Swift.min(outPlanes, channels) {
-                let old = fifo[c].count
-                fifo[c].append(contentsOf: [UInt8](repeating: 0, count: frames * 4))
-                fifo[c].withUnsafeMutableBytes { raw in
-                    convert(into: (raw.baseAddress! + old).assumingMemoryBound(to: Float.self), dstStride: 1, channel: c)
-                }
+                convert(into: fifo[c].extendFloats(by: frames), dstStride: 1, channel: c)
             }
         }
     }
@@ -194,13 +185,18 @@ extension AudioConverter {
 
     /// Appends interleaved Float32 frames to the planes of a non-interleaved destination.
     func appendDeinterleaved(_ start: UnsafePointer<Float>, frames: Int, channels: Int) {
-        for plane in 0..<Swift.min(outPlanes, channels) {
-            let old = fifo[plane].count
-            fifo[plane].append(contentsOf: [UInt8](repeating: 0, count: frames * 4))
-            fifo[plane].withUnsafeMutableBytes { raw in
-                let dst = (raw.baseAddress! + old).assumingMemoryBound(to: Float.self)
-                for f in 0..<frames { dst[f] = start[f * channels + plane] }
+        if channels == 2 && outPlanes >= 2 {
+            // Stereo (most of what is decoded): both planes in one pass over the source.
+            let left = fifo[0].extendFloats(by: frames), right = fifo[1].extendFloats(by: frames)
+            for f in 0..<frames {
+                left[f] = start[2 * f]
+                right[f] = start[2 * f + 1]
             }
+            return
+        }
+        for plane in 0..<Swift.min(outPlanes, channels) {
+            let dst = fifo[plane].extendFloats(by: frames)
+            for f in 0..<frames { dst[f] = start[f * channels + plane] }
         }
     }
 
@@ -277,7 +273,7 @@ extension AudioConverter {
         guard let map = channelMap, mapSourceChannels != nil else {
             for plane in 0..<outPlanes {
                 guard let p = scratch[plane] else { continue }
-                fifo[plane].append(contentsOf: UnsafeBufferPointer(start: p, count: frames * outBytesPerFrame))
+                fifo[plane].append(UnsafeRawBufferPointer(start: p, count: frames * outBytesPerFrame))
             }
             return
         }
@@ -285,22 +281,21 @@ extension AudioConverter {
         if destinationFormat.isInterleaved {
             guard let src = scratch[0] else { return }
             let srcFrame = bps * scratchChannels
-            fifo[0].reserveCapacity(fifo[0].count + frames * outBytesPerFrame)
             for f in 0..<frames {
                 for c in map {
                     if c < 0 {
-                        fifo[0].append(contentsOf: [UInt8](repeating: 0, count: bps))
+                        fifo[0].appendZeros(bps)
                     } else {
-                        fifo[0].append(contentsOf: UnsafeBufferPointer(start: src + f * srcFrame + c * bps, count: bps))
+                        fifo[0].append(UnsafeRawBufferPointer(start: src + f * srcFrame + c * bps, count: bps))
                     }
                 }
             }
         } else {
             for (plane, c) in map.enumerated() {
                 if c < 0 {
-                    fifo[plane].append(contentsOf: [UInt8](repeating: 0, count: frames * bps))
+                    fifo[plane].appendZeros(frames * bps)
                 } else if let src = scratch[c] {
-                    fifo[plane].append(contentsOf: UnsafeBufferPointer(start: src, count: frames * bps))
+                    fifo[plane].append(UnsafeRawBufferPointer(start: src, count: frames * bps))
                 }
             }
         }

@@ -103,7 +103,7 @@ public final class AudioConverter {
     let outBytesPerFrame: Int // per plane
     var scratch: [UnsafeMutablePointer<UInt8>?] = []
     var scratchFrames = 0
-    var fifo: [[UInt8]]
+    let fifo: [PlaneFIFO]
     var fifoReadFrames = 0
     /// Packets pulled by ``fillComplexBuffer(_:maxFrames:_:)`` and the frames they gave (for
     /// the average packet length of variable-length formats).
@@ -135,7 +135,7 @@ public final class AudioConverter {
         outFormat = fmt
         outPlanes = destination.isInterleaved ? 1 : Int(destination.channelsPerFrame)
         outBytesPerFrame = Int(destination.bytesPerFrame)
-        fifo = Array(repeating: [], count: outPlanes)
+        fifo = (0..<outPlanes).map { _ in PlaneFIFO() }
         self.magicCookie = magicCookie
         // Float32 out at the source's own rate and channel count: no resampling or remixing.
         let sameShape = (fmt == AV_SAMPLE_FMT_FLT || fmt == AV_SAMPLE_FMT_FLTP) && destination.sampleRate == source.sampleRate
@@ -225,7 +225,7 @@ public final class AudioConverter {
         try? mpg123?.reset()
         swr_free(&swr)
         swrInput = nil
-        for i in 0..<fifo.count { fifo[i].removeAll(keepingCapacity: true) }
+        for plane in fifo { plane.removeAll() }
         fifoReadFrames = 0
         inputEnded = false
         drained = false
@@ -341,7 +341,7 @@ public final class AudioConverter {
         if validFrameCount == nil && primeInfo.trailingFrames > 0 {
             let ratio = destinationFormat.sampleRate / sourceFormat.sampleRate
             let drop = Swift.min(bufferedFrameCount, Int((Double(primeInfo.trailingFrames) * ratio).rounded()))
-            for i in 0..<fifo.count { fifo[i].removeLast(drop * outBytesPerFrame) }
+            for plane in fifo { plane.removeLast(drop * outBytesPerFrame) }
         }
         drained = true
     }
@@ -358,14 +358,11 @@ public final class AudioConverter {
         let n = Swift.max(0, Swift.min(capacity, available))
         guard n > 0 else { buffer.frameLength = 0; return 0 }
         for plane in 0..<outPlanes {
-            let dst = buffer.mutableBytes(plane)
-            fifo[plane].withUnsafeBytes { src in
-                dst.baseAddress!.copyMemory(from: src.baseAddress! + fifoReadFrames * outBytesPerFrame, byteCount: n * outBytesPerFrame)
-            }
+            fifo[plane].copy(from: fifoReadFrames * outBytesPerFrame, bytes: n * outBytesPerFrame, to: buffer.mutableBytes(plane).baseAddress!)
         }
         fifoReadFrames += n
         if fifoReadFrames * outBytesPerFrame > 1 << 16 && fifoReadFrames * 2 > fifo[0].count / outBytesPerFrame {
-            for i in 0..<fifo.count { fifo[i].removeFirst(fifoReadFrames * outBytesPerFrame) }
+            for plane in fifo { plane.removeFirst(fifoReadFrames * outBytesPerFrame) }
             fifoReadFrames = 0
         }
         buffer.frameLength = n

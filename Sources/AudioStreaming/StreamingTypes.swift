@@ -63,6 +63,11 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// failure in a row up to 1 s (so a playlist of dead links is not a request storm).
     /// Default 0.1 s.
     public var failureBackoff: Double = 0.1
+    /// Opens the output device as soon as the first item's source has answered (at 44.1 kHz
+    /// stereo, reopened at the stream's own format when that differs, before anything plays),
+    /// so that the device's set-up overlaps the wait for the first audio bytes instead of
+    /// following them. Default true.
+    public var opensOutputEarly = true
 
     /// The defaults, as documented on each field.
     public init() {}

@@ -54,7 +54,15 @@ for path in files {
         let file = try AudioFile(path: source.path, typeHint: hint)
         var summary = AudioFileSummary(file)
         if decode {
-            let reader = try ExtendedAudioFile(path: source.path)
+            // The file indexed above (opening it again would index it twice), decoded to
+            // interleaved Float32 at its own rate and channel count: only frames are counted, so
+            // nothing needs the samples split into planes (libmpg123 and most decoders deliver
+            // them interleaved). A channel count beyond the format limits keeps the default
+            // (planar) format, whose frame size cannot overflow, so the converter names the problem.
+            let channels = file.dataFormat.channelsPerFrame
+            let format: AudioStreamBasicDescription? = channels <= FormatLimits.maximumChannels
+                ? .linearPCM(sampleRate: file.dataFormat.sampleRate, channels: channels, bitsPerChannel: 32, isFloat: true) : nil
+            let reader = try ExtendedAudioFile(file: file, clientFormat: format)
             let buffer = try AudioPCMBuffer(format: reader.clientFormat, frameCapacity: 16384)
             var frames: Int64 = 0
             while true {

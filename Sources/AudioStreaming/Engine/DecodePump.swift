@@ -41,6 +41,7 @@ extension DecoderThread {
         case .opened(let info):
             debug("opened \(info.url) type \(info.contentType ?? "-") live \(info.isLive)")
             item.info = info
+            if queue == nil { openOutputEarly() }
             if let target = item.hlsSeekTarget {
                 item.hlsSeekTarget = nil
                 item.hlsDiscardSeconds = max(0, target - (info.mediaStartTime ?? target))

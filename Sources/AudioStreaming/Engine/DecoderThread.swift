@@ -18,6 +18,8 @@ final class DecoderThread {
     let engine: StreamingEngine
     var policy: BufferingPolicy { engine.policy }
     var queue: AudioOutputQueue?
+    /// A queue opened by ``openOutputEarly()`` before the stream's format was known.
+    var speculativeQueue = false
     var queueFormat = AudioStreamBasicDescription.linearPCM(sampleRate: 44100, channels: 2, bitsPerChannel: 32, isFloat: true)
     var deviceRate: Double = 44100
     var channels = 2
@@ -325,7 +327,7 @@ final class DecoderThread {
             pendingCommand = command
             throw Interrupted()
         }
-        guard let queue else { return }
+        guard let queue, !speculativeQueue else { return }
         // Pause and resume.
         debug("tick phase \(buffering.phase) started \(queueStarted) paused \(queuePaused)/\(paused) enq \(enqueuedFrames) played \(queue.playedStreamFrames) ring \(queue.bufferedFrames) running \(queue.isRunning) underruns \(queue.underrunCount)")
         if paused && queueStarted && !queuePaused {

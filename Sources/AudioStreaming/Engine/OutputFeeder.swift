@@ -78,7 +78,43 @@ struct BufferingController {
 
 /// The output feeder: the ``AudioOutputQueue``, its buffer pool, and when playback starts.
 extension DecoderThread {
+    /// Opens the output once the first item's source has answered, so that the device's set-up
+    /// (a PulseAudio context, an ALSA PCM) overlaps the wait for the first audio bytes (an
+    /// Icecast server sends its burst about 0.2 s after its response head) instead of following
+    /// them; not earlier, where it would compete with loading libcurl and connecting. A queue at
+    /// 44.1 kHz stereo (what most streams are), replaced in ``ensureQueue(for:layout:)`` before
+    /// anything is enqueued when the stream turns out to be another rate or channel count.
+    func openOutputEarly() {
+        guard queue == nil, policy.opensOutputEarly else { return }
+        do {
+            try ensureQueue(for: .linearPCM(sampleRate: 44100, channels: 2, bitsPerChannel: 32, isFloat: true))
+            try queue?.prime(frames: 0)
+            speculativeQueue = true
+            debug("output opened before the first bytes")
+        } catch {
+            // Opened again (and its error reported) once the format is known.
+            debug("output not opened early: \(error)")
+            dropQueue()
+        }
+    }
+
+    /// Disposes of a queue nothing was enqueued to, and its buffers.
+    func dropQueue() {
+        queue?.dispose(immediately: true)
+        queue = nil
+        pcm = nil
+        pool.buffers.withLock { $0.removeAll() }
+    }
+
     func ensureQueue(for format: AudioStreamBasicDescription, layout: AudioChannelLayout? = nil) throws {
+        if speculativeQueue {
+            speculativeQueue = false
+            let labels = layout?.decodedLabels(for: format)
+            // Kept when the stream is what was guessed (and names no layout the device must take).
+            if format.sampleRate == deviceRate && Int(min(8, max(1, format.channelsPerFrame))) == channels && (labels == nil || channels <= 2) { return }
+            debug("output reopened for \(format.sampleRate) Hz, \(format.channelsPerFrame) channels")
+            dropQueue()
+        }
         guard queue == nil else { return }
         deviceRate = format.sampleRate
         channels = Int(min(8, max(1, format.channelsPerFrame)))
