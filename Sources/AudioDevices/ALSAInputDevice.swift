@@ -41,7 +41,7 @@ public final class ALSAInputDevice: AudioInputDevice {
     private let state = Atomic<Int>(0) // 0 idle, 1 running, 2 paused, 3 stopping, 4 finished
     private let closed = Atomic<Bool>(false)
     private let events = AudioDeviceEventQueue()
-    private let thread = Mutex<DeviceThread?>(nil)
+    private let thread = Locked<DeviceThread?>(nil)
     // Used only by the device thread.
     nonisolated(unsafe) private let floats: UnsafeMutableBufferPointer<Float>
     nonisolated(unsafe) private let int16s: UnsafeMutableBufferPointer<Int16>

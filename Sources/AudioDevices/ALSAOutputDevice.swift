@@ -74,7 +74,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     /// Frames rendered that a flush dropped before they played (device thread).
     private let droppedFrames = Atomic<Int64>(0)
     private let events = AudioDeviceEventQueue()
-    private let thread = Mutex<DeviceThread?>(nil)
+    private let thread = Locked<DeviceThread?>(nil)
     private let buffers: RenderBuffers
     // Written only by the device thread.
     nonisolated(unsafe) private let int16Buffer: UnsafeMutableBufferPointer<Int16>

@@ -11,7 +11,7 @@ package final class DeviceThread: Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
-    private let handle: Mutex<pthread_t?>
+    private let handle: Locked<pthread_t?>
 
     package init(name: String, _ body: @escaping @Sendable () -> Void) throws(AudioError) {
         let box = Unmanaged.passRetained(Box(body))
@@ -25,7 +25,7 @@ package final class DeviceThread: Sendable {
             box.release()
             throw AudioError(.deviceUnavailable, component: "AudioDevices", "cannot start the \(name) thread", underlying: "pthread_create \(status)")
         }
-        handle = Mutex(thread)
+        handle = Locked(thread)
     }
 
     /// Waits for the thread to end (once). Called from the thread itself (e.g. a callback that

@@ -42,7 +42,7 @@ public final class NullOutputDevice: AudioOutputDevice {
     private let rendered = Atomic<Int64>(0)
     private let state = Atomic<Int>(0) // 0 idle, 1 running, 2 paused, 3 stopping, 4 stopped
     private let events = AudioDeviceEventQueue()
-    private let thread = Mutex<DeviceThread?>(nil)
+    private let thread = Locked<DeviceThread?>(nil)
     private let buffers: RenderBuffers
 
     /// Creates a null output; `framesPerRender` is the period.

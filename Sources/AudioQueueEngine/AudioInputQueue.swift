@@ -78,11 +78,11 @@ public final class AudioInputQueue: @unchecked Sendable {
     private let shared: CaptureShared
     private var ring: SPSCRingBuffer<Float> { shared.ring }
     private var anchors: SPSCQueue<CaptureAnchor> { shared.anchors }
-    private let control = Mutex(State())
+    private let control = Locked(State())
     private let transport = RecursiveLock()
     private let meteringOn = Atomic<Bool>(false)
     private let bufferFramesLimit = Atomic<Int>(0)
-    private let levels = Mutex<[AudioQueueLevelMeterState]>([])
+    private let levels = Locked<[AudioQueueLevelMeterState]>([])
 
     struct CaptureAnchor {
         var position: Int64

@@ -77,7 +77,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
 
     private let renderer: QueueRenderer
     private let deviceFactory: AudioOutputDeviceFactory
-    private let control = Mutex(ControlState())
+    private let control = Locked(ControlState())
     /// Serialises start, pause, stop, reset, dispose and the end of a drained stream, so that
     /// disposing while another thread starts cannot leave a device running (the AudioStreamer
     /// hang of seed 002). Never held by the render thread.
@@ -680,7 +680,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         set { renderer.meteringEnabled.store(newValue, ordering: .relaxed) }
     }
 
-    private let lastLevels = Mutex<[AudioQueueLevelMeterState]>([])
+    private let lastLevels = Locked<[AudioQueueLevelMeterState]>([])
 
     /// Per-channel levels over the last render period, linear 0...1
     /// (`kAudioQueueProperty_CurrentLevelMeter`).

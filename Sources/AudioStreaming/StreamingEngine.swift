@@ -34,7 +34,7 @@ final class StreamingEngine: @unchecked Sendable {
     /// Set by the queue's thread when the queue played out after the end was marked.
     let queueEnded = Atomic<Bool>(false)
     /// Set by the queue's thread while the output device is lost: when, and why.
-    let deviceLost = Mutex<(since: UInt64, reason: String)?>(nil)
+    let deviceLost = Locked<(since: UInt64, reason: String)?>(nil)
     private let done = DispatchSemaphore(value: 0)
     private let startTime = HostTime.now()
 
@@ -57,7 +57,7 @@ final class StreamingEngine: @unchecked Sendable {
         var reconnectsFromClosedReaders = 0
         var requestsFromClosedReaders = 0
     }
-    let control = Mutex(Control())
+    let control = Locked(Control())
 
     let onEvent: (@Sendable (StreamingPlayerEvent) -> Void)?
 
@@ -194,7 +194,7 @@ final class DecoderThread {
     var deviceRate: Double = 44100
     var channels = 2
     final class Pool: Sendable {
-        let buffers = Mutex<[AudioQueueBuffer]>([])
+        let buffers = Locked<[AudioQueueBuffer]>([])
         /// The decoder is waiting for a free buffer: only then does a returned buffer wake it
         /// (otherwise a steady stream woke it for every buffer the queue handed back).
         let waiting = Atomic<Bool>(false)

@@ -150,7 +150,7 @@ public final class TestHTTPServer: @unchecked Sendable {
         var finished: [TestThread] = []
         var stopping = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private var acceptThread: TestThread?
 
     /// Binds 127.0.0.1 port 0 and starts accepting.

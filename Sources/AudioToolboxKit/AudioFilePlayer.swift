@@ -55,11 +55,11 @@ public final class AudioFilePlayer: @unchecked Sendable {
 
     private let queue: AudioOutputQueue
     private final class Pool: Sendable {
-        let buffers = Mutex<[AudioQueueEngine.AudioQueueBuffer]>([])
+        let buffers = Locked<[AudioQueueEngine.AudioQueueBuffer]>([])
     }
     private let pool = Pool()
     private let bufferReturned = DispatchSemaphore(value: 0)
-    private let state = Mutex(Shared())
+    private let state = Locked(Shared())
     /// Frames per queue buffer: 0.1 s at the device rate. Six of them (0.6 s) are what the
     /// queue decodes ahead before it starts, so they must cover play()'s 0.5 s wait at every
     /// rate: at a fixed 4096 frames a 96 kHz file had 0.26 s decoded when the device asked for
@@ -71,7 +71,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         var thread: PlayerThread?
         var stopped = false
     }
-    private let transport = Mutex(Transport())
+    private let transport = Locked(Transport())
     /// The first file, opened (and indexed) by init for its format; the feeder reads it instead
     /// of opening and indexing it a second time. Set before the feeder thread starts, then only
     /// touched (taken) on that thread.

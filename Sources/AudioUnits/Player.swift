@@ -30,8 +30,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     private let feederRunning = Atomic<Bool>(false)
     private let played = Atomic<Int64>(0)
     private let underruns = Atomic<Int>(0)
-    private let failure = Mutex<AudioError?>(nil)
-    private let feederThread = Mutex<DeviceThread?>(nil)
+    private let failure = Locked<AudioError?>(nil)
+    private let feederThread = Locked<DeviceThread?>(nil)
 
     /// Creates a player of `channels` channels whose ring holds `bufferSeconds` at 48 kHz.
     public init(channels: Int = 2, bufferFrames: Int = 48000, name: String = "player") {

@@ -17,7 +17,7 @@ import Darwin
 final class ToneSource: @unchecked Sendable {
     /// The next frame; the callback runs under this lock because the priming calls on the test
     /// thread and the queue's own callbacks can overlap.
-    let frame = Mutex(0)
+    let frame = Locked(0)
     let totalFrames: Int
     var tapFrames = 0
     init(totalFrames: Int) { self.totalFrames = totalFrames }

@@ -65,7 +65,7 @@ func Thread_detach(_ body: @escaping @Sendable () -> Void) {
             var doubleReturns = 0
             var returns = 0
         }
-        let ledger = Mutex(Ledger())
+        let ledger = Locked(Ledger())
         let queue = try AudioOutputQueue(format: pcm, output: { format throws(AudioError) in
             NullOutputDevice(format: format, realTime: false, framesPerRender: 512)
         }) { _, buffer in
@@ -76,13 +76,13 @@ func Thread_detach(_ body: @escaping @Sendable () -> Void) {
         }
         let frames = 1024
         let tone: [Int16] = (0..<(frames * 2)).map { Int16(8000 * sin(Double($0 / 2) * 0.0627)) }
-        let pool = Mutex<[AudioQueueEngine.AudioQueueBuffer]>([])
+        let pool = Locked<[AudioQueueEngine.AudioQueueBuffer]>([])
         for i in 0..<32 {
             let b = try queue.allocateBuffer(byteCapacity: frames * 4)
             b.userData = i
             pool.withLock { $0.append(b) }
         }
-        let errors = Mutex<[String]>([])
+        let errors = Locked<[String]>([])
         let finished = hammer(threads: 4, iterations: 1500, timeout: 120) { _, rng in
             let op = Int.random(in: 0..<100, using: &rng)
             do {
@@ -140,7 +140,7 @@ func Thread_detach(_ body: @escaping @Sendable () -> Void) {
             let player = try AudioFilePlayer(paths: [path, path]) { format throws(AudioError) in
                 NullOutputDevice(format: format, realTime: false, framesPerRender: 1024)
             }
-            let unexpected = Mutex<[String]>([])
+            let unexpected = Locked<[String]>([])
             let finished = hammer(threads: 4, iterations: 400, timeout: 60, seed: UInt64(round)) { _, rng in
                 do {
                     switch Int.random(in: 0..<1000, using: &rng) {

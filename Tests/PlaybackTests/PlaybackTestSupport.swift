@@ -16,7 +16,7 @@ let playbackUnavailable: String? = {
 
 /// Collects a player's events with the host time they arrived.
 final class PlayerEvents: Sendable {
-    private let log = Mutex<[(time: UInt64, event: AudioFilePlayer.Event)]>([])
+    private let log = Locked<[(time: UInt64, event: AudioFilePlayer.Event)]>([])
 
     var handler: @Sendable (AudioFilePlayer.Event) -> Void {
         { [self] e in log.withLock { $0.append((HostTime.now(), e)) } }

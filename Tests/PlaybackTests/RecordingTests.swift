@@ -237,7 +237,7 @@ struct PlaybackRecordingTests {
             try AudioInput.open(.pulse(source: source), format: f, options: AudioInput.Options(pulseServer: server)).device
         }
         final class Log: Sendable {
-            let deliveries = Mutex<[(time: AudioTimeStamp, frames: Int, packets: Int, descriptions: Int, bytes: Int)]>([])
+            let deliveries = Locked<[(time: AudioTimeStamp, frames: Int, packets: Int, descriptions: Int, bytes: Int)]>([])
         }
         var queues: [(AudioInputQueue, Log)] = []
         for data in ["LEI16", "aac"] {
@@ -259,7 +259,7 @@ struct PlaybackRecordingTests {
         for (q, _) in queues { try q.start() }
         #expect(queues.allSatisfy { $0.0.isRunning })
         let reference = recordingReference(rate: 48000, seconds: 1)
-        let meters = Mutex<[Float]>([0, 0])
+        let meters = Locked<[Float]>([0, 0])
         let pcmQueue = queues[0].0
         let meterThread = try DeviceThreadForTests {
             for _ in 0..<30 {
@@ -313,7 +313,7 @@ extension PlaybackRecordingTests {
         let factory: AudioInputDeviceFactory = { f throws(AudioError) in
             try AudioInput.open(.pulse(source: source), format: f, options: AudioInput.Options(pulseServer: server)).device
         }
-        let log = Mutex<[(time: AudioTimeStamp, frames: Int)]>([])
+        let log = Locked<[(time: AudioTimeStamp, frames: Int)]>([])
         var format = try #require(AudioFileConversion.dataFormat(named: "LEI16@48000"))
         format.channelsPerFrame = 2
         let queue = try AudioInputQueue(format: format, input: factory) { q, d in
@@ -365,7 +365,7 @@ extension PlaybackRecordingTests {
         let format = AudioDeviceFormat(sampleRate: 48000, channels: 2)
         let probe = try ALSAInputDevice(device: "oatpulsein", format: format, configText: config)
         probe.close()
-        let samples = Mutex<[Float]>([])
+        let samples = Locked<[Float]>([])
         var pcm = try #require(AudioFileConversion.dataFormat(named: "LEI16@48000"))
         pcm.channelsPerFrame = 2
         let queue = try AudioInputQueue(format: pcm, input: { f throws(AudioError) in
@@ -421,7 +421,7 @@ extension PlaybackRecordingTests {
         let format = AudioStreamBasicDescription.linearPCM(sampleRate: 44100, channels: 2, bitsPerChannel: 16, isFloat: false)
         let other = try AudioInputQueue(format: format, input: factory) { q, d in try? q.enqueue(d.buffer) }
         defer { other.dispose(immediately: true) }
-        let results = Mutex<[String]>([])
+        let results = Locked<[String]>([])
         let stopping = Atomic<Bool>(false)
         @Sendable func onAnotherThread(_ body: @escaping @Sendable () -> Void) -> Bool {
             let done = DispatchSemaphore(value: 0)

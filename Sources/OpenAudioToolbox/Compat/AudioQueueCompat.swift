@@ -234,7 +234,7 @@ final class CompatQueue: @unchecked Sendable {
     /// Set for input queues (``AudioQueueNewInput(_:_:_:_:_:_:_:)``); `queue` is then nil.
     var inputSide: CompatInputSide?
     let delivery: Delivery
-    let state = Mutex(UnsafeSendable(State()))
+    let state = Locked(UnsafeSendable(State()))
     /// The handle naming this queue (set by ``register()``).
     var ref: AudioQueueRef { handle! }
     private var handle: AudioQueueRef?

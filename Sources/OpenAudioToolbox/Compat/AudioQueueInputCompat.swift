@@ -24,7 +24,7 @@ public typealias AudioQueueInputCallbackBlock = (AudioQueueRef, AudioQueueBuffer
 /// `OAT_INPUT` environment variable (`auto`, `pulse`, `pulse:SOURCE`, `alsa`, `alsa:DEVICE`),
 /// default `auto`, unless a program (or a test) sets it here first.
 public enum AudioQueueInputSelection {
-    private static let chosen = Mutex<(AudioInputSpec, AudioInput.Options)?>(nil)
+    private static let chosen = Locked<(AudioInputSpec, AudioInput.Options)?>(nil)
 
     /// Records from `spec` with `options` (nil: back to `OAT_INPUT`).
     public static func set(_ spec: AudioInputSpec?, options: AudioInput.Options = AudioInput.Options()) {

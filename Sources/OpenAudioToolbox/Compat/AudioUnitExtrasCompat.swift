@@ -329,7 +329,7 @@ final class CompatUnitExtras {
 // MARK: - Components defined here
 
 /// Registered components (``AudioComponentRegister(_:_:_:_:)``).
-private let registeredComponents = Mutex<[CompatComponent]>([])
+private let registeredComponents = Locked<[CompatComponent]>([])
 
 /// Every component: the built-in ones, the ones in this file, the registered ones.
 var compatComponents: [CompatComponent] { builtinCompatComponents + extraCompatComponents + registeredComponents.withLock { $0 } }

@@ -140,7 +140,7 @@ final class CompatAsyncWriter: @unchecked Sendable {
     private let scratch: UnsafeMutableRawPointer
     private let scratchFrames = 1024
     private let stopping = Atomic<Bool>(false)
-    private let status = Mutex<OSStatus>(noErr)
+    private let status = Locked<OSStatus>(noErr)
     private var thread: DeviceThread?
 
     init(_ ext: CompatExtAudioFile, capacityBytes: Int) throws(AudioError) {
