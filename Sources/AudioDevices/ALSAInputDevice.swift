@@ -41,7 +41,7 @@ public final class ALSAInputDevice: AudioInputDevice {
     private let state = Atomic<Int>(0) // 0 idle, 1 running, 2 paused, 3 stopping, 4 finished
     private let closed = Atomic<Bool>(false)
     private let events = AudioDeviceEventQueue()
-    private let thread = Locked<DeviceThread?>(nil)
+    private let thread = Locked<JoinableThread?>(nil)
     // Used only by the device thread.
     nonisolated(unsafe) private let floats: UnsafeMutableBufferPointer<Float>
     nonisolated(unsafe) private let int16s: UnsafeMutableBufferPointer<Int16>
@@ -142,7 +142,7 @@ public final class ALSAInputDevice: AudioInputDevice {
         }
         if let pcm { snd_pcm_prepare(pcm); snd_pcm_start(pcm) }
         do {
-            let t = try DeviceThread(name: "oat-alsa-in") { [self] in run(capture) }
+            let t = try JoinableThread(name: "oat-alsa-in") { [self] in run(capture) }
             thread.withLock { $0 = t }
         } catch {
             state.store(4, ordering: .releasing)
@@ -225,7 +225,7 @@ public final class ALSAInputDevice: AudioInputDevice {
     public func stop() {
         let s = state.load(ordering: .acquiring)
         if s == 1 || s == 2 { state.store(3, ordering: .releasing) }
-        let t = thread.withLock { t -> DeviceThread? in defer { t = nil }; return t }
+        let t = thread.withLock { t -> JoinableThread? in defer { t = nil }; return t }
         t?.join()
     }
 

@@ -74,7 +74,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     /// Frames rendered that a flush dropped before they played (device thread).
     private let droppedFrames = Atomic<Int64>(0)
     private let events = AudioDeviceEventQueue()
-    private let thread = Locked<DeviceThread?>(nil)
+    private let thread = Locked<JoinableThread?>(nil)
     private let buffers: RenderBuffers
     // Written only by the device thread.
     nonisolated(unsafe) private let int16Buffer: UnsafeMutableBufferPointer<Int16>
@@ -127,7 +127,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
             throw AudioError(.invalidState, component: "ALSA output", "already started")
         }
         do {
-            let t = try DeviceThread(name: "oat-alsa-out") { [self] in run(render) }
+            let t = try JoinableThread(name: "oat-alsa-out") { [self] in run(render) }
             thread.withLock { $0 = t }
         } catch {
             state.store(4, ordering: .releasing)
@@ -319,7 +319,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
         drainOnStop.store(drain, ordering: .releasing)
         let s = state.load(ordering: .acquiring)
         if s == 1 || s == 2 { state.store(3, ordering: .releasing) }
-        let t = thread.withLock { t -> DeviceThread? in defer { t = nil }; return t }
+        let t = thread.withLock { t -> JoinableThread? in defer { t = nil }; return t }
         t?.join()
     }
 

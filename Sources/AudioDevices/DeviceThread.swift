@@ -4,39 +4,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// Starts a joinable POSIX thread running `body` (not on Swift's cooperative pool, as device
-/// and blocking I/O work must not be). Shared by the device backends and the queues' feeders.
-package final class DeviceThread: Sendable {
-    private final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    private let handle: Locked<pthread_t?>
-
-    package init(name: String, _ body: @escaping @Sendable () -> Void) throws(AudioError) {
-        let box = Unmanaged.passRetained(Box(body))
-        var thread = pthread_t()
-        let status = pthread_create(&thread, nil, { raw in
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            box.body()
-            return nil
-        }, box.toOpaque())
-        guard status == 0 else {
-            box.release()
-            throw AudioError(.deviceUnavailable, component: "AudioDevices", "cannot start the \(name) thread", underlying: "pthread_create \(status)")
-        }
-        handle = Locked(thread)
-    }
-
-    /// Waits for the thread to end (once). Called from the thread itself (e.g. a callback that
-    /// disposes its queue), it returns at once and the thread is detached instead.
-    package func join() {
-        let t = handle.withLock { h -> pthread_t? in defer { h = nil }; return h }
-        guard let t else { return }
-        if pthread_equal(t, pthread_self()) != 0 { pthread_detach(t) } else { pthread_join(t, nil) }
-    }
-}
-
 /// Sleeps until host time `deadline` (nanoseconds, CLOCK_MONOTONIC).
 package func sleepUntil(hostTime deadline: UInt64) {
     var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))

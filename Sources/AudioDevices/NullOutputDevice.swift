@@ -42,7 +42,7 @@ public final class NullOutputDevice: AudioOutputDevice {
     private let rendered = Atomic<Int64>(0)
     private let state = Atomic<Int>(0) // 0 idle, 1 running, 2 paused, 3 stopping, 4 stopped
     private let events = AudioDeviceEventQueue()
-    private let thread = Locked<DeviceThread?>(nil)
+    private let thread = Locked<JoinableThread?>(nil)
     private let buffers: RenderBuffers
 
     /// Creates a null output; `framesPerRender` is the period.
@@ -73,7 +73,7 @@ public final class NullOutputDevice: AudioOutputDevice {
         guard state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
             throw AudioError(.invalidState, component: "NullOutputDevice", "already started")
         }
-        let t = try DeviceThread(name: "oat-null-out") { [self] in run(render) }
+        let t = try JoinableThread(name: "oat-null-out") { [self] in run(render) }
         thread.withLock { $0 = t }
     }
 
@@ -167,7 +167,7 @@ public final class NullOutputDevice: AudioOutputDevice {
     public func stop(drain: Bool) {
         let s = state.load(ordering: .acquiring)
         if s == 1 || s == 2 { state.store(3, ordering: .releasing) }
-        let t = thread.withLock { t -> DeviceThread? in defer { t = nil }; return t }
+        let t = thread.withLock { t -> JoinableThread? in defer { t = nil }; return t }
         t?.join()
         if s == 0 { sink?.finish() }
     }

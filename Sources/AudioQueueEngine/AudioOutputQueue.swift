@@ -99,7 +99,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
     }
 
     /// Starts the queue's thread (tests replace it to see a failure).
-    typealias ThreadStarter = @Sendable (String, @escaping @Sendable () -> Void) throws(AudioError) -> DeviceThread
+    typealias ThreadStarter = @Sendable (String, @escaping @Sendable () -> Void) throws(AudioError) -> JoinableThread
 
     /// User code (callbacks, listeners, events) that a transport operation runs once it has
     /// released the transport lock.
@@ -115,7 +115,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         /// ``AudioOutputQueueBufferReturn/whenCopied``, at once). Apple's queue hands nothing back
         /// before it runs, so buffers decoded before the start (a prime) wait for it.
         var held: [Held] = []
-        var startThread: ThreadStarter = { name, body throws(AudioError) in try DeviceThread(name: name, body) }
+        var startThread: ThreadStarter = { name, body throws(AudioError) in try JoinableThread(name: name, body) }
         var buffers: [Int: AudioQueueBuffer] = [:]
         var nextBufferID = 0
         var device: (any AudioOutputDevice)?
@@ -124,7 +124,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var stopAfterQueued = false
         var disposed = false
         var feederStarted = false
-        var feeder: DeviceThread?
+        var feeder: JoinableThread?
         var listeners: [Int: @Sendable (AudioOutputQueue, AudioQueueProperty) -> Void] = [:]
         var nextListener = 0
         var eventHandler: (@Sendable (AudioOutputQueueEvent) -> Void)?
@@ -472,10 +472,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 while (control.withLock { $0.isRunning }) && HostTime.now() < deadline { usleep_ms(5) }
             }
         }
-        let feeder = withTransport { d -> DeviceThread? in
+        let feeder = withTransport { d -> JoinableThread? in
             control.withLock { $0.disposed = true }
             stopLocked(immediately: true, &d)
-            return control.withLock { s -> DeviceThread? in defer { s.feeder = nil }; return s.feeder }
+            return control.withLock { s -> JoinableThread? in defer { s.feeder = nil }; return s.feeder }
         }
         wake.signal()
         feeder?.join()

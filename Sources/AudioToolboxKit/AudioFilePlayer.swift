@@ -68,7 +68,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
     /// The feeder thread and whether ``stop()`` has run; guarded so that control calls from
     /// several threads start at most one feeder and join it once.
     private struct Transport {
-        var thread: PlayerThread?
+        var thread: JoinableThread?
         var stopped = false
     }
     private let transport = Locked(Transport())
@@ -143,7 +143,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         if let duration, duration.isNaN || duration <= 0 {
             throw AudioError(.invalidArgument, component: "AudioFilePlayer", "duration \(duration) is not a positive number of seconds")
         }
-        let started: PlayerThread? = try transport.withLock { (t: inout Transport) throws(AudioError) -> PlayerThread? in
+        let started: JoinableThread? = try transport.withLock { (t: inout Transport) throws(AudioError) -> JoinableThread? in
             if t.stopped {
                 throw AudioError(.invalidState, component: "AudioFilePlayer", "play after stop: a stopped player cannot restart; create a new one")
             }
@@ -152,7 +152,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 s.seekRequest = seconds > 0 ? seconds : nil
                 s.stopAfterSeconds = duration
             }
-            let thread = PlayerThread { [self] in feed() }
+            let thread = try JoinableThread(name: "oat-file-player") { [self] in feed() }
             t.thread = thread
             return thread
         }
@@ -200,7 +200,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         bufferReturned.signal()
         // Take the thread out under the lock, join outside it: the feeder may call the event
         // handler, which may call back into the player.
-        let thread = transport.withLock { t -> PlayerThread? in
+        let thread = transport.withLock { t -> JoinableThread? in
             t.stopped = true
             defer { t.thread = nil }
             return t.thread
@@ -411,23 +411,6 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 index += 1
             }
         }
-    }
-}
-
-/// A joinable thread for the player's feeder.
-final class PlayerThread: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    init(_ body: @escaping @Sendable () -> Void) {
-        let done = self.done
-        DispatchQueue(label: "oat.player.feeder").async {
-            body()
-            done.signal()
-        }
-    }
-    /// Waits until the feeder has returned; any number of callers, any number of times.
-    func join() {
-        done.wait()
-        done.signal()
     }
 }
 

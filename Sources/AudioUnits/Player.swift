@@ -31,7 +31,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     private let played = Atomic<Int64>(0)
     private let underruns = Atomic<Int>(0)
     private let failure = Locked<AudioError?>(nil)
-    private let feederThread = Locked<DeviceThread?>(nil)
+    private let feederThread = Locked<JoinableThread?>(nil)
 
     /// Creates a player of `channels` channels whose ring holds `bufferSeconds` at 48 kHz.
     public init(channels: Int = 2, bufferFrames: Int = 48000, name: String = "player") {
@@ -149,7 +149,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
             ended.store(true, ordering: .releasing)
         }
         do {
-            let thread = try DeviceThread(name: "oat-player-feeder", body)
+            let thread = try JoinableThread(name: "oat-player-feeder", body)
             feederThread.withLock { $0 = thread }
         } catch {
             failure.withLock { $0 = error }
@@ -162,7 +162,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     public func stop() {
         cancelled.store(true, ordering: .relaxed)
         while feederRunning.load(ordering: .acquiring) { usleep(1000) }
-        feederThread.withLock { t -> DeviceThread? in defer { t = nil }; return t }?.join()
+        feederThread.withLock { t -> JoinableThread? in defer { t = nil }; return t }?.join()
     }
 
     /// Not ready while a feeder is running and the ring holds fewer than `frames` frames (or

@@ -182,7 +182,7 @@ func quickOptions() -> HTTPOptions {
         o.reconnect.stallTimeout = 60
         let source = HTTPByteSource(url: server.url("/stall"), options: o)
         _ = try source.open(at: 0)
-        let canceller = Thread0 { usleep(300_000); source.cancel() }
+        let canceller = try JoinableThread(name: "test") { usleep(300_000); source.cancel() }
         let start = monotonic()
         #expect { _ = try drain(source) } throws: { ($0 as? AudioError)?.code == .cancelled }
         #expect(monotonic() - start < 2)
@@ -204,22 +204,6 @@ func monotonic() -> Double {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-/// A tiny joinable thread for tests.
-final class Thread0: @unchecked Sendable {
-    private final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    private var thread = pthread_t()
-    init(_ body: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(Box(body))
-        pthread_create(&thread, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box.toOpaque())
-    }
-    func join() { pthread_join(thread, nil) }
-}
 
 @Suite struct HTTPProxyAndThroughputTests {
     @Test func anExplicitProxyIsUsed() throws {

@@ -28,30 +28,17 @@ func hammer(threads: Int, iterations: Int, timeout: Double, seed: UInt64 = 0, _ 
     let group = DispatchGroup()
     for t in 0..<threads {
         group.enter()
-        Thread_detach {
+        // Detached (not the cooperative pool: these calls block); a thread that cannot start
+        // never leaves the group, and the wait fails.
+        (try? JoinableThread(name: "test-hammer") {
             var rng = SplitMix(state: 0xA11CE &+ seed &* 1000 &+ UInt64(t))
             for _ in 0..<iterations { body(t, &rng) }
             group.leave()
-        }
+        })?.detach()
     }
     return group.wait(timeout: .now() + timeout) == .success
 }
 
-/// Starts a detached pthread (not the cooperative pool: these calls block).
-func Thread_detach(_ body: @escaping @Sendable () -> Void) {
-    final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var thread = pthread_t()
-    let box = Unmanaged.passRetained(Box(body))
-    let rc = pthread_create(&thread, nil, { arg in
-        let b = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
-        b.body()
-        return nil
-    }, box.toOpaque())
-    if rc == 0 { pthread_detach(thread) } else { box.release() }
-}
 
 /// Thousands of random transport calls from several threads against the output queue and the file
 /// player (DESIGN.md: control methods are safe from any thread). Properties checked: nothing

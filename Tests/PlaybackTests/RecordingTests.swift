@@ -261,7 +261,7 @@ struct PlaybackRecordingTests {
         let reference = recordingReference(rate: 48000, seconds: 1)
         let meters = Locked<[Float]>([0, 0])
         let pcmQueue = queues[0].0
-        let meterThread = try DeviceThreadForTests {
+        let meterThread = try JoinableThread(name: "test-meters") {
             for _ in 0..<30 {
                 usleep(40_000)
                 let now = pcmQueue.currentLevels().map(\.peakPower)
@@ -389,21 +389,6 @@ extension PlaybackRecordingTests {
         #expect(isCompleteInOrder(alignment, referenceFrames: reference.count / 2), "ALSA capture: \(alignment)")
         #expect(queue.droppedFrames == 0)
     }
-}
-
-/// A joinable thread for test helpers that must not run on the cooperative pool.
-final class DeviceThreadForTests: @unchecked Sendable {
-    private var thread = pthread_t()
-    private final class Box { let body: () -> Void; init(_ b: @escaping () -> Void) { body = b } }
-    init(_ body: @escaping @Sendable () -> Void) throws {
-        let box = Unmanaged.passRetained(Box(body))
-        let status = pthread_create(&thread, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box.toOpaque())
-        if status != 0 { box.release(); throw AudioError(.io, component: "test", "pthread_create \(status)") }
-    }
-    func join() { pthread_join(thread, nil) }
 }
 
 extension PlaybackRecordingTests {

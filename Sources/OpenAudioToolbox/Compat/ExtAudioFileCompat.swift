@@ -141,7 +141,7 @@ final class CompatAsyncWriter: @unchecked Sendable {
     private let scratchFrames = 1024
     private let stopping = Atomic<Bool>(false)
     private let status = Locked<OSStatus>(noErr)
-    private var thread: DeviceThread?
+    private var thread: JoinableThread?
 
     init(_ ext: CompatExtAudioFile, capacityBytes: Int) throws(AudioError) {
         frameBytes = Int(ext.interleavedNative.bytesPerFrame)
@@ -151,7 +151,7 @@ final class CompatAsyncWriter: @unchecked Sendable {
         ring = SPSCRingBuffer(minimumCapacity: max(capacityBytes, frameBytes * 4096), zero: 0)
         scratch = .allocate(byteCount: scratchFrames * frameBytes, alignment: 16)
         let box = UncheckedExt(ext)
-        thread = try DeviceThread(name: "oat-extaudiofile-writer") { [self] in drain(box.ext) }
+        thread = try JoinableThread(name: "oat-extaudiofile-writer") { [self] in drain(box.ext) }
     }
 
     deinit { scratch.deallocate() }
