@@ -125,15 +125,12 @@ private final class PulseInputCore: @unchecked Sendable {
     private func lock() { pa_threaded_mainloop_lock(mainloop) }
     private func unlock() { pa_threaded_mainloop_unlock(mainloop) }
 
+    /// Polls `condition` under the lock until true or `timeout`; returns its last value.
     private func wait(_ timeout: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = HostTime.now() + HostTime.ticks(seconds: timeout)
-        while true {
+        pollWithBackoff(until: HostTime.now() + HostTime.ticks(seconds: timeout)) {
             lock()
-            let ok = condition()
-            unlock()
-            if ok { return true }
-            if HostTime.now() >= deadline { return false }
-            sleepUntil(hostTime: HostTime.now() + 2_000_000)
+            defer { unlock() }
+            return condition()
         }
     }
 

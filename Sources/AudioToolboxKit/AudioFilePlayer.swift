@@ -318,7 +318,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         // what it holds (a file shorter than the ring would never play, or never end).
         func issueEnd() {
             state.withLock { $0.feederDone = true }
-            while !(state.withLock { $0.queueStarted || $0.stopRequested }) { sleepMillis(2) }
+            _ = pollWithBackoff { state.withLock { $0.queueStarted || $0.stopRequested } }
             if !(state.withLock { $0.stopRequested }) { queue.stop(immediately: false) }
             endIssued = true
         }
@@ -412,10 +412,4 @@ public final class AudioFilePlayer: @unchecked Sendable {
             }
         }
     }
-}
-
-func sleepMillis(_ ms: Int) {
-    var ts = timespec(tv_sec: ms / 1000, tv_nsec: (ms % 1000) * 1_000_000)
-    var rest = timespec()
-    while nanosleep(&ts, &rest) == -1 && errno == EINTR { ts = rest }
 }

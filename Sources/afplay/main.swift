@@ -303,8 +303,7 @@ while true {
             }
         }
     } else {
-        var ts = timespec(tv_sec: 0, tv_nsec: 100_000_000)
-        nanosleep(&ts, nil)
+        sleep(seconds: 0.1)
     }
 }
 if ui {

@@ -152,7 +152,7 @@ struct PlaybackMatrixTests {
         let player = try AudioFilePlayer(paths: [path], output: Self.output(c.device, daemon: daemon, sink: sink, probe: probe))
         try player.play()
         let ended = waitUntil(Double(MatrixCase.seconds) + 8) { player.currentState == .ended }
-        sleepSeconds(0.3) // the monitor lags the sink by its own latency (20 ms asked)
+        sleep(seconds: 0.3) // the monitor lags the sink by its own latency (20 ms asked)
         let samples = recording.stop()
         let underruns = player.underrunCount
         player.stop()

@@ -54,7 +54,7 @@ struct PlaybackRecordingTests {
         try #require(ready, "not every afrecord started: \(processes.map { "\($0.name): \($0.process.output)" })")
         let reference = recordingReference(rate: 48000, seconds: 2)
         try playIntoSink(reference, daemon: daemon)
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         for p in processes where p.name != "wav" { kill(p.process.pid, SIGINT) }
         for p in processes {
             let code = p.process.wait(timeout: 15)
@@ -134,7 +134,7 @@ struct PlaybackRecordingTests {
             usleep(5_000)
         }
         try #require(readyAt.count == processes.count, "not every afrecord started: \(processes.filter { readyAt[$0.name] == nil }.map { "\($0.name): \($0.process.output)" })")
-        sleepSeconds(3)
+        sleep(seconds: 3)
         var recorded: [String: Double] = [:]
         for p in processes {
             kill(p.process.pid, SIGKILL)
@@ -177,7 +177,7 @@ struct PlaybackRecordingTests {
         let recorder = try startRecorder(afrecord, [], lostPath, daemon: daemon)
         defer { recorder.stop(grace: 0.5) }
         try #require(waitUntil(15) { isRecording(recorder) }, "afrecord did not start: \(recorder.output)")
-        sleepSeconds(1.5)
+        sleep(seconds: 1.5)
         daemon.kill()
         let code = recorder.wait(timeout: 10)
         #expect(code == 0, "afrecord after the server went away: \(String(describing: code)) \(recorder.output)")
@@ -322,17 +322,17 @@ extension PlaybackRecordingTests {
         }
         for _ in 0..<4 { try queue.enqueue(try queue.allocateBuffer(byteCapacity: 4800 * 4)) }
         try queue.start()
-        sleepSeconds(0.5)
+        sleep(seconds: 0.5)
         try queue.pause()
         #expect(queue.isRunning)
-        sleepSeconds(0.2) // let what was captured before the pause come through
+        sleep(seconds: 0.2) // let what was captured before the pause come through
         let atPause = log.withLock { $0.count }
-        sleepSeconds(0.5)
+        sleep(seconds: 0.5)
         #expect(log.withLock { $0.count } == atPause, "buffers delivered while paused")
         try queue.start()
-        sleepSeconds(0.5)
+        sleep(seconds: 0.5)
         queue.reset()
-        sleepSeconds(0.4)
+        sleep(seconds: 0.4)
         queue.stop(immediately: false)
         #expect(!queue.isRunning)
         let d = log.withLock { $0 }
@@ -379,10 +379,10 @@ extension PlaybackRecordingTests {
         for _ in 0..<4 { try queue.enqueue(try queue.allocateBuffer(byteCapacity: 4800 * 4)) }
         try queue.start()
         #expect(queue.currentDevice == "alsa:oatpulsein")
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         let reference = recordingReference(rate: 48000, seconds: 1.5)
         try playIntoSink(reference, daemon: daemon)
-        sleepSeconds(0.2)
+        sleep(seconds: 0.2)
         queue.stop(immediately: false)
         let recorded = samples.withLock { $0 }
         let alignment = alignSegments(recording: recorded, reference: reference, channels: 2, tolerance: 0.5 / 32768)

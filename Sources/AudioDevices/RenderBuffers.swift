@@ -4,26 +4,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// Sleeps until host time `deadline` (nanoseconds, CLOCK_MONOTONIC).
-package func sleepUntil(hostTime deadline: UInt64) {
-    var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-    while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-}
-
-/// Polls `condition` until it is true (returns true) or host time `deadline` passes (returns
-/// false), sleeping 0.1 ms at first and backing off to 2 ms: start-up waits whose answer
-/// usually comes within a millisecond (a sound server's reply, the first decoded audio) end
-/// close to it, where a fixed 2 ms step added about 1 ms on average to each.
-package func pollWithBackoff(until deadline: UInt64, _ condition: () -> Bool) -> Bool {
-    var step: UInt64 = 100_000
-    while true {
-        if condition() { return true }
-        if HostTime.now() >= deadline { return false }
-        sleepUntil(hostTime: HostTime.now() + step)
-        step = min(2_000_000, step * 3 / 2)
-    }
-}
-
 /// Non-interleaved Float32 scratch buffers allocated once, for a device thread.
 final class RenderBuffers: @unchecked Sendable {
     let channels: Int
