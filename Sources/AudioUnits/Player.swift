@@ -128,7 +128,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         feederRunning.store(true, ordering: .releasing)
         let ch = channels
         let chunk = max(64, min(chunkFrames, ring.capacity / ch / 2))
-        let box = UncheckedBox(pull)
+        let box = UncheckedSendable(pull)
         let body: @Sendable () -> Void = { [self] in
             var buffer = [Float](repeating: 0, count: chunk * ch)
             defer { feederRunning.store(false, ordering: .releasing) }
@@ -196,10 +196,4 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         volume = v
         played.add(Int64(n), ordering: .relaxed)
     }
-}
-
-/// Carries a non-Sendable value to a thread that alone uses it.
-struct UncheckedBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }

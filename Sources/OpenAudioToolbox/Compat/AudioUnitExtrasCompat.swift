@@ -369,21 +369,16 @@ public func AudioComponentRegister(_ inDesc: UnsafePointer<AudioComponentDescrip
     registered.componentFlags = 0
     registered.componentFlagsMask = 0
     let description = registered
-    let box = UncheckedFactory(inFactory)
+    let box = UncheckedSendable(inFactory)
     let component = CompatComponent(description: description, kind: .custom({ _ in
         var d = description
-        return box.factory(&d)
+        return box.value(&d)
     }), name: inName)
     let index = registeredComponents.withLock { list -> Int in
         list.append(component)
         return list.count - 1
     }
     return OpaquePointer(bitPattern: builtinCompatComponents.count + extraCompatComponents.count + index + 1)!
-}
-
-private struct UncheckedFactory: @unchecked Sendable {
-    let factory: AudioComponentFactoryFunction
-    init(_ factory: @escaping AudioComponentFactoryFunction) { self.factory = factory }
 }
 
 // MARK: - Properties (public entry points; the built-in ones are in AudioUnitCompat.swift)

@@ -150,8 +150,8 @@ final class CompatAsyncWriter: @unchecked Sendable {
         interleaved = ext.clientFormat.isInterleaved
         ring = SPSCRingBuffer(minimumCapacity: max(capacityBytes, frameBytes * 4096), zero: 0)
         scratch = .allocate(byteCount: scratchFrames * frameBytes, alignment: 16)
-        let box = UncheckedExt(ext)
-        thread = try JoinableThread(name: "oat-extaudiofile-writer") { [self] in drain(box.ext) }
+        let box = UncheckedSendable(ext)
+        thread = try JoinableThread(name: "oat-extaudiofile-writer") { [self] in drain(box.value) }
     }
 
     deinit { scratch.deallocate() }
@@ -211,11 +211,6 @@ final class CompatAsyncWriter: @unchecked Sendable {
         thread = nil
         return status.withLock { $0 }
     }
-}
-
-private struct UncheckedExt: @unchecked Sendable {
-    let ext: CompatExtAudioFile
-    init(_ ext: CompatExtAudioFile) { self.ext = ext }
 }
 
 // MARK: - The object behind an ExtAudioFileRef
