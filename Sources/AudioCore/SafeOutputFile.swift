@@ -264,7 +264,7 @@ enum SignalCleanup {
     }()
     nonisolated(unsafe) static var message: UnsafeMutablePointer<CChar>?
     nonisolated(unsafe) static var messageLength = 0
-    static let lock = Mutex<Void>(())
+    static let lock = Locked<Void>(())
 
     static func register(_ path: String) -> Int? {
         let copy = strdup(path)

@@ -37,10 +37,10 @@ public final class ALSAInputDevice: AudioInputDevice {
 
     private let pcm: PCMHandle
     private let captured = Atomic<Int64>(0)
-    private let state = Atomic<Int>(0) // 0 idle, 1 running, 2 paused, 3 stopping, 4 finished
+    private let state = DeviceRun()
     private let closed = Atomic<Bool>(false)
     private let events = AudioDeviceEventQueue()
-    private let thread = Mutex<DeviceThread?>(nil)
+    private let thread = Locked<JoinableThread?>(nil)
     // Used only by the device thread.
     nonisolated(unsafe) private let floats: UnsafeMutableBufferPointer<Float>
     nonisolated(unsafe) private let int16s: UnsafeMutableBufferPointer<Int16>
@@ -82,15 +82,15 @@ public final class ALSAInputDevice: AudioInputDevice {
     /// Starts the device thread reading into `capture`.
     public func start(_ capture: @escaping AudioCaptureCallback) throws(AudioError) {
         guard !closed.load(ordering: .acquiring) else { throw AudioError(.invalidState, component: "ALSA input", "device is closed") }
-        guard state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
+        guard state.move(from: .idle, to: .running) else {
             throw AudioError(.invalidState, component: "ALSA input", "already started")
         }
         if let pcm = pcm.pcm { snd_pcm_prepare(pcm); snd_pcm_start(pcm) }
         do {
-            let t = try DeviceThread(name: "oat-alsa-in") { [self] in run(capture) }
+            let t = try JoinableThread(name: "oat-alsa-in") { [self] in run(capture) }
             thread.withLock { $0 = t }
         } catch {
-            state.store(4, ordering: .releasing)
+            state.finish()
             throw error
         }
     }
@@ -105,9 +105,9 @@ public final class ALSAInputDevice: AudioInputDevice {
         let period = framesPerCapture
         var wasPaused = false
         while true {
-            let s = state.load(ordering: .acquiring)
-            if s >= 3 { break }
-            if s == 2 {
+            let s = state.current
+            if s.isEnding { break }
+            if s == .paused {
                 if !wasPaused { wasPaused = true; snd_pcm_drop(pcm) }
                 sleepUntil(hostTime: HostTime.now() + 2_000_000)
                 continue
@@ -148,30 +148,29 @@ public final class ALSAInputDevice: AudioInputDevice {
             captured.store(done + Int64(n), ordering: .releasing)
         }
         snd_pcm_drop(pcm)
-        state.store(4, ordering: .releasing)
+        state.finish()
     }
 
     // MARK: Control
 
     /// Pauses (the PCM is stopped; what it would capture meanwhile is not kept).
     public func pause() throws(AudioError) {
-        guard state.compareExchange(expected: 1, desired: 2, ordering: .acquiringAndReleasing).exchanged else {
+        guard state.move(from: .running, to: .paused) else {
             throw AudioError(.invalidState, component: "ALSA input", "pause while not running")
         }
     }
 
     /// Resumes after a pause.
     public func resume() throws(AudioError) {
-        guard state.compareExchange(expected: 2, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
+        guard state.move(from: .paused, to: .running) else {
             throw AudioError(.invalidState, component: "ALSA input", "resume while not paused")
         }
     }
 
     /// Stops the device thread (at most one period of waiting).
     public func stop() {
-        let s = state.load(ordering: .acquiring)
-        if s == 1 || s == 2 { state.store(3, ordering: .releasing) }
-        let t = thread.withLock { t -> DeviceThread? in defer { t = nil }; return t }
+        state.requestStop()
+        let t = thread.withLock { t -> JoinableThread? in defer { t = nil }; return t }
         t?.join()
     }
 

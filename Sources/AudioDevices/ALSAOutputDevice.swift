@@ -69,7 +69,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     private let rendered = Atomic<Int64>(0)
     private let played = Atomic<Int64>(0)
     private let delayFrames = Atomic<Int64>(-1)
-    private let state = Atomic<Int>(0) // 0 idle, 1 running, 2 paused, 3 stopping, 4 finished
+    private let state = DeviceRun()
     private let drainOnStop = Atomic<Bool>(false)
     /// Flushes asked for (control) and done (device thread).
     private let flushesAsked = Atomic<Int>(0)
@@ -78,7 +78,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     /// Frames rendered that a flush dropped before they played (device thread).
     private let droppedFrames = Atomic<Int64>(0)
     private let events = AudioDeviceEventQueue()
-    private let thread = Mutex<DeviceThread?>(nil)
+    private let thread = Locked<JoinableThread?>(nil)
     private let buffers: RenderBuffers
     // Written only by the device thread.
     nonisolated(unsafe) private let int16Buffer: UnsafeMutableBufferPointer<Int16>
@@ -132,14 +132,14 @@ public final class ALSAOutputDevice: AudioOutputDevice {
 
     /// Starts the device thread pulling from `render`.
     public func start(_ render: @escaping AudioRenderCallback) throws(AudioError) {
-        guard state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
+        guard state.move(from: .idle, to: .running) else {
             throw AudioError(.invalidState, component: "ALSA output", "already started")
         }
         do {
-            let t = try DeviceThread(name: "oat-alsa-out") { [self] in run(render) }
+            let t = try JoinableThread(name: "oat-alsa-out") { [self] in run(render) }
             thread.withLock { $0 = t }
         } catch {
-            state.store(4, ordering: .releasing)
+            state.finish()
             throw error
         }
     }
@@ -162,8 +162,8 @@ public final class ALSAOutputDevice: AudioOutputDevice {
         var usedHardwarePause = false
         var ended = false
         while true {
-            let s = state.load(ordering: .acquiring)
-            if s >= 3 { break }
+            let s = state.current
+            if s.isEnding { break }
             let asked = flushesAsked.load(ordering: .acquiring)
             if asked != flushesDone.load(ordering: .relaxed) {
                 // Drop what the PCM holds; the clock stays at the frames heard so far.
@@ -182,7 +182,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
                     sleepUntil(hostTime: HostTime.now() + 200_000)
                 }
             }
-            if s == 2 {
+            if s == .paused {
                 if !pcmPaused {
                     pcmPaused = true
                     usedHardwarePause = pcm.canPause && snd_pcm_pause(pcm.pcm, 1) == 0
@@ -241,7 +241,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
         } else {
             snd_pcm_drop(pcm.pcm)
         }
-        state.store(4, ordering: .releasing)
+        state.finish()
     }
 
     /// Writes `frames` interleaved frames, recovering from underruns and device loss. Returns
@@ -269,7 +269,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
 
     private func reopenAfterLoss(_ err: Int32) -> Bool {
         events.post(.lost(reason: String(cString: snd_strerror(err))))
-        while state.load(ordering: .acquiring) < 3 {
+        while !state.current.isEnding {
             sleepUntil(hostTime: HostTime.now() + 500_000_000)
             if (try? pcm.reopen(device, configText: configText, format: format, preferred: sampleFormat,
                                 period: requested.period, buffer: requested.buffer)) != nil {
@@ -294,14 +294,14 @@ public final class ALSAOutputDevice: AudioOutputDevice {
 
     /// Pauses (`snd_pcm_pause` where the PCM supports it, else drop and prepare on resume).
     public func pause() throws(AudioError) {
-        guard state.compareExchange(expected: 1, desired: 2, ordering: .acquiringAndReleasing).exchanged else {
+        guard state.move(from: .running, to: .paused) else {
             throw AudioError(.invalidState, component: "ALSA output", "pause while not running")
         }
     }
 
     /// Resumes after a pause.
     public func resume() throws(AudioError) {
-        guard state.compareExchange(expected: 2, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
+        guard state.move(from: .paused, to: .running) else {
             throw AudioError(.invalidState, component: "ALSA output", "resume while not paused")
         }
     }
@@ -310,11 +310,10 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     /// thread between two periods; waits for it, at most about a buffer and a half), then
     /// runs `resume`; the device thread renders again once `resume` ran.
     public func flush(_ resume: () -> Void) {
-        let s = state.load(ordering: .acquiring)
-        guard s == 1 || s == 2 else { return resume() }
+        guard state.current.isStarted else { return resume() }
         let asked = flushesAsked.add(1, ordering: .acquiringAndReleasing).newValue
         let deadline = HostTime.now() + HostTime.ticks(seconds: max(0.05, 1.5 * Double(bufferFrames) / format.sampleRate))
-        while flushesDone.load(ordering: .acquiring) < asked, state.load(ordering: .acquiring) < 3, HostTime.now() < deadline {
+        while flushesDone.load(ordering: .acquiring) < asked, !state.current.isEnding, HostTime.now() < deadline {
             sleepUntil(hostTime: HostTime.now() + 500_000)
         }
         resume()
@@ -324,9 +323,8 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     /// Stops the device thread; with `drain`, the PCM first plays what it holds.
     public func stop(drain: Bool) {
         drainOnStop.store(drain, ordering: .releasing)
-        let s = state.load(ordering: .acquiring)
-        if s == 1 || s == 2 { state.store(3, ordering: .releasing) }
-        let t = thread.withLock { t -> DeviceThread? in defer { t = nil }; return t }
+        state.requestStop()
+        let t = thread.withLock { t -> JoinableThread? in defer { t = nil }; return t }
         t?.join()
     }
 
@@ -341,7 +339,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     /// Events dropped.
     public var droppedEventCount: Int { events.droppedCount }
     /// True once the device thread has ended (end of stream played, or stopped).
-    public var hasFinished: Bool { state.load(ordering: .acquiring) == 4 }
+    public var hasFinished: Bool { state.current == .finished }
 
     /// Lists the PCMs ALSA's configuration and cards offer (`snd_device_name_hint`), output-capable ones only.
     public static func listDevices() -> [ALSADeviceInfo] {

@@ -40,9 +40,9 @@ public final class NullOutputDevice: AudioOutputDevice {
     private let faults: AudioDeviceFaults
     private let sink: (any PeriodSink)?
     private let rendered = Atomic<Int64>(0)
-    private let state = Atomic<Int>(0) // 0 idle, 1 running, 2 paused, 3 stopping, 4 stopped
+    private let state = DeviceRun()
     private let events = AudioDeviceEventQueue()
-    private let thread = Mutex<DeviceThread?>(nil)
+    private let thread = Locked<JoinableThread?>(nil)
     private let buffers: RenderBuffers
 
     /// Creates a null output rendering `period` seconds at a time (the default is 1024 frames
@@ -85,10 +85,10 @@ public final class NullOutputDevice: AudioOutputDevice {
 
     /// Starts the device thread pulling from `render`.
     public func start(_ render: @escaping AudioRenderCallback) throws(AudioError) {
-        guard state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
+        guard state.move(from: .idle, to: .running) else {
             throw AudioError(.invalidState, component: "NullOutputDevice", "already started")
         }
-        let t = try DeviceThread(name: "oat-null-out") { [self] in run(render) }
+        let t = try JoinableThread(name: "oat-null-out") { [self] in run(render) }
         thread.withLock { $0 = t }
     }
 
@@ -102,9 +102,9 @@ public final class NullOutputDevice: AudioOutputDevice {
         var lost = false
         var lossDone = false
         while true {
-            let s = state.load(ordering: .acquiring)
-            if s >= 3 { break }
-            if s == 2 {
+            let s = state.current
+            if s.isEnding { break }
+            if s == .paused {
                 sleepUntil(hostTime: HostTime.now() + 2_000_000)
                 deadline = HostTime.now()
                 continue
@@ -161,30 +161,29 @@ public final class NullOutputDevice: AudioOutputDevice {
             }
         }
         sink?.finish()
-        state.store(4, ordering: .releasing)
+        state.finish()
     }
 
     /// Pauses pulling.
     public func pause() throws(AudioError) {
-        guard state.compareExchange(expected: 1, desired: 2, ordering: .acquiringAndReleasing).exchanged else {
+        guard state.move(from: .running, to: .paused) else {
             throw AudioError(.invalidState, component: "NullOutputDevice", "pause while not running")
         }
     }
 
     /// Resumes after a pause.
     public func resume() throws(AudioError) {
-        guard state.compareExchange(expected: 2, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
+        guard state.move(from: .paused, to: .running) else {
             throw AudioError(.invalidState, component: "NullOutputDevice", "resume while not paused")
         }
     }
 
     /// Stops the thread (a null device holds nothing, so `drain` has nothing to wait for).
     public func stop(drain: Bool) {
-        let s = state.load(ordering: .acquiring)
-        if s == 1 || s == 2 { state.store(3, ordering: .releasing) }
-        let t = thread.withLock { t -> DeviceThread? in defer { t = nil }; return t }
+        let s = state.requestStop()
+        let t = thread.withLock { t -> JoinableThread? in defer { t = nil }; return t }
         t?.join()
-        if s == 0 { sink?.finish() }
+        if s == .idle { sink?.finish() }
     }
 
     /// Stops and releases.
@@ -196,5 +195,5 @@ public final class NullOutputDevice: AudioOutputDevice {
     public var droppedEventCount: Int { events.droppedCount }
 
     /// True once the device thread has ended (end of stream played, or stopped).
-    public var hasFinished: Bool { state.load(ordering: .acquiring) == 4 }
+    public var hasFinished: Bool { state.current == .finished }
 }

@@ -20,15 +20,15 @@ public final class PulseAudioDeviceWatcher: @unchecked Sendable {
         let stopRequested = Atomic<Bool>(false)
         let running = Atomic<Bool>(true)
         /// The main loop while it exists (to wake it for stop).
-        let mainloop = Mutex<UInt?>(nil)
+        let mainloop = Locked<UInt?>(nil)
         /// How connecting went.
-        let outcome = Mutex<Outcome>(.connecting)
+        let outcome = Locked<Outcome>(.connecting)
     }
 
     private enum Outcome { case connecting, watching, failed(AudioError) }
 
     private let shared = Shared()
-    private let thread = Mutex<DeviceThread?>(nil)
+    private let thread = Locked<JoinableThread?>(nil)
 
     /// Connects to `server` (nil: the environment's `PULSE_SERVER` or the default server),
     /// subscribes to sink, source and server events, and calls `onChange` after each burst.
@@ -39,7 +39,7 @@ public final class PulseAudioDeviceWatcher: @unchecked Sendable {
         let body: @Sendable () -> Void = {
             Self.run(server: server, timeout: timeout, settle: settle, shared: shared, onChange: onChange)
         }
-        let t = try DeviceThread(name: "oat-pulse-watch", body)
+        let t = try JoinableThread(name: "oat-pulse-watch", body)
         let deadline = HostTime.now() + HostTime.ticks(seconds: timeout + 1)
         var outcome = Outcome.connecting
         while HostTime.now() < deadline {
@@ -66,11 +66,11 @@ public final class PulseAudioDeviceWatcher: @unchecked Sendable {
     /// Stops watching and waits for the watcher's thread to end. No `onChange` call starts after
     /// it returns.
     public func stop() {
-        guard let t = thread.withLock({ t -> DeviceThread? in defer { t = nil }; return t }) else { return }
+        guard let t = thread.withLock({ t -> JoinableThread? in defer { t = nil }; return t }) else { return }
         stopThread(t)
     }
 
-    private func stopThread(_ t: DeviceThread) {
+    private func stopThread(_ t: JoinableThread) {
         shared.stopRequested.store(true, ordering: .releasing)
         shared.mainloop.withLock { m in
             if let m, let ml = OpaquePointer(bitPattern: m) { pa_mainloop_wakeup(ml) }

@@ -51,17 +51,18 @@ struct ByteReader {
         position += count
     }
 
-    mutating func u16be() throws(NeedMoreData) -> UInt16 {
-        try require(2)
-        defer { position += 2 }
-        return UInt16(bytes[position]) << 8 | UInt16(bytes[position + 1])
+    /// Reads an unsigned integer of `T`'s size in the given byte order (no alignment needed).
+    @inline(__always)
+    mutating func integer<T: FixedWidthInteger & UnsignedInteger>(_: T.Type, bigEndian: Bool) throws(NeedMoreData) -> T {
+        let size = MemoryLayout<T>.size
+        try require(size)
+        defer { position += size }
+        let raw = bytes.loadUnaligned(fromByteOffset: position, as: T.self)
+        return bigEndian ? T(bigEndian: raw) : T(littleEndian: raw)
     }
 
-    mutating func u16le() throws(NeedMoreData) -> UInt16 {
-        try require(2)
-        defer { position += 2 }
-        return UInt16(bytes[position + 1]) << 8 | UInt16(bytes[position])
-    }
+    mutating func u16be() throws(NeedMoreData) -> UInt16 { try integer(UInt16.self, bigEndian: true) }
+    mutating func u16le() throws(NeedMoreData) -> UInt16 { try integer(UInt16.self, bigEndian: false) }
 
     mutating func u24be() throws(NeedMoreData) -> UInt32 {
         try require(3)
@@ -69,37 +70,10 @@ struct ByteReader {
         return UInt32(bytes[position]) << 16 | UInt32(bytes[position + 1]) << 8 | UInt32(bytes[position + 2])
     }
 
-    mutating func u32be() throws(NeedMoreData) -> UInt32 {
-        try require(4)
-        defer { position += 4 }
-        var v: UInt32 = 0
-        for i in 0..<4 { v = v << 8 | UInt32(bytes[position + i]) }
-        return v
-    }
-
-    mutating func u32le() throws(NeedMoreData) -> UInt32 {
-        try require(4)
-        defer { position += 4 }
-        var v: UInt32 = 0
-        for i in (0..<4).reversed() { v = v << 8 | UInt32(bytes[position + i]) }
-        return v
-    }
-
-    mutating func u64be() throws(NeedMoreData) -> UInt64 {
-        try require(8)
-        defer { position += 8 }
-        var v: UInt64 = 0
-        for i in 0..<8 { v = v << 8 | UInt64(bytes[position + i]) }
-        return v
-    }
-
-    mutating func u64le() throws(NeedMoreData) -> UInt64 {
-        try require(8)
-        defer { position += 8 }
-        var v: UInt64 = 0
-        for i in (0..<8).reversed() { v = v << 8 | UInt64(bytes[position + i]) }
-        return v
-    }
+    mutating func u32be() throws(NeedMoreData) -> UInt32 { try integer(UInt32.self, bigEndian: true) }
+    mutating func u32le() throws(NeedMoreData) -> UInt32 { try integer(UInt32.self, bigEndian: false) }
+    mutating func u64be() throws(NeedMoreData) -> UInt64 { try integer(UInt64.self, bigEndian: true) }
+    mutating func u64le() throws(NeedMoreData) -> UInt64 { try integer(UInt64.self, bigEndian: false) }
 
     mutating func fourCC() throws(NeedMoreData) -> FourCC { FourCC(try u32be()) }
 

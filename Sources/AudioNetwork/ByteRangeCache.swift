@@ -42,7 +42,7 @@ public final class ByteRangeCache: Sendable {
         var dirty: [String: Int64] = [:]     // hash -> bytes written since the map was saved
         var pinned: [String: Int] = [:]
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The standard place for the cache: `$XDG_CACHE_HOME/openaudiotoolbox/http` when
     /// `XDG_CACHE_HOME` is an absolute path (the XDG base directory rule), else
@@ -354,7 +354,7 @@ public final class CachingByteSource: ByteSource {
         var stats = ByteSourceStatistics()
         var pinned = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Wraps `upstream` (usually an ``HTTPByteSource``) for `url`.
     public init(upstream: any ByteSource, url: String, cache: ByteRangeCache) {

@@ -174,7 +174,7 @@ public final class FileByteSource: ByteSource {
         var cancelled = false
         var stats = ByteSourceStatistics()
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates a source for the file at `path` (a `file://` URL is accepted too). Nothing is opened yet.
     public init(path: String) {

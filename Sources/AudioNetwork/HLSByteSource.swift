@@ -77,7 +77,7 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
         var current: (any ByteSource)?
         var stats = ByteSourceStatistics()
     }
-    private let shared = Mutex(Shared())
+    private let shared = Locked(Shared())
 
     // Reader-thread state.
     private var mediaURL = ""

@@ -46,8 +46,8 @@ public final class HTTPByteSource: ByteSource {
     private let multiBox: MultiHandle
     private var multi: UnsafeMutableRawPointer { multiBox.pointer }
     private let cancelled = Atomic<Bool>(false)
-    private let stats = Mutex(ByteSourceStatistics())
-    private let io = Mutex(())
+    private let stats = Locked(ByteSourceStatistics())
+    private let io = Locked(())
     private let core: Core
 
     /// Creates a source for `url` (http, https, or icy as http). Nothing is fetched until `open`.

@@ -58,7 +58,7 @@ package final class SourceReader: @unchecked Sendable {
         /// The fields of the last metadata pushed (an unchanged repeat is dropped).
         var lastFields: [String: String]?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let space = DispatchSemaphore(value: 0)
     private let data: DispatchSemaphore
     /// Set by the decoder while it has plenty decoded ahead: after a read that took all the
@@ -434,7 +434,7 @@ package final class SourceReader: @unchecked Sendable {
         let sinceRequest = now > last ? HostTime.seconds(ticks: now - last) : 0
         return min(secondsSinceData, sinceRequest)
     }
-    private let activity = Mutex<(requests: Int, time: UInt64)>((0, HostTime.now()))
+    private let activity = Locked<(requests: Int, time: UInt64)>((0, HostTime.now()))
 
     /// The byte range of audio bytes waiting (first offset, end offset), if any.
     package var pendingByteRange: (start: Int64, end: Int64)? {

@@ -14,7 +14,7 @@ public final class StandardInputByteSource: ByteSource {
         var ended = false
         var stats = ByteSourceStatistics()
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let cancelled = Atomic<Bool>(false)
 
     /// Creates a source for `descriptor` (standard input by default).

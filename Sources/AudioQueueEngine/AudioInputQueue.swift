@@ -78,11 +78,11 @@ public final class AudioInputQueue: @unchecked Sendable {
     let shared: CaptureShared
     var ring: SPSCRingBuffer<Float> { shared.ring }
     var anchors: SPSCQueue<CaptureAnchor> { shared.anchors }
-    let control = Mutex(State())
+    let control = Locked(State())
     let transport = RecursiveLock()
     let meteringOn = Atomic<Bool>(false)
     let bufferFramesLimit = Atomic<Int>(0)
-    let levels = Mutex<[AudioQueueLevelMeterState]>([])
+    let levels = Locked<[AudioQueueLevelMeterState]>([])
 
     struct CaptureAnchor {
         var position: Int64
@@ -124,7 +124,7 @@ public final class AudioInputQueue: @unchecked Sendable {
         var nextBufferID = 0
         var queued: [AudioQueueBuffer] = []
         var device: (any AudioInputDevice)?
-        var feeder: DeviceThread?
+        var feeder: JoinableThread?
         var isRunning = false
         var isPaused = false
         var disposed = false
@@ -370,7 +370,7 @@ public final class AudioInputQueue: @unchecked Sendable {
             }
             do throws(AudioError) {
                 try opened.start(capture)
-                let feeder = try DeviceThread(name: "oat-aq-in") { [self] in runFeeder() }
+                let feeder = try JoinableThread(name: "oat-aq-in") { [self] in runFeeder() }
                 control.withLock { $0.feeder = feeder }
             } catch {
                 opened.close()
@@ -410,7 +410,7 @@ public final class AudioInputQueue: @unchecked Sendable {
         // The queue's thread delivers while this waits for it: not under the transport lock, so
         // that a callback may call the queue's transport.
         let (device, feeder) = transport.withLock {
-            control.withLock { s -> ((any AudioInputDevice)?, DeviceThread?) in
+            control.withLock { s -> ((any AudioInputDevice)?, JoinableThread?) in
                 guard s.isRunning else { return (nil, nil) }
                 s.stopRequest = max(s.stopRequest ?? request, request)
                 return (s.device, s.feeder)

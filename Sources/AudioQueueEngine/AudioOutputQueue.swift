@@ -77,7 +77,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
 
     let renderer: QueueRenderer
     let deviceFactory: AudioOutputDeviceFactory
-    let control = Mutex(ControlState())
+    let control = Locked(ControlState())
     /// Serialises start, pause, stop, reset, dispose and the end of a drained stream, so that
     /// disposing while another thread starts cannot leave a device running (the AudioStreamer
     /// hang of seed 002). Never held by the render thread.
@@ -99,7 +99,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
     }
 
     /// Starts the queue's thread (tests replace it to see a failure).
-    typealias ThreadStarter = @Sendable (String, @escaping @Sendable () -> Void) throws(AudioError) -> DeviceThread
+    typealias ThreadStarter = @Sendable (String, @escaping @Sendable () -> Void) throws(AudioError) -> JoinableThread
 
     /// User code (callbacks, listeners, events) that a transport operation runs once it has
     /// released the transport lock.
@@ -115,7 +115,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         /// ``AudioOutputQueueBufferReturn/whenCopied``, at once). Apple's queue hands nothing back
         /// before it runs, so buffers decoded before the start (a prime) wait for it.
         var held: [Held] = []
-        var startThread: ThreadStarter = { name, body throws(AudioError) in try DeviceThread(name: name, body) }
+        var startThread: ThreadStarter = { name, body throws(AudioError) in try JoinableThread(name: name, body) }
         var buffers: [Int: AudioQueueBuffer] = [:]
         var nextBufferID = 0
         var device: (any AudioOutputDevice)?
@@ -124,7 +124,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         var stopAfterQueued = false
         var disposed = false
         var feederStarted = false
-        var feeder: DeviceThread?
+        var feeder: JoinableThread?
         var listeners: [Int: @Sendable (AudioOutputQueue, AudioQueueProperty) -> Void] = [:]
         var nextListener = 0
         var eventHandler: (@Sendable (AudioOutputQueueEvent) -> Void)?
@@ -157,7 +157,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
     let offlineData = DispatchSemaphore(value: 0)
     /// True while the feeder has nothing to decode (offline rendering and prime look at it).
     let feederIdle = Atomic<Bool>(true)
-    let lastLevels = Mutex<[AudioQueueLevelMeterState]>([])
+    let lastLevels = Locked<[AudioQueueLevelMeterState]>([])
 
     /// Creates an output queue for data in `format`. `output` opens the device when the queue
     /// starts (or primes); `deviceFormat` overrides the device rate/channels (default: the
@@ -471,10 +471,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 while (control.withLock { $0.isRunning }) && HostTime.now() < deadline { usleep_ms(5) }
             }
         }
-        let feeder = withTransport { d -> DeviceThread? in
+        let feeder = withTransport { d -> JoinableThread? in
             control.withLock { $0.disposed = true }
             stopLocked(immediately: true, &d)
-            return control.withLock { s -> DeviceThread? in defer { s.feeder = nil }; return s.feeder }
+            return control.withLock { s -> JoinableThread? in defer { s.feeder = nil }; return s.feeder }
         }
         wake.signal()
         renderer.space.post()

@@ -14,7 +14,7 @@ final class OfflineOutputDevice: AudioOutputDevice, @unchecked Sendable {
     let framesPerRender = 4096
     var isRealTime: Bool { false }
     var latency: Double { 0 }
-    private let callback = Mutex<AudioRenderCallback?>(nil)
+    private let callback = Locked<AudioRenderCallback?>(nil)
     private let rendered = Atomic<Int64>(0)
     private let paused = Atomic<Bool>(false)
     private let events = AudioDeviceEventQueue()

@@ -9,7 +9,7 @@ public final class HandDrivenOutputDevice: AudioOutputDevice, @unchecked Sendabl
     public let format: AudioDeviceFormat
     public let name = "hand"
     public let framesPerRender: Int
-    private let callback = Mutex<AudioRenderCallback?>(nil)
+    private let callback = Locked<AudioRenderCallback?>(nil)
     private let events = AudioDeviceEventQueue()
 
     /// A device at `format` that says it renders `framesPerRender` frames at a time.

@@ -4,31 +4,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// A joinable POSIX thread for test servers.
-final class TestThread: @unchecked Sendable {
-    private final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    private var thread = pthread_t()
-    private var started = false
-
-    init(_ body: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(Box(body))
-        started = pthread_create(&thread, nil, { raw in
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            box.body()
-            return nil
-        }, box.toOpaque()) == 0
-        if !started { box.release() }
-    }
-
-    func join() {
-        if started { pthread_join(thread, nil) }
-        started = false
-    }
-}
-
 /// A loopback HTTP/1.1 server for tests, with scripted faults.
 ///
 /// It binds 127.0.0.1 on a free port, runs one thread per connection and answers every request
@@ -146,12 +121,12 @@ public final class TestHTTPServer: @unchecked Sendable {
         var requests: [Request] = []
         var counts: [String: Int] = [:]
         var outageUntil: [String: Double] = [:]
-        var connections: [Int32: TestThread] = [:]
-        var finished: [TestThread] = []
+        var connections: [Int32: JoinableThread] = [:]
+        var finished: [JoinableThread] = []
         var stopping = false
     }
-    private let state = Mutex(State())
-    private var acceptThread: TestThread?
+    private let state = Locked(State())
+    private var acceptThread: JoinableThread?
 
     /// Binds 127.0.0.1 port 0 and starts accepting.
     public init() throws(AudioError) {
@@ -175,7 +150,12 @@ public final class TestHTTPServer: @unchecked Sendable {
         _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
         port = Int(UInt16(bigEndian: bound.sin_port))
         listenFD = fd
-        acceptThread = TestThread { [self] in acceptLoop() }
+        do {
+            acceptThread = try JoinableThread(name: "test-http-accept") { [self] in acceptLoop() }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
     }
 
     deinit { stop() }
@@ -233,7 +213,7 @@ public final class TestHTTPServer: @unchecked Sendable {
         // under the same lock as it leaves `connections`: a number in `connections` is always
         // that connection's open socket, never one the process has reused since.
         while true {
-            let threads = state.withLock { s -> [TestThread] in
+            let threads = state.withLock { s -> [JoinableThread] in
                 for fd in s.connections.keys { shutdown(fd, Int32(SHUT_RDWR)) }
                 let t = Array(s.connections.values) + s.finished
                 s.finished.removeAll()
@@ -257,9 +237,10 @@ public final class TestHTTPServer: @unchecked Sendable {
             setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var one: Int32 = 1
             setsockopt(c, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            let accepted = state.withLock { s -> Bool in
+            let accepted = state.withLock { s -> Bool? in
                 if s.stopping { return false }
-                s.connections[c] = TestThread { [self] in
+                // nil: the system refused a thread (the connection is closed unanswered).
+                guard let thread = try? JoinableThread(name: "test-http-connection", { [self] in
                     serveConnection(c)
                     // Closed while leaving the table, under its lock: closing first let accept()
                     // hand the same number to a new connection whose entry this one then took
@@ -268,16 +249,18 @@ public final class TestHTTPServer: @unchecked Sendable {
                         if let t = s.connections.removeValue(forKey: c) { s.finished.append(t) }
                         Glibc.close(c)
                     }
-                }
+                }) else { return nil }
+                s.connections[c] = thread
                 return true
             }
-            if !accepted { Glibc.close(c); return }
+            if accepted == nil { Glibc.close(c); continue }
+            if accepted == false { Glibc.close(c); return }
             reapFinished()
         }
     }
 
     private func reapFinished() {
-        let done = state.withLock { s -> [TestThread] in defer { s.finished.removeAll() }; return s.finished }
+        let done = state.withLock { s -> [JoinableThread] in defer { s.finished.removeAll() }; return s.finished }
         for t in done { t.join() }
     }
 

@@ -55,11 +55,11 @@ public final class AudioFilePlayer: @unchecked Sendable {
 
     private let queue: AudioOutputQueue
     private final class Pool: Sendable {
-        let buffers = Mutex<[AudioQueueEngine.AudioQueueBuffer]>([])
+        let buffers = Locked<[AudioQueueEngine.AudioQueueBuffer]>([])
     }
     private let pool = Pool()
     private let bufferReturned = DispatchSemaphore(value: 0)
-    private let state = Mutex(Shared())
+    private let state = Locked(Shared())
     /// Frames per queue buffer: 0.1 s at the device rate. Six of them (0.6 s) are what the
     /// queue decodes ahead before it starts, so they must cover play()'s 0.5 s wait at every
     /// rate: at a fixed 4096 frames a 96 kHz file had 0.26 s decoded when the device asked for
@@ -68,10 +68,10 @@ public final class AudioFilePlayer: @unchecked Sendable {
     /// The feeder thread and whether ``stop()`` has run; guarded so that control calls from
     /// several threads start at most one feeder and join it once.
     private struct Transport {
-        var thread: PlayerThread?
+        var thread: JoinableThread?
         var stopped = false
     }
-    private let transport = Mutex(Transport())
+    private let transport = Locked(Transport())
     /// The first file, opened (and indexed) by init for its format; the feeder reads it instead
     /// of opening and indexing it a second time. Set before the feeder thread starts, then only
     /// touched (taken) on that thread.
@@ -145,7 +145,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         if let duration, duration.isNaN || duration <= 0 {
             throw AudioError(.invalidArgument, component: "AudioFilePlayer", "duration \(duration) is not a positive number of seconds")
         }
-        let started: PlayerThread? = try transport.withLock { (t: inout Transport) throws(AudioError) -> PlayerThread? in
+        let started: JoinableThread? = try transport.withLock { (t: inout Transport) throws(AudioError) -> JoinableThread? in
             if t.stopped {
                 throw AudioError(.invalidState, component: "AudioFilePlayer", "play after stop: a stopped player cannot restart; create a new one")
             }
@@ -154,7 +154,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
                 s.seekRequest = seconds > 0 ? seconds : nil
                 s.stopAfterSeconds = duration
             }
-            let thread = PlayerThread { [self] in feed() }
+            let thread = try JoinableThread(name: "oat-file-player") { [self] in feed() }
             t.thread = thread
             return thread
         }
@@ -202,7 +202,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         bufferReturned.signal()
         // Take the thread out under the lock, join outside it: the feeder may call the event
         // handler, which may call back into the player.
-        let thread = transport.withLock { t -> PlayerThread? in
+        let thread = transport.withLock { t -> JoinableThread? in
             t.stopped = true
             defer { t.thread = nil }
             return t.thread
@@ -320,7 +320,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         // what it holds (a file shorter than the ring would never play, or never end).
         func issueEnd() {
             state.withLock { $0.feederDone = true }
-            while !(state.withLock { $0.queueStarted || $0.stopRequested }) { sleepMillis(2) }
+            _ = pollWithBackoff { state.withLock { $0.queueStarted || $0.stopRequested } }
             if !(state.withLock { $0.stopRequested }) { queue.stop(immediately: false) }
             endIssued = true
         }
@@ -414,27 +414,4 @@ public final class AudioFilePlayer: @unchecked Sendable {
             }
         }
     }
-}
-
-/// A joinable thread for the player's feeder.
-final class PlayerThread: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    init(_ body: @escaping @Sendable () -> Void) {
-        let done = self.done
-        DispatchQueue(label: "oat.player.feeder").async {
-            body()
-            done.signal()
-        }
-    }
-    /// Waits until the feeder has returned; any number of callers, any number of times.
-    func join() {
-        done.wait()
-        done.signal()
-    }
-}
-
-func sleepMillis(_ ms: Int) {
-    var ts = timespec(tv_sec: ms / 1000, tv_nsec: (ms % 1000) * 1_000_000)
-    var rest = timespec()
-    while nanosleep(&ts, &rest) == -1 && errno == EINTR { ts = rest }
 }

@@ -24,7 +24,7 @@ public final class StreamRecorder: @unchecked Sendable {
     /// The container written.
     public let fileType: AudioFileType
     /// Guards `s`; every access to it is inside `lock.withLock`.
-    private let lock = Mutex<Void>(())
+    private let lock = Locked<Void>(())
     private var s = State()
 
     private struct State {

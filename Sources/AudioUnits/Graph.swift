@@ -154,14 +154,14 @@ public final class AudioGraph: @unchecked Sendable {
     public let maxFramesPerSlice: Int
     /// The output node (already added).
     public let output: AUOutputNode
-    private let description = Mutex(Description())
-    private let commitLock = Mutex(())
+    private let description = Locked(Description())
+    private let commitLock = Locked(())
     private let current = Atomic<UnsafeMutableRawPointer?>(nil)
     private let inUse = Atomic<UnsafeMutableRawPointer?>(nil)
-    private let deviceBox = Mutex<(any AudioOutputDevice)?>(nil)
+    private let deviceBox = Locked<(any AudioOutputDevice)?>(nil)
     private let commits = Atomic<Int>(0)
     private let observerSlot = Atomic<UnsafeMutableRawPointer?>(nil)
-    private let retiredObservers = Mutex<[AURenderObserver]>([])
+    private let retiredObservers = Locked<[AURenderObserver]>([])
 
     /// Creates an empty graph whose output has `channels` channels.
     public init(sampleRate: Double = 48000, channels: Int = 2, maxFramesPerSlice: Int = 1024) throws(AudioError) {

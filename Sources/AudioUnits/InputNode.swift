@@ -84,7 +84,7 @@ public final class AUInputNode: AUNode, @unchecked Sendable {
     private let underrunCounter = AtomicCounter()
     private let skipped = AtomicCounter()
     private let inserted = AtomicCounter()
-    private let deviceBox = Mutex<(any AudioInputDevice)?>(nil)
+    private let deviceBox = Locked<(any AudioInputDevice)?>(nil)
     // Render-thread state.
     private var scratch: UnsafeMutablePointer<Float>
     private var scratchFrames = 0

@@ -30,8 +30,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     private let feederRunning = Atomic<Bool>(false)
     private let played = Atomic<Int64>(0)
     private let underruns = Atomic<Int>(0)
-    private let failure = Mutex<AudioError?>(nil)
-    private let feederThread = Mutex<DeviceThread?>(nil)
+    private let failure = Locked<AudioError?>(nil)
+    private let feederThread = Locked<JoinableThread?>(nil)
     // The start gate (``holdPlayback(untilBuffered:)``, ``scheduleStart(atSampleTime:)``): while
     // held, renders are silence and take nothing from the ring.
     private let held = Atomic<Bool>(false)
@@ -159,7 +159,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         feederRunning.store(true, ordering: .releasing)
         let ch = channels
         let chunk = max(64, min(chunkFrames, ring.capacity / ch / 2))
-        let box = UncheckedBox(pull)
+        let box = UncheckedSendable(pull)
         let body: @Sendable () -> Void = { [self] in
             var buffer = [Float](repeating: 0, count: chunk * ch)
             defer { feederRunning.store(false, ordering: .releasing) }
@@ -180,7 +180,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
             ended.store(true, ordering: .releasing)
         }
         do {
-            let thread = try DeviceThread(name: "oat-player-feeder", body)
+            let thread = try JoinableThread(name: "oat-player-feeder", body)
             feederThread.withLock { $0 = thread }
         } catch {
             failure.withLock { $0 = error }
@@ -193,7 +193,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     public func stop() {
         cancelled.store(true, ordering: .relaxed)
         while feederRunning.load(ordering: .acquiring) { usleep(1000) }
-        feederThread.withLock { t -> DeviceThread? in defer { t = nil }; return t }?.join()
+        feederThread.withLock { t -> JoinableThread? in defer { t = nil }; return t }?.join()
     }
 
     /// Not ready while a feeder is running and the ring holds fewer than `frames` frames (or
@@ -259,10 +259,4 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         volume = v
         played.add(Int64(n), ordering: .relaxed)
     }
-}
-
-/// Carries a non-Sendable value to a thread that alone uses it.
-struct UncheckedBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }

@@ -30,11 +30,11 @@ final class StreamStatus: Sendable {
         var failed = false
         var done = false
     }
-    let values = Mutex(Values())
+    let values = Locked(Values())
 }
 
 /// `--record FILE`: the recorder every stream's bytes also go to (nil when not recording).
-let streamRecorder = Mutex<StreamRecorder?>(nil)
+let streamRecorder = Locked<StreamRecorder?>(nil)
 
 /// The byte source afplay uses for each argument (recording what it delivers with `--record`).
 @Sendable func afplaySource(_ url: String) throws(AudioError) -> any ByteSource {
@@ -46,7 +46,7 @@ let streamRecorder = Mutex<StreamRecorder?>(nil)
 /// Runs the streaming player over `options.files` until it stops; returns the exit code.
 func runStreaming(_ options: Options, output: @escaping AudioOutputDeviceFactory) -> Int32 {
     let status = StreamStatus()
-    let result = Mutex<Int32>(0)
+    let result = Locked<Int32>(0)
     let finished = DispatchSemaphore(value: 0)
     Task.detached {
         let code = await streamingMain(options, output: output, status: status)

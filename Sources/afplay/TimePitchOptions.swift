@@ -13,7 +13,7 @@ struct TimePitchOptions: Sendable {
     var pitchCents: Float = 0
 }
 
-let timePitchOptions = Mutex(TimePitchOptions())
+let timePitchOptions = Locked(TimePitchOptions())
 
 /// The usage lines for these options.
 let timePitchUsage = """

@@ -131,7 +131,7 @@ let interrupted = Atomic<Bool>(false)
 /// 30, or `OAT_DEVICE_LOST_TIMEOUT`.
 let deviceLostTimeout = getenv("OAT_DEVICE_LOST_TIMEOUT").flatMap { Double(String(cString: $0)) } ?? 30
 /// When the output device was lost (host time) and why; nil while it works.
-let deviceLost = Mutex<(since: UInt64, reason: String)?>(nil)
+let deviceLost = Locked<(since: UInt64, reason: String)?>(nil)
 
 @Sendable func handle(_ event: AudioFilePlayer.Event) {
     switch event {
@@ -303,8 +303,7 @@ while true {
             }
         }
     } else {
-        var ts = timespec(tv_sec: 0, tv_nsec: 100_000_000)
-        nanosleep(&ts, nil)
+        sleep(seconds: 0.1)
     }
 }
 if ui {

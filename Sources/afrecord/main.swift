@@ -169,13 +169,13 @@ final class Recording: @unchecked Sendable {
 
 let interrupted = Atomic<Bool>(false)
 let finished = Atomic<Bool>(false)
-let lostReason = Mutex<String?>(nil)
-let box = Mutex<Recording?>(nil)
+let lostReason = Locked<String?>(nil)
+let box = Locked<Recording?>(nil)
 
 let spec = inputSpec
 /// The input device, opened before the output is created (so a missing device leaves an
 /// existing OUTPUT untouched); the queue takes it when it starts.
-let preopened = Mutex<(any AudioInputDevice)?>(nil)
+let preopened = Locked<(any AudioInputDevice)?>(nil)
 let queue: AudioInputQueue
 do {
     queue = try AudioInputQueue(format: target, encoderSettings: encoderSettings, input: { f throws(AudioError) in

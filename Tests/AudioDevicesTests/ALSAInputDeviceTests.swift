@@ -26,8 +26,8 @@ import Testing
                                          periodFrames: 1000, configText: config)
         #expect(device.sampleFormat == .float32)
         final class Captured: Sendable {
-            let samples = Mutex<[Float]>([])
-            let times = Mutex<[(Double, Int)]>([])
+            let samples = Locked<[Float]>([])
+            let times = Locked<[(Double, Int)]>([])
         }
         let captured = Captured()
         try device.start { s, n, time in

@@ -117,7 +117,6 @@ final class EventLog {
     func contains(_ e: AudioDeviceEvent) -> Bool { poll(); return events.contains(e) }
 }
 
-func sleepSeconds(_ s: Double) { sleepUntil(hostTime: HostTime.now() + HostTime.ticks(seconds: s)) }
 
 func uniqueTempPath(_ stem: String, _ ext: String) -> String {
     "/tmp/oat-\(stem)-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).\(ext)"

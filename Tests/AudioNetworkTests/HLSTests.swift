@@ -241,7 +241,7 @@ import Glibc
         }
         let playlistPath = dir.path + "/live.m3u8"
         let failing = segments[3].uri
-        final class Counter: Sendable { let value = Mutex(0) }
+        final class Counter: Sendable { let value = Locked(0) }
         let loads = Counter(), failures = Counter()
         let paths = versions
         var options = HLSOptions()
@@ -297,7 +297,7 @@ import Glibc
             writeText(paths[i], t)
         }
         let playlistPath = dir.path + "/restart.m3u8"
-        final class Counter: Sendable { let value = Mutex(0) }
+        final class Counter: Sendable { let value = Locked(0) }
         let loads = Counter()
         let versions = paths
         let source = HLSByteSource(url: playlistPath) { (u: String) throws(AudioError) -> any ByteSource in
@@ -336,7 +336,7 @@ import Glibc
             #expect(error.message.contains("AES-128") && error.message.contains("line"), "\(error)")
         }
         // A segment that fails twice then works is retried; a missing one in VOD fails after the retries.
-        final class Counter: Sendable { let value = Mutex(0) }
+        final class Counter: Sendable { let value = Locked(0) }
         let failures = Counter()
         var options = HLSOptions()
         options.retryDelay = 0.01

@@ -182,7 +182,7 @@ func quickOptions() -> HTTPOptions {
         o.reconnect.stallTimeout = 60
         let source = HTTPByteSource(url: server.url("/stall"), options: o)
         _ = try source.open(at: 0)
-        let canceller = Thread0 { usleep(300_000); source.cancel() }
+        let canceller = try JoinableThread(name: "test") { usleep(300_000); source.cancel() }
         let start = monotonic()
         #expect { _ = try drain(source) } throws: { ($0 as? AudioError)?.code == .cancelled }
         #expect(monotonic() - start < 2)

@@ -322,7 +322,7 @@ import Glibc
         r.faults = [.status(503, retryAfter: "20")]
         server.route("/wait", r)
         let source = HTTPByteSource(url: server.url("/wait"))
-        let canceller = Thread0 { usleep(300_000); source.cancel() }
+        let canceller = try JoinableThread(name: "test") { usleep(300_000); source.cancel() }
         let start = monotonic()
         #expect { _ = try source.open(at: 0) } throws: { ($0 as? AudioError)?.code == .cancelled }
         #expect(monotonic() - start < 2)

@@ -12,7 +12,7 @@ import Testing
 /// (so a test of a hang ends in bounded time) and the result says so.
 func withDeadline<T: Sendable>(_ seconds: Double, cancel: @escaping @Sendable () -> Void,
                                _ body: @escaping @Sendable () throws(AudioError) -> T) -> (result: Result<T, AudioError>, elapsed: Double, timedOut: Bool) {
-    let box = Mutex<Result<T, AudioError>?>(nil)
+    let box = Locked<Result<T, AudioError>?>(nil)
     let done = DispatchSemaphore(value: 0)
     let start = monotonic()
     DispatchQueue.global().async {
@@ -73,7 +73,7 @@ func failure<T>(_ r: Result<T, AudioError>) -> AudioError? {
         let empty = dir.path + "/empty.aac"
         try #require(writeFile(empty, []))
         let playlistPath = dir.path + "/live.m3u8"
-        final class Counter: Sendable { let value = Mutex(0) }
+        final class Counter: Sendable { let value = Locked(0) }
         let loads = Counter()
         let scratch = dir.path
         let source = HLSByteSource(url: playlistPath) { (u: String) throws(AudioError) -> any ByteSource in

@@ -123,7 +123,7 @@ import Glibc
         defer { close(fds[0]) }
         let payload = testBytes(10_000, seed: 5)
         let writeEnd = fds[1]
-        let writer = Thread0 {
+        let writer = try JoinableThread(name: "test") {
             payload.withUnsafeBytes { _ = write(writeEnd, $0.baseAddress, $0.count) }
             close(writeEnd)
         }
@@ -141,7 +141,7 @@ import Glibc
         defer { close(fds[0]); close(fds[1]) }
         let source = StandardInputByteSource(descriptor: fds[0])
         _ = try source.open(at: 0)
-        let canceller = Thread0 { usleep(200_000); source.cancel() }
+        let canceller = try JoinableThread(name: "test") { usleep(200_000); source.cancel() }
         let start = monotonic()
         #expect { _ = try drain(source) } throws: { ($0 as? AudioError)?.code == .cancelled }
         #expect(monotonic() - start < 1.5)

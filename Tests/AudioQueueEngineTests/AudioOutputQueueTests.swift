@@ -10,9 +10,9 @@ import Testing
 
 /// Collects what a queue reports.
 final class QueueLog: Sendable {
-    let returned = Mutex<[Int]>([])
-    let events = Mutex<[AudioOutputQueueEvent]>([])
-    let running = Mutex<[Bool]>([])
+    let returned = Locked<[Int]>([])
+    let events = Locked<[AudioOutputQueueEvent]>([])
+    let running = Locked<[Bool]>([])
 }
 
 func wait(seconds: Double, until condition: () -> Bool) -> Bool {
@@ -119,7 +119,7 @@ func readFloatWAV(_ path: String) -> [Float] {
     }
 
     @Test func resetRestartsTheTimelineAndReturnsBuffers() throws {
-        let returned = Mutex(0)
+        let returned = Locked(0)
         let queue = try AudioOutputQueue(format: .linearPCM(sampleRate: 8000, channels: 1, bitsPerChannel: 16),
                                          output: { f throws(AudioError) in NullOutputDevice(format: f, realTime: true, framesPerRender: 80) }) { _, _ in
             returned.withLock { $0 += 1 }
@@ -203,7 +203,7 @@ func readFloatWAV(_ path: String) -> [Float] {
 
     @Test func decoderErrorsBecomeAPropertyAndAnEvent() throws {
         let mp3 = AudioStreamBasicDescription.compressed(.mpegLayer3, sampleRate: 44100, channels: 2, framesPerPacket: 1152)
-        let events = Mutex<[AudioOutputQueueEvent]>([])
+        let events = Locked<[AudioOutputQueueEvent]>([])
         let queue = try AudioOutputQueue(format: mp3, output: { f throws(AudioError) in NullOutputDevice(format: f, realTime: false) }) { _, _ in }
         queue.eventHandler = { e in events.withLock { $0.append(e) } }
         let b = try queue.allocateBuffer(byteCapacity: 400, packetDescriptionCapacity: 1)

@@ -34,7 +34,7 @@ private func nullOutput(_ format: AudioDeviceFormat) throws(AudioError) -> any A
     /// that resets the same queue. With the transport lock held during the callback, the reset
     /// blocks until the wait gives up (2 s) and the test sees it.
     @Test func bufferCallbackMayWaitForAThreadThatCallsTheTransport() throws {
-        let results = Mutex<[Bool]>([])
+        let results = Locked<[Bool]>([])
         let queue = try AudioOutputQueue(format: stereo, output: nullOutput) { q, _ in
             let ok = finishesOnAnotherThread(within: 2) { q.reset() }
             results.withLock { $0.append(ok) }
@@ -57,7 +57,7 @@ private func nullOutput(_ format: AudioDeviceFormat) throws(AudioError) -> any A
     /// transport (start again) and for one that stops a second queue whose own listener
     /// calls back into the first queue.
     @Test func propertyListenerMayWaitForAThreadThatCallsTheTransport() throws {
-        let results = Mutex<[Bool]>([])
+        let results = Locked<[Bool]>([])
         let queue = try AudioOutputQueue(format: stereo, output: nullOutput) { _, _ in }
         let other = try AudioOutputQueue(format: stereo, output: nullOutput) { _, _ in }
         defer {

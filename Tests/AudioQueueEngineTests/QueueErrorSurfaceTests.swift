@@ -13,8 +13,8 @@ import Testing
     @Test func aDecoderThatCannotBeCreatedBecomesTheConverterError() throws {
         // ALAC needs its cookie (the ALACSpecificConfig); none is ever set.
         let alac = AudioStreamBasicDescription.compressed(.appleLossless, sampleRate: 44100, channels: 2, framesPerPacket: 4096)
-        let events = Mutex<[AudioOutputQueueEvent]>([])
-        let returned = Mutex(0)
+        let events = Locked<[AudioOutputQueueEvent]>([])
+        let returned = Locked(0)
         let queue = try AudioOutputQueue(format: alac, output: { f throws(AudioError) in NullOutputDevice(format: f, realTime: false) }) { _, _ in
             returned.withLock { $0 += 1 }
         }

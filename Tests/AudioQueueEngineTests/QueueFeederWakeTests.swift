@@ -20,7 +20,7 @@ import Testing
         let rate = 48000.0
         let channels = 2
         let format = AudioStreamBasicDescription.linearPCM(sampleRate: rate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
-        let device = Mutex<HandDrivenOutputDevice?>(nil)
+        let device = Locked<HandDrivenOutputDevice?>(nil)
         let queue = try AudioOutputQueue(format: format, ringSeconds: 0.5, bufferReturn: .whenCopied, output: { f throws(AudioError) in
             let d = HandDrivenOutputDevice(format: f, framesPerRender: 1024)
             device.withLock { $0 = d }

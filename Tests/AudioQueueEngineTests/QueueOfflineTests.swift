@@ -16,7 +16,7 @@ final class SignalFeeder: @unchecked Sendable {
     let totalFrames: Int
     let framesPerBuffer: Int
     let sample: @Sendable (Int, Int) -> Float
-    let position = Mutex(0)
+    let position = Locked(0)
 
     init(channels: Int, totalFrames: Int, framesPerBuffer: Int, sample: @escaping @Sendable (Int, Int) -> Float) {
         self.channels = channels
@@ -173,8 +173,8 @@ func sine(_ f: Double, rate: Double) -> @Sendable (Int, Int) -> Float {
         let rate = 44100.0
         let feeder = SignalFeeder(channels: 2, totalFrames: 50_000, framesPerBuffer: 3000, sample: sine(600, rate: rate))
         let queue = try feeder.makeQueue(rate: rate)
-        let seen = Mutex<[Float]>([])
-        let flagsSeen = Mutex<[AudioQueueProcessingTapFlags]>([])
+        let seen = Locked<[Float]>([])
+        let flagsSeen = Locked<[AudioQueueProcessingTapFlags]>([])
         let modifies = !flags.contains(.siphon)
         _ = try queue.addProcessingTap(flags: flags, maximumFrames: 512) { tap, frames, _, buffers, outFlags in
             let got = tap.getSourceAudio(frames: frames, into: buffers)
@@ -209,8 +209,8 @@ func sine(_ f: Double, rate: Double) -> @Sendable (Int, Int) -> Float {
         let queue = try feeder.makeQueue(rate: rate)
         queue.isTimePitchEnabled = true
         try queue.setParameter(.playRate, 0.5)
-        let preCount = Mutex(0)
-        let postCount = Mutex(0)
+        let preCount = Locked(0)
+        let postCount = Locked(0)
         _ = try queue.addProcessingTap(flags: [.preEffects, .siphon]) { tap, frames, _, buffers, _ in
             let got = tap.getSourceAudio(frames: frames, into: buffers)
             preCount.withLock { $0 += got.frames }
@@ -255,7 +255,7 @@ func sine(_ f: Double, rate: Double) -> @Sendable (Int, Int) -> Float {
         let window = 4096
         let lead = Int((12_345_678.0 / 1e9 * rate).rounded())
         let endAt = total - 20_000
-        let captured = Mutex<(a0: [Float], b0: [Float], a1: [Float], b1: [Float], mixedPeak: Float, frames: Int)>(([], [], [], [], 0, 0))
+        let captured = Locked<(a0: [Float], b0: [Float], a1: [Float], b1: [Float], mixedPeak: Float, frames: Int)>(([], [], [], [], 0, 0))
         let sink = NullOutputDevice(format: AudioDeviceFormat(sampleRate: rate, channels: 1), realTime: false, framesPerRender: 1024)
         let started = HostTime.now()
         let failed = Atomic<Bool>(false)

@@ -11,7 +11,7 @@ import Testing
     @Test(arguments: [(96000.0, 1, 9600), (192000.0, 1, 19200), (192000.0, 2, 19200), (44100.0, 8, 11025)])
     func aRenderOfAnySizeIsServedWhole(_ setup: (rate: Double, channels: Int, request: Int)) throws {
         let format = AudioStreamBasicDescription.linearPCM(sampleRate: setup.rate, channels: UInt32(setup.channels), bitsPerChannel: 32, isFloat: true)
-        let device = Mutex<HandDrivenOutputDevice?>(nil)
+        let device = Locked<HandDrivenOutputDevice?>(nil)
         let queue = try AudioOutputQueue(format: format, output: { f throws(AudioError) in
             let d = HandDrivenOutputDevice(format: f, framesPerRender: setup.request)
             device.withLock { $0 = d }

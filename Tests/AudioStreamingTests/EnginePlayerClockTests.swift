@@ -16,7 +16,7 @@ import Testing
         defer { dir.remove() }
         let file = dir.path + "/a.wav"
         try #require(makeFixture(file, rate: 44100, channels: 2, seconds: 10, codec: ["-c:a", "pcm_s16le"]))
-        let device = Mutex<HandDrivenOutputDevice?>(nil)
+        let device = Locked<HandDrivenOutputDevice?>(nil)
         // A device that never renders: the queue starts, fills its ring and waits.
         let output: AudioOutputDeviceFactory = { format throws(AudioError) in
             let d = HandDrivenOutputDevice(format: format, framesPerRender: 1024)

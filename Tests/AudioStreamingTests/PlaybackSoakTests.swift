@@ -76,7 +76,7 @@ func tenths(_ x: Double) -> String {
         reconnect.giveUpAfter = 10
 
         // The null device, not paced, lost once mid-way for 0.3 s.
-        let devices = Mutex<[NullOutputDevice]>([])
+        let devices = Locked<[NullOutputDevice]>([])
         var faults = AudioDeviceFaults()
         faults.loseAfterFrames = Int64(items) * framesPerItem / 2
         faults.restoreAfterSeconds = 0.3

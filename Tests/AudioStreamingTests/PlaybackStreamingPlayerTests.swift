@@ -21,13 +21,13 @@ final class ScriptedByteSource: ByteSource, @unchecked Sendable {
         var continuous = true
         var skipOnRejoin: Int64 = 0
     }
-    private let state: Mutex<(script: Script, position: Int64, reconnected: Bool)>
+    private let state: Locked<(script: Script, position: Int64, reconnected: Bool)>
     private let opens = Atomic<Int>(0)
 
     init(path: String, script: Script, live: Bool) {
         file = FileByteSource(path: path)
         self.live = live
-        state = Mutex((script, 0, false))
+        state = Locked((script, 0, false))
     }
 
     func open(at offset: Int64) throws(AudioError) -> ByteSourceInfo {

@@ -108,13 +108,13 @@ import Testing
 /// What the stress tasks share.
 final class StressShared: Sendable {
     let make: @Sendable () -> StreamingPlayer
-    let players: Mutex<[StreamingPlayer]>
-    let unexpected = Mutex<[String]>([])
+    let players: Locked<[StreamingPlayer]>
+    let unexpected = Locked<[String]>([])
     let calls = Atomic<Int>(0)
 
     init(make: @escaping @Sendable () -> StreamingPlayer) {
         self.make = make
-        players = Mutex([make(), make()])
+        players = Locked([make(), make()])
     }
 }
 

@@ -11,7 +11,7 @@ import Testing
 
 /// Collects a player's events with the time they arrived.
 final class StreamingEventLog: Sendable {
-    private let log = Mutex<[(time: UInt64, event: StreamingPlayerEvent)]>([])
+    private let log = Locked<[(time: UInt64, event: StreamingPlayerEvent)]>([])
     let start = HostTime.now()
 
     /// Records an event (pass as the player's `onEvent`: it runs on the player's thread, so the

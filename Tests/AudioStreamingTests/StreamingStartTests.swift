@@ -12,7 +12,7 @@ import Testing
 @Suite struct StreamingStartTests {
     /// Records when and at which format the player opens devices (WAV files, not real time).
     final class DeviceOpens: Sendable {
-        let opens = Mutex<[(seconds: Double, format: AudioDeviceFormat)]>([])
+        let opens = Locked<[(seconds: Double, format: AudioDeviceFormat)]>([])
         let start = HostTime.now()
 
         func factory(_ path: String) -> AudioOutputDeviceFactory {

@@ -98,7 +98,7 @@ import Testing
         // A slow source (a file reader on a busy machine): a ramp, 2048 frames every 5 ms,
         // slower than an unpaced output renders.
         let total = 48000
-        let produced = Mutex(0)
+        let produced = Locked(0)
         player.play(from: { buffer in
             usleep(5000)
             return produced.withLock { c in

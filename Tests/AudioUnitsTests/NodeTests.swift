@@ -254,7 +254,7 @@ struct NodeTests {
         try g.add(p2)
         try g.connect(p2, to: g.output)
         try g.commit()
-        let counter = Mutex(0)
+        let counter = Locked(0)
         p2.play(from: { buffer in
             counter.withLock { c in
                 let n = min(buffer.count / 2, 20000 - c)

@@ -14,7 +14,7 @@ import Glibc
 
 /// Counts the output callback's calls.
 private final class CallbackCount: Sendable {
-    let count = Mutex(0)
+    let count = Locked(0)
     init() {}
 }
 

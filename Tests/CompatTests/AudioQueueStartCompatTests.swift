@@ -16,7 +16,7 @@ import Glibc
 /// Buffers the output callback received, in order.
 final class ReturnedBuffers: Sendable {
     /// Buffer addresses.
-    let list = Mutex<[Int]>([])
+    let list = Locked<[Int]>([])
     init() {}
 }
 

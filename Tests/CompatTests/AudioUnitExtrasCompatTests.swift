@@ -288,7 +288,7 @@ private func newUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = k
 
 /// A flag the completion proc sets from the player's thread.
 final class DoneFlag: Sendable {
-    let done = Mutex(false)
+    let done = Locked(false)
 }
 
 extension AudioUnitExtrasCompatTests {

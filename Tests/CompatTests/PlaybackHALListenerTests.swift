@@ -16,7 +16,7 @@ import Testing
 /// What the listeners heard: (object, selector) in order, and whether a HAL query made from
 /// inside a listener answered (it would deadlock if a lock were held).
 private final class HeardChanges: @unchecked Sendable {
-    let calls = Mutex<[(AudioObjectID, AudioObjectPropertySelector)]>([])
+    let calls = Locked<[(AudioObjectID, AudioObjectPropertySelector)]>([])
     let queriesAnswered = Atomic<Int>(0)
     let listenerCalls = Atomic<Int>(0)
     let onMainThread = Atomic<Bool>(false)

@@ -40,7 +40,7 @@ final class TimingPlayerState: @unchecked Sendable {
     /// Which chunk each buffer holds, by buffer address.
     var chunkOf: [Int: Int] = [:]
     /// (chunk, host time) of every buffer the callback got back.
-    let returned = Mutex<[(chunk: Int, hostTime: UInt64)]>([])
+    let returned = Locked<[(chunk: Int, hostTime: UInt64)]>([])
     let done = Atomic<Bool>(false)
 }
 
@@ -76,7 +76,7 @@ private func timingOutputCallback(_ user: UnsafeMutableRawPointer?, _ queue: Aud
 
 /// Samples a growing file's size every 5 ms: (host time, bytes).
 private final class FileGrowth: @unchecked Sendable {
-    let samples = Mutex<[(hostTime: UInt64, bytes: Int)]>([])
+    let samples = Locked<[(hostTime: UInt64, bytes: Int)]>([])
     let stopFlag = Atomic<Bool>(false)
     let finished = DispatchSemaphore(value: 0)
 

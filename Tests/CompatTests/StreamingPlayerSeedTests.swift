@@ -37,10 +37,10 @@ final class StreamingPlayer {
     var propertiesSeen: [AudioFileStreamPropertyID] = []
     var packetsParsed = 0
     var descriptionsWereNil = false
-    let inUse = Mutex<[Bool]>(Array(repeating: false, count: kNumberOfBuffers))
+    let inUse = Locked<[Bool]>(Array(repeating: false, count: kNumberOfBuffers))
     let bufferFreed = DispatchSemaphore(value: 0)
     let stopped = DispatchSemaphore(value: 0)
-    let runningChanges = Mutex<[UInt32]>([])
+    let runningChanges = Locked<[UInt32]>([])
 
     var selfPointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 

@@ -17,7 +17,7 @@ import Darwin
 final class ToneSource: @unchecked Sendable {
     /// The next frame; the callback runs under this lock because the priming calls on the test
     /// thread and the queue's own callbacks can overlap.
-    let frame = Mutex(0)
+    let frame = Locked(0)
     let totalFrames: Int
     var tapFrames = 0
     init(totalFrames: Int) { self.totalFrames = totalFrames }
@@ -25,27 +25,22 @@ final class ToneSource: @unchecked Sendable {
 
 private func toneCallback(_ user: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ buffer: AudioQueueBufferRef) {
     let source = Unmanaged<ToneSource>.fromOpaque(user!).takeUnretainedValue()
-    let buffer = UnsafeSendableBuffer(buffer)
+    let buffer = UncheckedSendable(buffer)
     let ended = source.frame.withLock { frame -> Bool in
         let n = min(2048, source.totalFrames - frame)
         guard n > 0 else { return true }
-        let samples = buffer.ref.pointee.mAudioData.assumingMemoryBound(to: Float.self)
+        let samples = buffer.value.pointee.mAudioData.assumingMemoryBound(to: Float.self)
         for i in 0..<n {
             let v = Float(0.5 * sin(2 * Double.pi * 440 * Double(frame + i) / 44100))
             samples[i * 2] = v
             samples[i * 2 + 1] = v
         }
         frame += n
-        buffer.ref.pointee.mAudioDataByteSize = UInt32(n * 8)
-        AudioQueueEnqueueBuffer(queue, buffer.ref, 0, nil)
+        buffer.value.pointee.mAudioDataByteSize = UInt32(n * 8)
+        AudioQueueEnqueueBuffer(queue, buffer.value, 0, nil)
         return false
     }
     if ended { AudioQueueStop(queue, false) }
-}
-
-struct UnsafeSendableBuffer: @unchecked Sendable {
-    let ref: AudioQueueBufferRef
-    init(_ ref: AudioQueueBufferRef) { self.ref = ref }
 }
 
 private func halvingTap(_ clientData: UnsafeMutableRawPointer, _ tap: AudioQueueProcessingTapRef, _ frames: UInt32,

@@ -28,30 +28,17 @@ func hammer(threads: Int, iterations: Int, timeout: Double, seed: UInt64 = 0, _ 
     let group = DispatchGroup()
     for t in 0..<threads {
         group.enter()
-        Thread_detach {
+        // Detached (not the cooperative pool: these calls block); a thread that cannot start
+        // never leaves the group, and the wait fails.
+        (try? JoinableThread(name: "test-hammer") {
             var rng = SplitMix(state: 0xA11CE &+ seed &* 1000 &+ UInt64(t))
             for _ in 0..<iterations { body(t, &rng) }
             group.leave()
-        }
+        })?.detach()
     }
     return group.wait(timeout: .now() + timeout) == .success
 }
 
-/// Starts a detached pthread (not the cooperative pool: these calls block).
-func Thread_detach(_ body: @escaping @Sendable () -> Void) {
-    final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var thread = pthread_t()
-    let box = Unmanaged.passRetained(Box(body))
-    let rc = pthread_create(&thread, nil, { arg in
-        let b = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
-        b.body()
-        return nil
-    }, box.toOpaque())
-    if rc == 0 { pthread_detach(thread) } else { box.release() }
-}
 
 /// Thousands of random transport calls from several threads against the output queue and the file
 /// player (DESIGN.md: control methods are safe from any thread). Properties checked: nothing
@@ -65,7 +52,7 @@ func Thread_detach(_ body: @escaping @Sendable () -> Void) {
             var doubleReturns = 0
             var returns = 0
         }
-        let ledger = Mutex(Ledger())
+        let ledger = Locked(Ledger())
         let queue = try AudioOutputQueue(format: pcm, output: { format throws(AudioError) in
             NullOutputDevice(format: format, realTime: false, framesPerRender: 512)
         }) { _, buffer in
@@ -76,13 +63,13 @@ func Thread_detach(_ body: @escaping @Sendable () -> Void) {
         }
         let frames = 1024
         let tone: [Int16] = (0..<(frames * 2)).map { Int16(8000 * sin(Double($0 / 2) * 0.0627)) }
-        let pool = Mutex<[AudioQueueEngine.AudioQueueBuffer]>([])
+        let pool = Locked<[AudioQueueEngine.AudioQueueBuffer]>([])
         for i in 0..<32 {
             let b = try queue.allocateBuffer(byteCapacity: frames * 4)
             b.userData = i
             pool.withLock { $0.append(b) }
         }
-        let errors = Mutex<[String]>([])
+        let errors = Locked<[String]>([])
         let finished = hammer(threads: 4, iterations: 1500, timeout: 120) { _, rng in
             let op = Int.random(in: 0..<100, using: &rng)
             do {
@@ -140,7 +127,7 @@ func Thread_detach(_ body: @escaping @Sendable () -> Void) {
             let player = try AudioFilePlayer(paths: [path, path]) { format throws(AudioError) in
                 NullOutputDevice(format: format, realTime: false, framesPerRender: 1024)
             }
-            let unexpected = Mutex<[String]>([])
+            let unexpected = Locked<[String]>([])
             let finished = hammer(threads: 4, iterations: 400, timeout: 60, seed: UInt64(round)) { _, rng in
                 do {
                     switch Int.random(in: 0..<1000, using: &rng) {

@@ -20,7 +20,7 @@ import Testing
         let tones = (0..<setup.channels).map { "0.3*sin(2*PI*\(300 + 200 * $0)*t+1)" }.joined(separator: "|")
         try #require(runFFmpeg(["-f", "lavfi", "-i", "aevalsrc=\(tones):s=\(setup.rate):d=2:c=\(layout)", "-c:a", "pcm_f32le", path]))
         let request = Int(0.4 * Double(setup.rate))
-        let device = Mutex<HandDrivenOutputDevice?>(nil)
+        let device = Locked<HandDrivenOutputDevice?>(nil)
         let player = try AudioFilePlayer(paths: [path], output: { format throws(AudioError) in
             let d = HandDrivenOutputDevice(format: format, framesPerRender: request / 4)
             device.withLock { $0 = d }

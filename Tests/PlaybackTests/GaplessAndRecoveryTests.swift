@@ -88,10 +88,10 @@ extension PlaybackTests {
         let events = PlayerEvents()
         player.eventHandler = events.handler
         try player.play()
-        sleepSeconds(0.6)
+        sleep(seconds: 0.6)
         daemon.kill()
         #expect(events.waitFor(5, isLost))
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         let restart = HostTime.now()
         try daemon.start()
         let recording = try daemon.recordMonitor(to: "\(scratch.path)/monitor.raw")
@@ -100,7 +100,7 @@ extension PlaybackTests {
         let recovery = events.first { $0 == .queue(.device(.restored)) }.map { HostTime.seconds(ticks: $0.time - restart) }
         let ended = waitUntil(10) { player.currentState == .ended }
         #expect(ended)
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         let samples = recording.stop()
         let alignment = alignSegments(recording: samples, reference: reference.samples, channels: 2)
         let lost = events.first(where: isLost), back = events.first { $0 == .queue(.device(.restored)) }

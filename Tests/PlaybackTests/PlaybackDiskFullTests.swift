@@ -66,7 +66,7 @@ final class SmallFilesystem {
         let path = fs.path + "/rec." + format.ext
         // FLAC of a monitor holding silence compresses to nothing: play a signal into the sink.
         let signal = recordingReference(rate: 44100, seconds: 10)
-        let player = format.type == "flac" ? DiskFullTestThread { try? playIntoSink(signal, daemon: daemon) } : nil
+        let player = try format.type == "flac" ? JoinableThread(name: "test-player") { try? playIntoSink(signal, daemon: daemon) } : nil
         defer { player?.join() }
         let p = try ToolProcess(afrecord, ["-f", format.type, "-t", "12", "--no-meter", "--input", "pulse:\(daemon.monitorSource)", path],
                                 environment: daemon.environment, outputPath: fs.path + "/../afrecord.log")
@@ -109,20 +109,4 @@ final class SmallFilesystem {
         #expect(p.output.contains("No space left on device") && p.output.contains(out), "\(p.output)")
         #expect(access(out, F_OK) != 0, "the partial output was left behind")
     }
-}
-
-/// A joinable thread for a test helper.
-final class DiskFullTestThread: @unchecked Sendable {
-    private var thread = pthread_t()
-    private final class Box { let body: () -> Void; init(_ b: @escaping () -> Void) { body = b } }
-
-    init(_ body: @escaping () -> Void) {
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        pthread_create(&thread, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box)
-    }
-
-    func join() { pthread_join(thread, nil) }
 }

@@ -152,7 +152,7 @@ struct PlaybackMatrixTests {
         let player = try AudioFilePlayer(paths: [path], output: Self.output(c.device, daemon: daemon, sink: sink, probe: probe))
         try player.play()
         let ended = waitUntil(Double(MatrixCase.seconds) + 8) { player.currentState == .ended }
-        sleepSeconds(0.3) // the monitor lags the sink by its own latency (20 ms asked)
+        sleep(seconds: 0.3) // the monitor lags the sink by its own latency (20 ms asked)
         let samples = recording.stop()
         let underruns = player.underrunCount
         player.stop()
@@ -211,7 +211,7 @@ struct PlaybackMatrixTests {
 
 /// The device a factory opened.
 final class OpenedProbe: Sendable {
-    let device = Mutex<ProbedOutputDevice?>(nil)
+    let device = Locked<ProbedOutputDevice?>(nil)
 }
 
 /// One PulseAudio daemon for the whole matrix, with a null sink per rate and channel count.
@@ -221,7 +221,7 @@ enum MatrixDaemon {
     static let sinks: [PulseTestDaemon.Sink] = [44100, 48000].flatMap { rate in
         [1, 2, 6, 8].map { PulseTestDaemon.Sink(name: "oat_\(rate)_\($0)", rate: rate, channels: $0) }
     }
-    private static let shared = Mutex<PulseTestDaemon?>(nil)
+    private static let shared = Locked<PulseTestDaemon?>(nil)
 
     static func sink(rate: Int, channels: Int) -> PulseTestDaemon.Sink {
         sinks.first { $0.rate == rate && $0.channels == channels }!

@@ -79,7 +79,7 @@ struct PlaybackMonitorTests {
                                       environment: daemon.environment, outputPath: "\(daemon.directory)/monitor.log")
         defer { monitor.stop() }
         try #require(waitUntil(10) { monitor.output.contains("monitoring") }, "afrecord did not start: \(monitor.output)")
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         // 2 s of 1 kHz (the EQ's mid band centre) on the left and 250 Hz on the right, 0.25 each.
         let seconds = 2.0
         var tone = [Float](repeating: 0, count: Int(seconds * Double(rate)) * 2)
@@ -89,7 +89,7 @@ struct PlaybackMonitorTests {
             tone[2 * i + 1] = Float(0.25 * sin(2 * Double.pi * 250 * t))
         }
         try playIntoSink(tone, daemon: daemon)
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         monitor.stop()
         #expect(monitor.wait(timeout: 5) == 0, "afrecord --monitor: \(monitor.output)")
         recorder.terminate()

@@ -17,7 +17,7 @@ struct PlaybackResetFlushTests {
 
     /// The device a factory opened.
     final class OpenedDevice: Sendable {
-        let device = Mutex<(any AudioOutputDevice)?>(nil)
+        let device = Locked<(any AudioOutputDevice)?>(nil)
         var framesPerRender: Int { device.withLock { $0?.framesPerRender } ?? 0 }
     }
 
@@ -65,7 +65,7 @@ struct PlaybackResetFlushTests {
         let recording = try daemon.recordMonitor(to: "\(daemon.directory)/monitor.raw")
         let device = OpenedDevice()
         let format = AudioStreamBasicDescription.linearPCM(sampleRate: Double(Self.rate), channels: 2, bitsPerChannel: 32, isFloat: true)
-        let free = Mutex<[AudioQueueEngine.AudioQueueBuffer]>([])
+        let free = Locked<[AudioQueueEngine.AudioQueueBuffer]>([])
         let factory = output == "alsa" ? Self.alsaOutput(daemon, device: device) : Self.output(daemon, device: device)
         if output == "alsa" {
             // The ALSA pulse plugin (libasound2-plugins) may be missing: nothing to test then.
@@ -89,7 +89,7 @@ struct PlaybackResetFlushTests {
         // 1.5 s of tone A (the ring holds 2 s): far more than plays before the reset.
         try enqueue(Self.tone(440, amplitude: 0.5, start: 0, count: Self.rate * 3 / 2))
         try queue.start()
-        sleepSeconds(0.6)
+        sleep(seconds: 0.6)
         // The device clock advances at each write request (a period): reset right after it
         // moved, so that it is current.
         let stale = queue.currentTime()?.time.sampleTime ?? 0
@@ -100,7 +100,7 @@ struct PlaybackResetFlushTests {
         // More than the device's buffer: the queue flushes it once that much is ready.
         let bFrames = Self.rate * 6 / 10
         try enqueue(Self.tone(880, amplitude: 0.2, start: 0, count: bFrames))
-        sleepSeconds(0.6 + Self.latency + 0.4)
+        sleep(seconds: 0.6 + Self.latency + 0.4)
         let timeline = queue.currentTime()?.time.sampleTime ?? 0
         let samples = recording.stop()
         let period = device.framesPerRender
@@ -144,7 +144,7 @@ struct PlaybackResetFlushTests {
         let device = OpenedDevice()
         let player = try AudioFilePlayer(paths: [path], output: Self.output(daemon, device: device))
         try player.play(from: 0)
-        sleepSeconds(0.8)
+        sleep(seconds: 0.8)
         // The position follows the device clock, which advances at each write request (a
         // period): seek right after it moved, so that it is current.
         let stale = player.position().seconds
@@ -152,7 +152,7 @@ struct PlaybackResetFlushTests {
         let before = player.position().seconds
         player.seek(to: 2.0)
         _ = waitUntil(10) { player.currentState == AudioFilePlayer.State.ended }
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         let samples = recording.stop()
         let period = device.framesPerRender
         player.stop()

@@ -16,7 +16,7 @@ let playbackUnavailable: String? = {
 
 /// Collects a player's events with the host time they arrived.
 final class PlayerEvents: Sendable {
-    private let log = Mutex<[(time: UInt64, event: AudioFilePlayer.Event)]>([])
+    private let log = Locked<[(time: UInt64, event: AudioFilePlayer.Event)]>([])
 
     var handler: @Sendable (AudioFilePlayer.Event) -> Void {
         { [self] e in log.withLock { $0.append((HostTime.now(), e)) } }
@@ -53,7 +53,6 @@ func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
     return condition()
 }
 
-func sleepSeconds(_ s: Double) { usleep(UInt32(s * 1_000_000)) }
 
 func elapsedSeconds(since t: UInt64) -> Double { HostTime.seconds(ticks: HostTime.now() - t) }
 
@@ -85,7 +84,7 @@ func playAndRecord(_ paths: [String], daemon: PulseTestDaemon, from: Double = 0,
     try during(player, events)
     let ended = waitUntil(timeout) { player.currentState == .ended }
     // The monitor lags the sink by its own latency (20 ms asked).
-    sleepSeconds(0.3)
+    sleep(seconds: 0.3)
     let samples = recording.stop()
     let underruns = player.underrunCount
     player.stop()

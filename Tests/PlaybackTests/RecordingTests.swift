@@ -54,7 +54,7 @@ struct PlaybackRecordingTests {
         try #require(ready, "not every afrecord started: \(processes.map { "\($0.name): \($0.process.output)" })")
         let reference = recordingReference(rate: 48000, seconds: 2)
         try playIntoSink(reference, daemon: daemon)
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         for p in processes where p.name != "wav" { kill(p.process.pid, SIGINT) }
         for p in processes {
             let code = p.process.wait(timeout: 15)
@@ -134,7 +134,7 @@ struct PlaybackRecordingTests {
             usleep(5_000)
         }
         try #require(readyAt.count == processes.count, "not every afrecord started: \(processes.filter { readyAt[$0.name] == nil }.map { "\($0.name): \($0.process.output)" })")
-        sleepSeconds(3)
+        sleep(seconds: 3)
         var recorded: [String: Double] = [:]
         for p in processes {
             kill(p.process.pid, SIGKILL)
@@ -177,7 +177,7 @@ struct PlaybackRecordingTests {
         let recorder = try startRecorder(afrecord, [], lostPath, daemon: daemon)
         defer { recorder.stop(grace: 0.5) }
         try #require(waitUntil(15) { isRecording(recorder) }, "afrecord did not start: \(recorder.output)")
-        sleepSeconds(1.5)
+        sleep(seconds: 1.5)
         daemon.kill()
         let code = recorder.wait(timeout: 10)
         #expect(code == 0, "afrecord after the server went away: \(String(describing: code)) \(recorder.output)")
@@ -237,7 +237,7 @@ struct PlaybackRecordingTests {
             try AudioInput.open(.pulse(source: source), format: f, options: AudioInput.Options(pulseServer: server)).device
         }
         final class Log: Sendable {
-            let deliveries = Mutex<[(time: AudioTimeStamp, frames: Int, packets: Int, descriptions: Int, bytes: Int)]>([])
+            let deliveries = Locked<[(time: AudioTimeStamp, frames: Int, packets: Int, descriptions: Int, bytes: Int)]>([])
         }
         var queues: [(AudioInputQueue, Log)] = []
         for data in ["LEI16", "aac"] {
@@ -259,9 +259,9 @@ struct PlaybackRecordingTests {
         for (q, _) in queues { try q.start() }
         #expect(queues.allSatisfy { $0.0.isRunning })
         let reference = recordingReference(rate: 48000, seconds: 1)
-        let meters = Mutex<[Float]>([0, 0])
+        let meters = Locked<[Float]>([0, 0])
         let pcmQueue = queues[0].0
-        let meterThread = try DeviceThreadForTests {
+        let meterThread = try JoinableThread(name: "test-meters") {
             for _ in 0..<30 {
                 usleep(40_000)
                 let now = pcmQueue.currentLevels().map(\.peakPower)
@@ -313,7 +313,7 @@ extension PlaybackRecordingTests {
         let factory: AudioInputDeviceFactory = { f throws(AudioError) in
             try AudioInput.open(.pulse(source: source), format: f, options: AudioInput.Options(pulseServer: server)).device
         }
-        let log = Mutex<[(time: AudioTimeStamp, frames: Int)]>([])
+        let log = Locked<[(time: AudioTimeStamp, frames: Int)]>([])
         var format = try #require(AudioFileConversion.dataFormat(named: "LEI16@48000"))
         format.channelsPerFrame = 2
         let queue = try AudioInputQueue(format: format, input: factory) { q, d in
@@ -322,17 +322,17 @@ extension PlaybackRecordingTests {
         }
         for _ in 0..<4 { try queue.enqueue(try queue.allocateBuffer(byteCapacity: 4800 * 4)) }
         try queue.start()
-        sleepSeconds(0.5)
+        sleep(seconds: 0.5)
         try queue.pause()
         #expect(queue.isRunning)
-        sleepSeconds(0.2) // let what was captured before the pause come through
+        sleep(seconds: 0.2) // let what was captured before the pause come through
         let atPause = log.withLock { $0.count }
-        sleepSeconds(0.5)
+        sleep(seconds: 0.5)
         #expect(log.withLock { $0.count } == atPause, "buffers delivered while paused")
         try queue.start()
-        sleepSeconds(0.5)
+        sleep(seconds: 0.5)
         queue.reset()
-        sleepSeconds(0.4)
+        sleep(seconds: 0.4)
         queue.stop(immediately: false)
         #expect(!queue.isRunning)
         let d = log.withLock { $0 }
@@ -365,7 +365,7 @@ extension PlaybackRecordingTests {
         let format = AudioDeviceFormat(sampleRate: 48000, channels: 2)
         let probe = try ALSAInputDevice(device: "oatpulsein", format: format, configText: config)
         probe.close()
-        let samples = Mutex<[Float]>([])
+        let samples = Locked<[Float]>([])
         var pcm = try #require(AudioFileConversion.dataFormat(named: "LEI16@48000"))
         pcm.channelsPerFrame = 2
         let queue = try AudioInputQueue(format: pcm, input: { f throws(AudioError) in
@@ -379,31 +379,16 @@ extension PlaybackRecordingTests {
         for _ in 0..<4 { try queue.enqueue(try queue.allocateBuffer(byteCapacity: 4800 * 4)) }
         try queue.start()
         #expect(queue.currentDevice == "alsa:oatpulsein")
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         let reference = recordingReference(rate: 48000, seconds: 1.5)
         try playIntoSink(reference, daemon: daemon)
-        sleepSeconds(0.2)
+        sleep(seconds: 0.2)
         queue.stop(immediately: false)
         let recorded = samples.withLock { $0 }
         let alignment = alignSegments(recording: recorded, reference: reference, channels: 2, tolerance: 0.5 / 32768)
         #expect(isCompleteInOrder(alignment, referenceFrames: reference.count / 2), "ALSA capture: \(alignment)")
         #expect(queue.droppedFrames == 0)
     }
-}
-
-/// A joinable thread for test helpers that must not run on the cooperative pool.
-final class DeviceThreadForTests: @unchecked Sendable {
-    private var thread = pthread_t()
-    private final class Box { let body: () -> Void; init(_ b: @escaping () -> Void) { body = b } }
-    init(_ body: @escaping @Sendable () -> Void) throws {
-        let box = Unmanaged.passRetained(Box(body))
-        let status = pthread_create(&thread, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box.toOpaque())
-        if status != 0 { box.release(); throw AudioError(.io, component: "test", "pthread_create \(status)") }
-    }
-    func join() { pthread_join(thread, nil) }
 }
 
 extension PlaybackRecordingTests {
@@ -421,7 +406,7 @@ extension PlaybackRecordingTests {
         let format = AudioStreamBasicDescription.linearPCM(sampleRate: 44100, channels: 2, bitsPerChannel: 16, isFloat: false)
         let other = try AudioInputQueue(format: format, input: factory) { q, d in try? q.enqueue(d.buffer) }
         defer { other.dispose(immediately: true) }
-        let results = Mutex<[String]>([])
+        let results = Locked<[String]>([])
         let stopping = Atomic<Bool>(false)
         @Sendable func onAnotherThread(_ body: @escaping @Sendable () -> Void) -> Bool {
             let done = DispatchSemaphore(value: 0)

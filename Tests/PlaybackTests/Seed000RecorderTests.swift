@@ -258,7 +258,7 @@ extension PlaybackRecordingTests {
         status = AudioQueueStart(q, nil)
         try #require(status == noErr, "AudioQueueStart: \(status)")
         var peaks: [Float] = [0, 0], peaksDB: [Float] = [-200, -200]
-        let player = try DeviceThreadForTests { try? playIntoSink(recordingReference(rate: 44100, seconds: 1), daemon: daemon) }
+        let player = try JoinableThread(name: "test-player") { try? playIntoSink(recordingReference(rate: 44100, seconds: 1), daemon: daemon) }
         for _ in 0..<25 {
             usleep(40_000)
             var levels = [AudioQueueLevelMeterState](repeating: AudioQueueLevelMeterState(), count: 2)

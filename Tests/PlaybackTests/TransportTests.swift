@@ -19,7 +19,7 @@ extension PlaybackTests {
         let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
         defer { daemon.stop() }
         let run = try playAndRecord([path], daemon: daemon) { player, _ in
-            sleepSeconds(0.35)
+            sleep(seconds: 0.35)
             player.seek(to: 1.0)
         }
         let ended = run.ended
@@ -48,11 +48,11 @@ extension PlaybackTests {
         defer { daemon.stop() }
         var positionAtPause = 0.0
         let run = try playAndRecord([path], daemon: daemon) { player, _ in
-            sleepSeconds(0.5)
+            sleep(seconds: 0.5)
             try player.pause()
-            sleepSeconds(0.05)
+            sleep(seconds: 0.05)
             positionAtPause = player.position().seconds
-            sleepSeconds(0.25)
+            sleep(seconds: 0.25)
             #expect(player.currentState == .paused)
             try player.resume()
         }
@@ -114,7 +114,7 @@ extension PlaybackTests {
                                    environment: daemon.environment, outputPath: "\(scratch.path)/afplay.out")
         let status = tool.wait(timeout: 15)
         tool.stop()
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         let samples = recording.stop()
         let output = tool.output
         #expect(status == 0, "afplay: \(output)")

@@ -24,7 +24,7 @@ final class DecoderThread {
     var deviceRate: Double = 44100
     var channels = 2
     final class Pool: Sendable {
-        let buffers = Mutex<[AudioQueueBuffer]>([])
+        let buffers = Locked<[AudioQueueBuffer]>([])
         /// The decoder is waiting for a free buffer: only then does a returned buffer wake it
         /// (otherwise a steady stream woke it for every buffer the queue handed back).
         let waiting = Atomic<Bool>(false)

@@ -25,11 +25,11 @@ struct MonotonicClock: EngineClock {
 
 /// A clock that moves only when told to (tests): timers are checked at chosen instants.
 final class VirtualClock: EngineClock {
-    private let ticks: Mutex<UInt64>
+    private let ticks: Locked<UInt64>
 
     /// Starts at `seconds` (not 0, so that "since 0" is never mistaken for "never").
     init(seconds: Double = 1000) {
-        ticks = Mutex(HostTime.ticks(seconds: seconds))
+        ticks = Locked(HostTime.ticks(seconds: seconds))
     }
 
     func now() -> UInt64 { ticks.withLock { $0 } }

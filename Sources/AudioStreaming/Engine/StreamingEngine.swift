@@ -35,7 +35,7 @@ final class StreamingEngine: @unchecked Sendable {
     /// Set by the queue's thread when the queue played out after the end was marked.
     let queueEnded = Atomic<Bool>(false)
     /// Set by the queue's thread while the output device is lost: when, and why.
-    let deviceLost = Mutex<(since: UInt64, reason: String)?>(nil)
+    let deviceLost = Locked<(since: UInt64, reason: String)?>(nil)
     private let done = DispatchSemaphore(value: 0)
     /// The clock the engine's timers read (the monotonic clock unless a test gives another).
     let clock: any EngineClock
@@ -60,7 +60,7 @@ final class StreamingEngine: @unchecked Sendable {
         var reconnectsFromClosedReaders = 0
         var requestsFromClosedReaders = 0
     }
-    let control = Mutex(Control())
+    let control = Locked(Control())
 
     let onEvent: (@Sendable (StreamingPlayerEvent) -> Void)?
 

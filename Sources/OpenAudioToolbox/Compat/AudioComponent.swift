@@ -148,7 +148,7 @@ public func AudioComponentInstanceDispose(_ inInstance: AudioComponentInstance) 
 // MARK: - Components defined here
 
 /// Registered components (``AudioComponentRegister(_:_:_:_:)``).
-private let registeredComponents = Mutex<[CompatComponent]>([])
+private let registeredComponents = Locked<[CompatComponent]>([])
 
 /// Every component: the built-in ones, the ones in this file, the registered ones.
 var compatComponents: [CompatComponent] { builtinCompatComponents + extraCompatComponents + registeredComponents.withLock { $0 } }
@@ -188,21 +188,16 @@ public func AudioComponentRegister(_ inDesc: UnsafePointer<AudioComponentDescrip
     registered.componentFlags = 0
     registered.componentFlagsMask = 0
     let description = registered
-    let box = UncheckedFactory(inFactory)
+    let box = UncheckedSendable(inFactory)
     let component = CompatComponent(description: description, kind: .custom({ _ in
         var d = description
-        return box.factory(&d)
+        return box.value(&d)
     }), name: inName, version: inVersion)
     let index = registeredComponents.withLock { list -> Int in
         list.append(component)
         return list.count - 1
     }
     return OpaquePointer(bitPattern: builtinCompatComponents.count + extraCompatComponents.count + index + 1)!
-}
-
-private struct UncheckedFactory: @unchecked Sendable {
-    let factory: AudioComponentFactoryFunction
-    init(_ factory: @escaping AudioComponentFactoryFunction) { self.factory = factory }
 }
 
 // MARK: - Flags, counting, names, versions, instances

@@ -185,7 +185,7 @@ public let kAudioFileFileNotFoundError: OSStatus = -43
 // MARK: - The object behind an AudioFileID
 
 final class CompatAudioFile: @unchecked Sendable {
-    let lock = Mutex(())
+    let lock = Locked(())
     let file: AudioFile
     init(_ file: AudioFile) { self.file = file }
 
@@ -310,7 +310,7 @@ public func AudioFileSetProperty(_ inAudioFile: AudioFileID, _ inPropertyID: Aud
 
 /// A file being written through the C-style API: the writer is created with the first packets.
 final class CompatFileWriter: @unchecked Sendable {
-    let lock = Mutex(())
+    let lock = Locked(())
     let path: String
     let type: AudioFileType
     let format: AudioStreamBasicDescription

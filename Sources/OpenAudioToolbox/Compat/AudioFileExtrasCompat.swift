@@ -69,7 +69,7 @@ public func AudioFileInitializeWithCallbacks(_ inClientData: UnsafeMutableRawPoi
     let path = temporaryPath()
     let status = AudioFileCreateWithURL(URL(fileURLWithPath: path), inFileType, inFormat, inFlags, outAudioFile)
     guard status == noErr, let id = outAudioFile.pointee, let w = CompatFileWriter.from(id) else { unlink(path); return status }
-    let client = UncheckedPointer(inClientData)
+    let client = UncheckedSendable(inClientData)
     w.finish = { path in
         defer { unlink(path) }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -77,7 +77,7 @@ public func AudioFileInitializeWithCallbacks(_ inClientData: UnsafeMutableRawPoi
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { return kAudioFileUnspecifiedError }
-        let s = inSetSizeFunc(client.pointer, Int64(st.st_size))
+        let s = inSetSizeFunc(client.value, Int64(st.st_size))
         guard s == noErr else { return s }
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         var position: Int64 = 0
@@ -85,7 +85,7 @@ public func AudioFileInitializeWithCallbacks(_ inClientData: UnsafeMutableRawPoi
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if n <= 0 { break }
             var wrote: UInt32 = 0
-            let status = chunk.withUnsafeBytes { inWriteFunc(client.pointer, position, UInt32(n), $0.baseAddress!, &wrote) }
+            let status = chunk.withUnsafeBytes { inWriteFunc(client.value, position, UInt32(n), $0.baseAddress!, &wrote) }
             guard status == noErr, wrote == UInt32(n) else { return status == noErr ? kAudioFileUnspecifiedError : status }
             position += Int64(n)
         }
@@ -94,11 +94,6 @@ public func AudioFileInitializeWithCallbacks(_ inClientData: UnsafeMutableRawPoi
     _ = inReadFunc
     _ = inGetSizeFunc
     return noErr
-}
-
-private struct UncheckedPointer: @unchecked Sendable {
-    let pointer: UnsafeMutableRawPointer
-    init(_ pointer: UnsafeMutableRawPointer) { self.pointer = pointer }
 }
 
 // MARK: - Writing bytes, optimizing

@@ -234,7 +234,7 @@ enum HAL {
         var listeners: [ListenerKey: Int] = [:]
     }
 
-    static let state = Mutex(State())
+    static let state = Locked(State())
 
     /// The devices now: PulseAudio sinks and sources when a server answers, else ALSA devices.
     static func devices() -> [(AudioObjectID, Device)] {

@@ -34,7 +34,7 @@ enum HALNotifier {
         var snapshot: Snapshot?
     }
 
-    static let state = Mutex(State())
+    static let state = Locked(State())
 
     /// The devices and defaults now.
     static func snapshot() -> Snapshot {

@@ -200,12 +200,6 @@ enum CompatOutput {
 
 // MARK: - The queue object behind an AudioQueueRef
 
-/// Carries C pointers across threads; the C API's contract makes their use safe.
-struct UnsafeSendable<T>: @unchecked Sendable {
-    var value: T
-    init(_ value: T) { self.value = value }
-}
-
 final class CompatQueue: @unchecked Sendable {
     enum Delivery {
         case proc(AudioQueueOutputCallback, UnsafeMutableRawPointer?)
@@ -234,7 +228,7 @@ final class CompatQueue: @unchecked Sendable {
     /// Set for input queues (``AudioQueueNewInput(_:_:_:_:_:_:_:)``); `queue` is then nil.
     var inputSide: CompatInputSide?
     let delivery: Delivery
-    let state = Mutex(UnsafeSendable(State()))
+    let state = Locked(UncheckedSendable(State()))
     /// The handle naming this queue (set by ``register()``).
     var ref: AudioQueueRef { handle! }
     private var handle: AudioQueueRef?
@@ -260,10 +254,10 @@ final class CompatQueue: @unchecked Sendable {
         case .proc(let proc, let user):
             proc(user, ref, c)
         case .block(let dq, let block):
-            let args = UnsafeSendable((block, ref, c))
+            let args = UncheckedSendable((block, ref, c))
             dq.async { args.value.0(args.value.1, args.value.2) }
         case .runLoop(let loop, let proc, let user):
-            let args = UnsafeSendable((proc, user, ref, c))
+            let args = UncheckedSendable((proc, user, ref, c))
             loop.perform { args.value.0(args.value.1, args.value.2, args.value.3) }
         }
     }

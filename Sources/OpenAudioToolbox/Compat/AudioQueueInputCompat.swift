@@ -24,7 +24,7 @@ public typealias AudioQueueInputCallbackBlock = (AudioQueueRef, AudioQueueBuffer
 /// `OAT_INPUT` environment variable (`auto`, `pulse`, `pulse:SOURCE`, `alsa`, `alsa:DEVICE`),
 /// default `auto`, unless a program (or a test) sets it here first.
 public enum AudioQueueInputSelection {
-    private static let chosen = Mutex<(AudioInputSpec, AudioInput.Options)?>(nil)
+    private static let chosen = Locked<(AudioInputSpec, AudioInput.Options)?>(nil)
 
     /// Records from `spec` with `options` (nil: back to `OAT_INPUT`).
     public static func set(_ spec: AudioInputSpec?, options: AudioInput.Options = AudioInput.Options()) {
@@ -81,13 +81,13 @@ final class CompatInputSide: @unchecked Sendable {
             withUnsafePointer(to: time) { proc(user, ref, c, $0, packets, descPointer) }
             temporary?.deallocate()
         case .block(let dq, let block):
-            let args = UnsafeSendable((block, ref, c, time, packets, descPointer, temporary))
+            let args = UncheckedSendable((block, ref, c, time, packets, descPointer, temporary))
             dq.async {
                 withUnsafePointer(to: args.value.3) { args.value.0(args.value.1, args.value.2, $0, args.value.4, args.value.5) }
                 args.value.6?.deallocate()
             }
         case .runLoop(let loop, let proc, let user):
-            let args = UnsafeSendable((proc, user, ref, c, time, packets, descPointer, temporary))
+            let args = UncheckedSendable((proc, user, ref, c, time, packets, descPointer, temporary))
             loop.perform {
                 withUnsafePointer(to: args.value.4) { args.value.0(args.value.1, args.value.2, args.value.3, $0, args.value.5, args.value.6) }
                 args.value.7?.deallocate()

@@ -60,8 +60,8 @@ final class CompatAsyncWriter: @unchecked Sendable {
     private let scratch: UnsafeMutableRawPointer
     private let scratchFrames = 1024
     private let stopping = Atomic<Bool>(false)
-    private let status = Mutex<OSStatus>(noErr)
-    private var thread: DeviceThread?
+    private let status = Locked<OSStatus>(noErr)
+    private var thread: JoinableThread?
 
     init(_ ext: CompatExtAudioFile, capacityBytes: Int) throws(AudioError) {
         frameBytes = Int(ext.interleavedNative.bytesPerFrame)
@@ -70,8 +70,8 @@ final class CompatAsyncWriter: @unchecked Sendable {
         interleaved = ext.clientFormat.isInterleaved
         ring = SPSCRingBuffer(minimumCapacity: max(capacityBytes, frameBytes * 4096), zero: 0)
         scratch = .allocate(byteCount: scratchFrames * frameBytes, alignment: 16)
-        let box = UncheckedExt(ext)
-        thread = try DeviceThread(name: "oat-extaudiofile-writer") { [self] in drain(box.ext) }
+        let box = UncheckedSendable(ext)
+        thread = try JoinableThread(name: "oat-extaudiofile-writer") { [self] in drain(box.value) }
     }
 
     deinit { scratch.deallocate() }
@@ -131,11 +131,6 @@ final class CompatAsyncWriter: @unchecked Sendable {
         thread = nil
         return status.withLock { $0 }
     }
-}
-
-private struct UncheckedExt: @unchecked Sendable {
-    let ext: CompatExtAudioFile
-    init(_ ext: CompatExtAudioFile) { self.ext = ext }
 }
 
 // MARK: - The object behind an ExtAudioFileRef

@@ -27,7 +27,7 @@ enum CompatHandles {
 
     /// How many emptied slots wait before one is reused.
     static let reuseAfter = 4096
-    private static let table = Mutex(Table())
+    private static let table = Locked(Table())
 
     /// A new handle naming `object`.
     static func make(_ object: AnyObject) -> OpaquePointer {

@@ -44,7 +44,7 @@ public enum CFRunLoopRunResult: Int32, Sendable {
 /// thread is inside ``CFRunLoopRunInMode(_:_:_:)``. Audio queues created with a run loop post
 /// their output callbacks to it.
 public final class CFRunLoop: @unchecked Sendable {
-    private let work = Mutex<[@Sendable () -> Void]>([])
+    private let work = Locked<[@Sendable () -> Void]>([])
     private let signal = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
 
@@ -76,7 +76,7 @@ public final class CFRunLoop: @unchecked Sendable {
         }
     }
 
-    private static let loops = Mutex<[UInt: CFRunLoop]>([:])
+    private static let loops = Locked<[UInt: CFRunLoop]>([:])
     static let main = CFRunLoop()
 
     static func current() -> CFRunLoop {

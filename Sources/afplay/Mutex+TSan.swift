@@ -1,7 +1,0 @@
-#if OAT_TSAN
-import AudioCore
-
-/// ThreadSanitizer builds: a pthread mutex TSan can see, instead of `Synchronization.Mutex`
-/// (see ``PthreadMutex``).
-typealias Mutex<Value: ~Copyable> = PthreadMutex<Value>
-#endif
