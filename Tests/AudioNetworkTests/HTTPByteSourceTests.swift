@@ -198,23 +198,6 @@ func firstDifference(_ a: [UInt8], _ b: [UInt8]) -> String? {
     return "counts \(a.count) and \(b.count) differ"
 }
 
-/// A tiny joinable thread for tests.
-final class Thread0: @unchecked Sendable {
-    private final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    private var thread = pthread_t()
-    init(_ body: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(Box(body))
-        pthread_create(&thread, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box.toOpaque())
-    }
-    func join() { pthread_join(thread, nil) }
-}
-
 @Suite struct HTTPProxyAndThroughputTests {
     @Test func anExplicitProxyIsUsed() throws {
         // The test server plays the proxy: the request target is the absolute URL.

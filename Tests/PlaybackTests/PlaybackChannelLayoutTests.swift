@@ -92,7 +92,7 @@ struct PlaybackChannelLayoutTests {
         defer { player.stop() }
         try player.play()
         #expect(waitUntil(15) { player.currentState == .ended })
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         Self.check(c, recording.stop(), "file player, \(c.layout)")
     }
 
@@ -113,7 +113,7 @@ struct PlaybackChannelLayoutTests {
         }
         #expect(ended)
         await player.stop()
-        sleepSeconds(0.3)
+        sleep(seconds: 0.3)
         Self.check(c, recording.stop(), "streaming player, \(c.layout)")
     }
 }
