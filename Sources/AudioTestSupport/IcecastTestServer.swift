@@ -18,9 +18,11 @@ public final class IcecastTestServer: @unchecked Sendable {
     /// The port it listens on (127.0.0.1).
     public let port: Int
     /// The source password.
-    public let sourcePassword = "oat-source"
+    public let sourcePassword = IcecastTestServer.sourcePW
+    private static let sourcePW = "oat-source"
     /// The admin password (user `admin`).
-    public let adminPassword = "oat-admin"
+    public let adminPassword = IcecastTestServer.adminPW
+    private static let adminPW = "oat-admin"
     /// The server process.
     public private(set) var process: ChildProcess?
     private var sources: [String: ChildProcess] = [:]
@@ -41,23 +43,59 @@ public final class IcecastTestServer: @unchecked Sendable {
         guard let dir = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw AudioError(.io, component: "IcecastTestServer", "cannot create a scratch directory")
         }
-        directory = String(cString: dir)
-        port = try Self.freePort()
-        mkdir("\(directory)/log", 0o755)
+        let dirPath = String(cString: dir)
+        directory = dirPath
+        mkdir("\(dirPath)/log", 0o755)
         var owner = ""
         if getuid() == 0 {
             // Icecast will not run as root: run as the package's user and let it write its logs.
             guard let pw = getpwnam("icecast2") else {
-                removeTree(directory)
+                removeTree(dirPath)
                 throw AudioError(.deviceUnavailable, component: "IcecastTestServer", "running as root needs the icecast2 user (install the icecast2 package)")
             }
             let group = getgrgid(pw.pointee.pw_gid).map { String(cString: $0.pointee.gr_name) } ?? "icecast"
             owner = "<security><chroot>0</chroot><changeowner><user>icecast2</user><group>\(group)</group></changeowner></security>"
-            chmod(directory, 0o755)
-            chown("\(directory)/log", pw.pointee.pw_uid, pw.pointee.pw_gid)
+            chmod(dirPath, 0o755)
+            chown("\(dirPath)/log", pw.pointee.pw_uid, pw.pointee.pw_gid)
         }
+        // The port is free when chosen, but another test's server (or a client's local port) can
+        // take it before Icecast binds it; then Icecast exits, and a bare TCP check could even
+        // succeed against the other server. So the server counts as up only when our Icecast
+        // answers its admin interface with our password; otherwise it is stopped and started
+        // again on another port.
+        var log: [UInt8] = []
+        for _ in 0..<4 {
+            let candidate = try Self.freePort()
+            guard writeFile("\(dirPath)/icecast.xml", Array(Self.configuration(port: candidate, directory: dirPath, owner: owner,
+                                                                                 sourcePassword: Self.sourcePW, adminPassword: Self.adminPW).utf8)) else {
+                removeTree(dirPath)
+                throw AudioError(.io, component: "IcecastTestServer", "cannot write the configuration")
+            }
+            chmod("\(dirPath)/icecast.xml", 0o644)
+            let p = try ChildProcess.spawn(binary, ["-c", "\(dirPath)/icecast.xml"], outputPath: "\(dirPath)/stdout.log")
+            let deadline = HostTime.now() + HostTime.ticks(seconds: 10)
+            while HostTime.now() < deadline && p.isRunning {
+                if Self.tcpAccepts(port: candidate),
+                   let r = try? LoopbackHTTP.get(port: candidate, path: "/admin/listmounts", user: "admin", password: Self.adminPW, maxBody: 1 << 16),
+                   r.status == 200, p.isRunning {
+                    port = candidate
+                    process = p
+                    return
+                }
+                usleep(10_000)
+            }
+            log = (Corpus.read("\(dirPath)/stdout.log") ?? []) + (Corpus.read("\(dirPath)/log/error.log") ?? [])
+            p.killNow()
+        }
+        removeTree(dirPath)
+        throw AudioError(.deviceUnavailable, component: "IcecastTestServer", "icecast2 did not come up (4 ports tried)",
+                         underlying: String(decoding: log.suffix(2000), as: UTF8.self))
+    }
+
+    /// The server's configuration for `port`.
+    private static func configuration(port: Int, directory: String, owner: String, sourcePassword: String, adminPassword: String) -> String {
         let web = "/usr/share/icecast2"
-        let config = """
+        return """
         <icecast>
           <location>loopback</location><admin>test@localhost</admin>
           <limits><clients>64</clients><sources>8</sources><queue-size>1048576</queue-size>
@@ -75,25 +113,6 @@ public final class IcecastTestServer: @unchecked Sendable {
         </icecast>
 
         """
-        guard writeFile("\(directory)/icecast.xml", Array(config.utf8)) else {
-            removeTree(directory)
-            throw AudioError(.io, component: "IcecastTestServer", "cannot write the configuration")
-        }
-        chmod("\(directory)/icecast.xml", 0o644)
-        let p = try ChildProcess.spawn(binary, ["-c", "\(directory)/icecast.xml"], outputPath: "\(directory)/stdout.log")
-        process = p
-        let deadline = HostTime.now() + HostTime.ticks(seconds: 10)
-        while HostTime.now() < deadline {
-            if !p.isRunning { break }
-            if Self.tcpAccepts(port: port) { return }
-            usleep(10_000)
-        }
-        let log = (Corpus.read("\(directory)/stdout.log") ?? []) + (Corpus.read("\(directory)/log/error.log") ?? [])
-        p.killNow()
-        process = nil
-        removeTree(directory)
-        throw AudioError(.deviceUnavailable, component: "IcecastTestServer", "icecast2 did not come up on port \(port)",
-                         underlying: String(decoding: log.suffix(2000), as: UTF8.self))
     }
 
     /// The URL of `mount` (e.g. `/radio.mp3`).

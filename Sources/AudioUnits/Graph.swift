@@ -98,7 +98,13 @@ final class RenderPlan: @unchecked Sendable {
         lastFrames[index] = frames
         let node = entries[index].node
         let context = AURenderContext(frames: frames, sampleTime: node.renderedFrames, hostTime: hostTime, plan: self, index: index)
-        node.render(context)
+        if node.isBypassed && !entries[index].inputChannels.isEmpty && !entries[index].outputChannels.isEmpty {
+            // Bypassed: the input as it is (channels mapped as AUBufferList.copy maps them).
+            context.output(0).copy(from: context.input(0))
+            for bus in 1..<entries[index].outputChannels.count { context.output(bus).silence() }
+        } else {
+            node.render(context)
+        }
         node.renderedFrames &+= Int64(frames)
     }
 }

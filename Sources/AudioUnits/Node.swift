@@ -1,4 +1,5 @@
 import AudioCore
+import Synchronization
 
 /// One bus's audio for one render call: `channelCount` non-interleaved Float32 channels of
 /// `frames` frames. A view onto buffers the render plan preallocated; valid only during the
@@ -82,6 +83,14 @@ open class AUNode: @unchecked Sendable, CustomStringConvertible {
     public var isPrepared: Bool { prepared }
     /// True while the node belongs to a graph.
     public var isInGraph: Bool { graph != nil }
+    private let bypassed = Atomic<Bool>(false)
+    /// When true the graph passes input bus 0 straight to output bus 0 instead of rendering the
+    /// node (other output buses are silent): Apple's `kAudioUnitProperty_BypassEffect`. Set from
+    /// any thread; the render thread reads it once per render. Nodes without an input ignore it.
+    public var isBypassed: Bool {
+        get { bypassed.load(ordering: .relaxed) }
+        set { bypassed.store(newValue, ordering: .relaxed) }
+    }
 
     /// Creates a node with the given bus formats (channel counts) and parameters.
     public init(name: String, inputChannels: [Int], outputChannels: [Int], parameters: [AUParameter] = []) {

@@ -223,10 +223,13 @@ open class AVAudioOutputNode: AVAudioNode, @unchecked Sendable {
 
 /// A node whose audio passes through an effect (Apple's `AVAudioUnitEffect`).
 open class AVAudioUnitEffect: AVAudioNode, @unchecked Sendable {
-    /// Passes the input through untouched when true.
-    open var bypass = false { didSet { push() } }
+    /// Passes the input through untouched when true (the graph skips the unit).
+    open var bypass = false { didSet { unit?.isBypassed = bypass; push() } }
     /// Creates an effect with one input and one output.
     public init() { super.init(inputs: 1, outputs: 1) }
-    override func unitDidLoad() { push() }
+    override func unitDidLoad() {
+        unit?.isBypassed = bypass
+        push()
+    }
     func push() {}
 }

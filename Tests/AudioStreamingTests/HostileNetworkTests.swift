@@ -222,11 +222,13 @@ import Testing
         server.route("/fast.mp3", route)
         let tmp = dir.path + "/tmp"
         try #require(mkdir(tmp, 0o700) == 0)
-        let p = try ToolProcess(afplay, ["--output", "null", "-t", "4", server.url("/fast.mp3")], environment: ["TMPDIR": tmp],
+        let p = try ToolProcess(afplay, ["--output", "null", "-t", "8", server.url("/fast.mp3")], environment: ["TMPDIR": tmp],
                                 outputPath: dir.path + "/out.txt")
         var links: [String] = []
-        let deadline = monotonic() + 3.5
-        while monotonic() < deadline && !links.contains(where: { $0.contains("oat-timeshift") }) {
+        // Looked for as long as afplay plays (8 s of audio; a loaded machine may take seconds to
+        // start it): the spill file is open from the first bytes beyond the memory bound on.
+        let deadline = monotonic() + 15
+        while monotonic() < deadline && p.wait(timeout: 0) == nil && !links.contains(where: { $0.contains("oat-timeshift") }) {
             usleep(100_000)
             links = openFiles(of: p.pid)
         }

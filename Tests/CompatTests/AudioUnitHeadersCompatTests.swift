@@ -289,3 +289,44 @@ private func setCallback(_ unit: AudioUnit, _ proc: @escaping AURenderCallback, 
         #expect(ts.mSampleTime == 1024 && ts.mHostTime == 77 && ts.mFlags == [.sampleTimeValid, .hostTimeValid])
     }
 }
+
+/// `kAudioUnitProperty_BypassEffect`: an effect passes its input through untouched while
+/// bypassed (it answered noErr and did nothing before); units without an input refuse it.
+@Suite struct BypassEffectCompatTests {
+    @Test func aBypassedDelayPassesItsInputThrough() throws {
+        func firstFrames(bypass: UInt32?) throws -> (first: Float, echo: Double, get: UInt32) {
+            let delay = try makeUnit(kAudioUnitType_Effect, kAudioUnitSubType_Delay)
+            defer { AudioComponentInstanceDispose(delay) }
+            let impulse = Impulse()
+            #expect(setCallback(delay, impulseRender, Unmanaged.passUnretained(impulse).toOpaque()) == noErr)
+            #expect(AudioUnitSetParameter(delay, kDelayParam_DelayTime, kAudioUnitScope_Global, 0, 0.05, 0) == noErr)
+            #expect(AudioUnitSetParameter(delay, kDelayParam_WetDryMix, kAudioUnitScope_Global, 0, 100, 0) == noErr)
+            #expect(AudioUnitInitialize(delay) == noErr)
+            if var b = bypass {
+                #expect(AudioUnitSetProperty(delay, kAudioUnitProperty_BypassEffect, kAudioUnitScope_Global, 0, &b, 4) == noErr)
+            }
+            var value: UInt32 = 9
+            var size: UInt32 = 4
+            #expect(AudioUnitGetProperty(delay, kAudioUnitProperty_BypassEffect, kAudioUnitScope_Global, 0, &value, &size) == noErr)
+            let (status, left) = renderLeft(delay, frames: 512)
+            #expect(status == noErr)
+            var echo = 0.0
+            for s in 1...8 { echo += renderLeft(delay, frames: 512, sampleTime: Double(s * 512)).1.reduce(0) { $0 + Double($1 * $1) } }
+            return (left[0], echo, value)
+        }
+        let wet = try firstFrames(bypass: nil)
+        #expect(wet.get == 0 && wet.first == 0 && wet.echo > 1e-3, "fully wet: no dry impulse, an echo: \(wet)")
+        let bypassed = try firstFrames(bypass: 1)
+        #expect(bypassed.get == 1, "the property reads back")
+        #expect(bypassed.first == 1 && bypassed.echo == 0, "bypassed: the impulse as it came, no echo: \(bypassed)")
+        let back = try firstFrames(bypass: 0)
+        #expect(back.first == 0 && back.echo > 1e-3)
+    }
+
+    @Test func unitsWithoutAnInputHaveNoBypass() throws {
+        let player = try makeUnit(kAudioUnitType_Generator, kAudioUnitSubType_AudioFilePlayer)
+        defer { AudioComponentInstanceDispose(player) }
+        var b: UInt32 = 1
+        #expect(AudioUnitSetProperty(player, kAudioUnitProperty_BypassEffect, kAudioUnitScope_Global, 0, &b, 4) == kAudioUnitErr_InvalidProperty)
+    }
+}

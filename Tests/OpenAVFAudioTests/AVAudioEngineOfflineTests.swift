@@ -232,3 +232,29 @@ import Testing
         #expect(abs(cents(f, relativeTo: expectedFrequency)) < 10, "\(f) Hz for \(expectedFrequency)")
     }
 }
+
+/// `AVAudioUnitEffect.bypass`: the graph passes the audio through the effect untouched.
+@Suite struct AVAudioUnitBypassTests {
+    @Test func aBypassedEQLetsEverythingThrough() throws {
+        let engine = AVAudioEngine()
+        let format = try #require(AVAudioFormat(standardFormatWithSampleRate: 48000, channels: 2))
+        try engine.enableManualRenderingMode(.offline, format: format, maximumFrameCount: 1024)
+        let player = AVAudioPlayerNode()
+        let eq = AVAudioUnitEQ(numberOfBands: 1)
+        eq.bands[0].filterType = .lowPass
+        eq.bands[0].frequency = 500
+        eq.bands[0].bypass = false
+        eq.bypass = true
+        engine.attach(player)
+        engine.attach(eq)
+        engine.connect(player, to: eq, format: format)
+        engine.connect(eq, to: engine.mainMixerNode, format: format)
+        try engine.start()
+        let source = AVAudioEngineOfflineTests.toneBuffer(frequency: 4000, amplitude: 0.3, frames: 9600, channels: 2)
+        player.scheduleBuffer(source)
+        player.play()
+        let out = try AVAudioEngineOfflineTests.render(engine, total: 9600)
+        let input = Array(UnsafeBufferPointer(start: source.floatChannelData![0], count: 9600))
+        #expect(out[0] == input, "bypassed: the 4 kHz tone exactly as scheduled")
+    }
+}

@@ -253,7 +253,11 @@ func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         guard unit.isVoiceIO else { return kAudioUnitErr_InvalidProperty }
         return put(UInt32(unit.voiceMuteOutput ? 1 : 0))
     case kAUNBandEQProperty_NumberOfBands: return put(UInt32(unit.bandCount))
-    case kAudioUnitProperty_BypassEffect: return put(UInt32(0))
+    case kAudioUnitProperty_BypassEffect:
+        // Effects only: a unit with an input that processes it (Apple's generators and I/O
+        // units do not have the property).
+        guard !unit.isOutput, let node = unit.node, !node.inputChannels.isEmpty else { return kAudioUnitErr_InvalidProperty }
+        return put(UInt32(unit.bypassEffect ? 1 : 0))
     case kAudioUnitProperty_ParameterList:
         let ids = parameterIDs(unit, inScope)
         guard Int(ioDataSize.pointee) >= ids.count * MemoryLayout<AudioUnitParameterID>.size else { return kAudio_ParamError }
@@ -385,7 +389,12 @@ func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         unit.bandCount = Int(v)
         unit.node = unit.makeNode()
         return noErr
-    case kAudioUnitProperty_BypassEffect: return noErr
+    case kAudioUnitProperty_BypassEffect:
+        guard !unit.isOutput, let node = unit.node, !node.inputChannels.isEmpty else { return kAudioUnitErr_InvalidProperty }
+        guard let v = get(UInt32.self) else { return kAudio_ParamError }
+        unit.bypassEffect = v != 0
+        node.isBypassed = v != 0
+        return noErr
     case kAudioUnitProperty_MakeConnection:
         guard let c = get(AudioUnitConnection.self) else { return kAudio_ParamError }
         guard inScope == kAudioUnitScope_Input else { return kAudioUnitErr_InvalidScope }

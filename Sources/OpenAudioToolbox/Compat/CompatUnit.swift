@@ -48,6 +48,8 @@ final class CompatUnit: @unchecked Sendable {
     var io: CompatInputIO?
     var ioNode: CompatIONode?
     var voiceBypass = false
+    /// `kAudioUnitProperty_BypassEffect`, kept across node rebuilds.
+    var bypassEffect = false
     var voiceAGC = false
     var voiceMuteOutput = false
 
@@ -95,6 +97,7 @@ final class CompatUnit: @unchecked Sendable {
         }
         if let n {
             for (k, v) in parameterValues { n.parameter(id: k.id, scope: AUScope(rawValue: k.scope) ?? .global, element: Int(k.element))?.value = v }
+            n.isBypassed = bypassEffect
         }
         return n
     }
