@@ -419,6 +419,27 @@ public final class TimePitchProcessor: @unchecked Sendable {
 
     // MARK: Varispeed
 
+    /// Writes the output frames whose position lies in [h1, h2), between the two middle points of
+    /// the history, into the FIFO (cubic Catmull-Rom), advancing the position by `step` per frame;
+    /// then moves the position on by one input frame. Stops early when the FIFO is full.
+    @inline(__always)
+    private func interpolateSpan(step: Double) {
+        while varPosition < 1 && fifoCount < fifoCapacity {
+            let t = Float(varPosition)
+            for c in 0..<channels {
+                let h = history + c * 4
+                let y0 = h[0], y1 = h[1], y2 = h[2], y3 = h[3]
+                let a = -0.5 * y0 + 1.5 * y1 - 1.5 * y2 + 0.5 * y3
+                let b = y0 - 2.5 * y1 + 2 * y2 - 0.5 * y3
+                let cc = -0.5 * y0 + 0.5 * y2
+                fifo[c * fifoCapacity + fifoCount] = ((a * t + b) * t + cc) * t + y1
+            }
+            fifoCount += 1
+            varPosition += step
+        }
+        varPosition -= 1
+    }
+
     /// Resamples by rate·2^(cents/1200) with 4-point cubic (Catmull-Rom) interpolation into the FIFO.
     private func varispeedPush(_ input: UnsafePointer<UnsafePointer<Float>>, _ n: Int, final: Bool) -> Int {
         let step = appliedRate * pow(2, appliedPitch / 1200)
@@ -437,20 +458,7 @@ public final class TimePitchProcessor: @unchecked Sendable {
                 continue
             }
             // Output frames while the position lies in [h1, h2): between the two middle points.
-            while varPosition < 1 && fifoCount < fifoCapacity {
-                let t = Float(varPosition)
-                for c in 0..<channels {
-                    let h = history + c * 4
-                    let y0 = h[0], y1 = h[1], y2 = h[2], y3 = h[3]
-                    let a = -0.5 * y0 + 1.5 * y1 - 1.5 * y2 + 0.5 * y3
-                    let b = y0 - 2.5 * y1 + 2 * y2 - 0.5 * y3
-                    let cc = -0.5 * y0 + 0.5 * y2
-                    fifo[c * fifoCapacity + fifoCount] = ((a * t + b) * t + cc) * t + y1
-                }
-                fifoCount += 1
-                varPosition += step
-            }
-            varPosition -= 1
+            interpolateSpan(step: step)
         }
         if final && i == n {
             // Two frames of the input are still ahead of the interpolation point: flush them.
@@ -459,20 +467,7 @@ public final class TimePitchProcessor: @unchecked Sendable {
                     let h = history + c * 4
                     h[0] = h[1]; h[1] = h[2]; h[2] = h[3]; h[3] = 0
                 }
-                while varPosition < 1 && fifoCount < fifoCapacity {
-                    let t = Float(varPosition)
-                    for c in 0..<channels {
-                        let h = history + c * 4
-                        let y0 = h[0], y1 = h[1], y2 = h[2], y3 = h[3]
-                        let a = -0.5 * y0 + 1.5 * y1 - 1.5 * y2 + 0.5 * y3
-                        let b = y0 - 2.5 * y1 + 2 * y2 - 0.5 * y3
-                        let cc = -0.5 * y0 + 0.5 * y2
-                        fifo[c * fifoCapacity + fifoCount] = ((a * t + b) * t + cc) * t + y1
-                    }
-                    fifoCount += 1
-                    varPosition += step
-                }
-                varPosition -= 1
+                interpolateSpan(step: step)
             }
             finished = true
         }
