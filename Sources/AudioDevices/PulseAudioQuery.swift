@@ -5,12 +5,31 @@ import CPulseAudio
 
 /// Short-lived connections on a private (non-threaded) main loop, for probing and introspection.
 enum PulseQuery {
-    private final class Collector {
-        var sinks: [PulseAudioSinkInfo] = []
-        var defaultSink: String?
-        var serverDone = false
-        var sinksDone = false
+    /// A sink or source as the server lists it.
+    private struct Entry {
+        var name: String
+        var description: String
+        var sampleRate: Int
+        var channels: Int
+        var isMonitor: Bool
     }
+
+    /// What one query collects: the server's defaults and, when asked for, its sinks or sources.
+    private final class Collector {
+        var entries: [Entry] = []
+        var defaultSink: String?
+        var defaultSource: String?
+        var serverDone = false
+        var listDone = false
+
+        func add(name: UnsafePointer<CChar>?, description: UnsafePointer<CChar>?, spec: pa_sample_spec, isMonitor: Bool) {
+            entries.append(Entry(name: name.map { String(cString: $0) } ?? "", description: description.map { String(cString: $0) } ?? "",
+                                 sampleRate: Int(spec.rate), channels: Int(spec.channels), isMonitor: isMonitor))
+        }
+    }
+
+    /// The list a query asks for besides the server's defaults.
+    private enum ListKind { case none, sinks, sources }
 
     /// Connects, runs `body` until it reports done, and disconnects; the whole call is bounded
     /// by `timeout`.
@@ -49,85 +68,66 @@ enum PulseQuery {
         try body(ctx, step)
     }
 
-    static func serverDefaultSink(server: String?, timeout: Double) throws(AudioError) -> String {
-        var result = ""
+    /// Asks the server for its defaults and the `list`, and waits for every answer (`what`
+    /// names the query in the timeout error).
+    private static func query(server: String?, timeout: Double, list: ListKind, what: String) throws(AudioError) -> Collector {
+        let collector = Collector()
         try withContext(server: server, timeout: timeout) { ctx, step throws(AudioError) in
-            let collector = Collector()
             let ud = Unmanaged.passUnretained(collector).toOpaque()
             if let op = pa_context_get_server_info(ctx, { _, info, ud in
                 let c = Unmanaged<Collector>.fromOpaque(ud!).takeUnretainedValue()
-                if let info, let name = info.pointee.default_sink_name { c.defaultSink = String(cString: name) }
+                if let info {
+                    c.defaultSink = info.pointee.default_sink_name.map { String(cString: $0) }
+                    c.defaultSource = info.pointee.default_source_name.map { String(cString: $0) }
+                }
                 c.serverDone = true
             }, ud) { pa_operation_unref(op) }
-            while !collector.serverDone {
-                guard step() else { throw AudioError(.deviceUnavailable, component: "PulseAudio", "server info timed out") }
+            switch list {
+            case .none:
+                collector.listDone = true
+            case .sinks:
+                if let op = pa_context_get_sink_info_list(ctx, { _, info, eol, ud in
+                    let c = Unmanaged<Collector>.fromOpaque(ud!).takeUnretainedValue()
+                    if eol != 0 { c.listDone = true; return }
+                    guard let i = info?.pointee else { return }
+                    c.add(name: i.name, description: i.description, spec: i.sample_spec, isMonitor: false)
+                }, ud) { pa_operation_unref(op) }
+            case .sources:
+                if let op = pa_context_get_source_info_list(ctx, { _, info, eol, ud in
+                    let c = Unmanaged<Collector>.fromOpaque(ud!).takeUnretainedValue()
+                    if eol != 0 { c.listDone = true; return }
+                    guard let i = info?.pointee else { return }
+                    c.add(name: i.name, description: i.description, spec: i.sample_spec, isMonitor: i.monitor_of_sink != UInt32.max)
+                }, ud) { pa_operation_unref(op) }
             }
-            result = collector.defaultSink ?? ""
+            while !(collector.serverDone && collector.listDone) {
+                guard step() else { throw AudioError(.deviceUnavailable, component: "PulseAudio", "\(what) timed out") }
+            }
         }
-        return result
+        return collector
+    }
+
+    static func serverDefaultSink(server: String?, timeout: Double) throws(AudioError) -> String {
+        try query(server: server, timeout: timeout, list: .none, what: "server info").defaultSink ?? ""
     }
 
     static func listSinks(server: String?, timeout: Double) throws(AudioError) -> [PulseAudioSinkInfo] {
-        var result: [PulseAudioSinkInfo] = []
-        try withContext(server: server, timeout: timeout) { ctx, step throws(AudioError) in
-            let collector = Collector()
-            let ud = Unmanaged.passUnretained(collector).toOpaque()
-            if let op = pa_context_get_server_info(ctx, { _, info, ud in
-                let c = Unmanaged<Collector>.fromOpaque(ud!).takeUnretainedValue()
-                if let info, let name = info.pointee.default_sink_name { c.defaultSink = String(cString: name) }
-                c.serverDone = true
-            }, ud) { pa_operation_unref(op) }
-            if let op = pa_context_get_sink_info_list(ctx, { _, info, eol, ud in
-                let c = Unmanaged<Collector>.fromOpaque(ud!).takeUnretainedValue()
-                if eol != 0 { c.sinksDone = true; return }
-                guard let i = info?.pointee else { return }
-                c.sinks.append(PulseAudioSinkInfo(name: i.name.map { String(cString: $0) } ?? "",
-                                                  description: i.description.map { String(cString: $0) } ?? "",
-                                                  sampleRate: Int(i.sample_spec.rate), channels: Int(i.sample_spec.channels),
-                                                  isDefault: false))
-            }, ud) { pa_operation_unref(op) }
-            while !(collector.serverDone && collector.sinksDone) {
-                guard step() else { throw AudioError(.deviceUnavailable, component: "PulseAudio", "sink list timed out") }
-            }
-            result = collector.sinks.map { var s = $0; s.isDefault = s.name == collector.defaultSink; return s }
+        let c = try query(server: server, timeout: timeout, list: .sinks, what: "sink list")
+        return c.entries.map {
+            PulseAudioSinkInfo(name: $0.name, description: $0.description, sampleRate: $0.sampleRate, channels: $0.channels,
+                               isDefault: $0.name == c.defaultSink)
         }
-        return result
-    }
-
-    /// Collects sources for ``listSources(server:timeout:)``.
-    private final class SourceCollector {
-        var sources: [AudioInputDeviceInfo] = []
-        var defaultSource: String?
-        var serverDone = false
-        var sourcesDone = false
     }
 
     /// The server's sources (monitors included), the default one marked.
     static func listSources(server: String?, timeout: Double) throws(AudioError) -> [AudioInputDeviceInfo] {
-        var result: [AudioInputDeviceInfo] = []
-        try withContext(server: server, timeout: timeout) { ctx, step throws(AudioError) in
-            let collector = SourceCollector()
-            let ud = Unmanaged.passUnretained(collector).toOpaque()
-            if let op = pa_context_get_server_info(ctx, { _, info, ud in
-                let c = Unmanaged<SourceCollector>.fromOpaque(ud!).takeUnretainedValue()
-                if let info, let name = info.pointee.default_source_name { c.defaultSource = String(cString: name) }
-                c.serverDone = true
-            }, ud) { pa_operation_unref(op) }
-            if let op = pa_context_get_source_info_list(ctx, { _, info, eol, ud in
-                let c = Unmanaged<SourceCollector>.fromOpaque(ud!).takeUnretainedValue()
-                if eol != 0 { c.sourcesDone = true; return }
-                guard let i = info?.pointee else { return }
-                let name = i.name.map { String(cString: $0) } ?? ""
-                c.sources.append(AudioInputDeviceInfo(spec: .pulse(source: name),
-                                                      description: i.description.map { String(cString: $0) } ?? "",
-                                                      nativeFormat: AudioDeviceFormat(sampleRate: Double(i.sample_spec.rate), channels: Int(i.sample_spec.channels)),
-                                                      isMonitor: i.monitor_of_sink != UInt32.max))
-            }, ud) { pa_operation_unref(op) }
-            while !(collector.serverDone && collector.sourcesDone) {
-                guard step() else { throw AudioError(.deviceUnavailable, component: "PulseAudio", "source list timed out") }
-            }
-            result = collector.sources.map { var s = $0; s.isDefault = s.spec == .pulse(source: collector.defaultSource); return s }
+        let c = try query(server: server, timeout: timeout, list: .sources, what: "source list")
+        return c.entries.map {
+            var s = AudioInputDeviceInfo(spec: .pulse(source: $0.name), description: $0.description,
+                                         nativeFormat: AudioDeviceFormat(sampleRate: Double($0.sampleRate), channels: $0.channels),
+                                         isMonitor: $0.isMonitor)
+            s.isDefault = s.spec == .pulse(source: c.defaultSource)
+            return s
         }
-        return result
     }
 }

@@ -192,6 +192,12 @@ struct PulseAudioOutputDeviceTests {
         let sinks = try PulseAudioOutputDevice.listSinks(server: daemon.server)
         let sink = try #require(sinks.first { $0.name == "oat_test" })
         #expect(sink.isDefault && sink.sampleRate == 48000 && sink.channels == 2)
+        // The same query lists sources: the sink's monitor, with its format; the server's
+        // default source (the monitor, with no other source) marked once.
+        let sources = try PulseAudioInputDevice.listSources(server: daemon.server)
+        let monitor = try #require(sources.first { $0.spec == .pulse(source: "oat_test.monitor") })
+        #expect(monitor.isMonitor && monitor.nativeFormat == AudioDeviceFormat(sampleRate: 48000, channels: 2))
+        #expect(sources.filter(\.isDefault).count == 1)
         #expect(PulseAudioOutputDevice.serverAnswers(server: daemon.server))
         let opened = try AudioOutput.open(.auto, format: AudioDeviceFormat(sampleRate: 48000, channels: 2),
                                           options: AudioOutput.Options(pulseServer: daemon.server))
