@@ -287,14 +287,23 @@ private func makeQueue(_ format: UnsafePointer<AudioStreamBasicDescription>?, _ 
                        _ out: UnsafeMutablePointer<AudioQueueRef?>?) -> OSStatus {
     guard let format, let out else { return kAudio_ParamError }
     let box = CompatQueue(delivery: delivery)
-    do {
+    return registerQueue(box, out) { () throws(AudioError) in
         box.queue = try AudioOutputQueue(format: format.pointee, output: { f throws(AudioError) in try CompatOutput.open(f) }) { [weak box] _, buffer in
             box?.bufferReturned(buffer)
         }
+        _ = box.queue.addPropertyListener { [weak box] _, property in box?.propertyChanged(property) }
+    }
+}
+
+/// The end of creating an output or input queue: `open` makes the engine's queue and adds the
+/// box's property listener to it; then the box gets its `AudioQueueRef` in `out`. An error from
+/// `open` is returned as its `OSStatus` (an unsupported data format when it has none).
+func registerQueue(_ box: CompatQueue, _ out: UnsafeMutablePointer<AudioQueueRef?>, open: () throws(AudioError) -> Void) -> OSStatus {
+    do {
+        try open()
     } catch {
         return error.osStatus ?? kAudioFormatUnsupportedDataFormatError
     }
-    _ = box.queue.addPropertyListener { [weak box] _, property in box?.propertyChanged(property) }
     out.pointee = box.register()
     return noErr
 }

@@ -135,19 +135,15 @@ private func makeInputQueue(_ format: UnsafePointer<AudioStreamBasicDescription>
     let side = CompatInputSide(delivery: delivery)
     box.inputSide = side
     let selection = AudioQueueInputSelection.current
-    do {
+    return registerQueue(box, out) { () throws(AudioError) in
         side.queue = try AudioInputQueue(format: format.pointee, input: { f throws(AudioError) in
             try AudioInput.open(selection.spec, format: f, options: selection.options).device
         }) { [weak box, weak side] _, delivery in
             guard let box, let side else { return }
             side.delivered(box, delivery)
         }
-    } catch {
-        return error.osStatus ?? kAudioFormatUnsupportedDataFormatError
+        _ = side.queue.addPropertyListener { [weak box] _, property in box?.propertyChanged(property) }
     }
-    _ = side.queue.addPropertyListener { [weak box] _, property in box?.propertyChanged(property) }
-    out.pointee = box.register()
-    return noErr
 }
 
 /// Creates an input (recording) queue producing data in `inFormat`: linear PCM, or AAC, ALAC,
