@@ -250,6 +250,20 @@ struct ParseOutput {
     }
 }
 
+/// Reads a container's fixed-size leading header (`size` bytes) with `read`. Input too short for
+/// it asks for more bytes (``NeedMoreData``), except at the end of the file, where it is invalid
+/// data naming the header (`what`), its size and how many bytes there were.
+func readLeadingHeader<T>(_ input: UnsafeRawBufferPointer, at offset: Int64, isEOF: Bool, component: String, what: String, size: Int,
+                          _ read: (inout ByteReader) throws(NeedMoreData) -> T) throws -> T {
+    var r = ByteReader(input, baseOffset: offset)
+    do {
+        return try read(&r)
+    } catch {
+        if isEOF { throw invalidData(component, "the file ends inside the \(what) (\(input.count) of \(size) bytes)", at: offset + Int64(input.count)) }
+        throw error
+    }
+}
+
 /// An invalid-data error naming the component and the absolute offset.
 func invalidData(_ component: String, _ message: String, at offset: Int64) -> AudioError {
     AudioError(.invalidData, component: component, message, offset: offset, osStatus: 0x6474_613F) // 'dta?'

@@ -62,6 +62,24 @@ import Testing
         }
     }
 
+    /// A file that ends inside its WAV, AIFF or CAF leading header is invalid data naming the
+    /// header, its size and the bytes there were, at the offset where the input ended.
+    @Test(arguments: [(AudioFileType.wave, "RIFF", "RIFF header (6 of 12 bytes)"),
+                      (AudioFileType.aiff, "FORM", "FORM header (6 of 12 bytes)"),
+                      (AudioFileType.caf, "caff", "CAF header (6 of 8 bytes)")])
+    func fileEndingInsideLeadingHeaderNamesIt(type: AudioFileType, magic: String, text: String) throws {
+        let stream = AudioFileStream(fileTypeHint: type)
+        _ = try stream.parse(Array(magic.utf8) + [0, 0])
+        do {
+            _ = try stream.finish()
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.code == .invalidData)
+            #expect(error.offset == 6)
+            #expect(error.message.contains("the file ends inside the \(text)"), "\(error.message)")
+        }
+    }
+
     @Test func errorsAreStickyAndEventsBeforeThemArrive() throws {
         var bytes = Self.au(frames: 4)
         bytes[12..<16] = [0, 0, 0, 99] // encoding 99

@@ -28,15 +28,10 @@ struct AIFFParser: ContainerParser {
     mutating func parse(_ input: UnsafeRawBufferPointer, at offset: Int64, isEOF: Bool, _ out: inout ParseOutput) throws -> ParseStatus {
         switch state {
         case .header:
-            var r = ByteReader(input, baseOffset: offset)
-            let magic: FourCC, form: FourCC
-            do {
-                magic = try r.fourCC()
+            let (magic, form) = try readLeadingHeader(input, at: offset, isEOF: isEOF, component: Self.component, what: "FORM header", size: 12) { r throws(NeedMoreData) in
+                let magic = try r.fourCC()
                 _ = try r.u32be()
-                form = try r.fourCC()
-            } catch {
-                if isEOF { throw invalidData(Self.component, "the file ends inside the FORM header (\(input.count) of 12 bytes)", at: offset + Int64(input.count)) }
-                throw error
+                return (magic, try r.fourCC())
             }
             guard magic == "FORM" else { throw invalidData(Self.component, "not an IFF file (magic \(magic))", at: offset) }
             switch form {

@@ -40,15 +40,11 @@ struct CAFParser: ContainerParser {
     mutating func parse(_ input: UnsafeRawBufferPointer, at offset: Int64, isEOF: Bool, _ out: inout ParseOutput) throws -> ParseStatus {
         switch state {
         case .header:
-            var r = ByteReader(input, baseOffset: offset)
-            let magic: FourCC, version: UInt16
-            do {
-                magic = try r.fourCC()
-                version = try r.u16be()
+            let (magic, version) = try readLeadingHeader(input, at: offset, isEOF: isEOF, component: Self.component, what: "CAF header", size: 8) { r throws(NeedMoreData) in
+                let magic = try r.fourCC()
+                let version = try r.u16be()
                 _ = try r.u16be()
-            } catch {
-                if isEOF { throw invalidData(Self.component, "the file ends inside the CAF header (\(input.count) of 8 bytes)", at: offset + Int64(input.count)) }
-                throw error
+                return (magic, version)
             }
             guard magic == "caff" else { throw invalidData(Self.component, "not a CAF file (magic \(magic))", at: offset) }
             guard version == 1 else { throw unsupported(Self.component, "CAF version \(version) is not supported", at: offset + 4) }

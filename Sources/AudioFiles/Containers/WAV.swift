@@ -59,16 +59,10 @@ struct WAVParser: ContainerParser {
     // MARK: Header and chunks
 
     private mutating func parseHeader(_ input: UnsafeRawBufferPointer, at offset: Int64, isEOF: Bool, _ out: inout ParseOutput) throws -> ParseStatus {
-        var r = ByteReader(input, baseOffset: offset)
-        let magic: FourCC
-        let form: FourCC
-        do {
-            magic = try r.fourCC()
+        let (magic, form) = try readLeadingHeader(input, at: offset, isEOF: isEOF, component: Self.component, what: "RIFF header", size: 12) { r throws(NeedMoreData) in
+            let magic = try r.fourCC()
             _ = try r.u32le()
-            form = try r.fourCC()
-        } catch {
-            if isEOF { throw invalidData(Self.component, "the file ends inside the RIFF header (\(input.count) of 12 bytes)", at: offset + Int64(input.count)) }
-            throw error
+            return (magic, try r.fourCC())
         }
         let type: AudioFileType
         switch magic {
