@@ -100,28 +100,3 @@ struct CrossfadeMixer {
         mixed = 0
     }
 }
-
-extension DecoderThread {
-    /// Frames of a crossfade at the device rate (0: none).
-    var crossfadeFrames: Int { Int(min(30, max(0, policy.crossfadeSeconds)) * deviceRate) }
-
-    /// An item has ended and another follows: its held frames become the tail the next item
-    /// fades in over.
-    func handOverFadeTail() {
-        guard crossfadeFrames > 0 else { return }
-        crossfade.handOver()
-    }
-
-    /// Plays out whatever crossfade state is held (the end of the queue, or a next item that
-    /// could not be opened).
-    func flushFade() throws {
-        crossfade.prepareFlush()
-        guard crossfade.heldFrames > 0 else { return }
-        try enqueueHeld(current, frames: crossfade.heldFrames)
-    }
-
-    /// Forgets the crossfade state (seek, skip, jump to live).
-    func clearFade() {
-        crossfade.clear()
-    }
-}

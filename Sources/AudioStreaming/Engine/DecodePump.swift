@@ -10,6 +10,115 @@ import Synchronization
 import Glibc
 #endif
 
+/// The parse-and-decode pump's state and rules: the item being decoded and the one opened ahead
+/// of it for a gapless join (each ``ItemDecoder`` holds its parser, converter and offsets), the
+/// limits from the ``BufferingPolicy``, and the decisions that need no thread, parser or queue
+/// (where a chunk is cut for metadata, when a new decoder is needed, an item's duration, when
+/// bytes without audio fail an item).
+///
+/// A value the decoder thread owns; the decoder thread moves bytes through it (``step(_:)``).
+struct DecodePump {
+    /// The item being decoded.
+    var current: ItemDecoder?
+    /// The next item, opened while the current one's last bytes are decoded (gapless join).
+    var prefetched: ItemDecoder?
+    /// ``BufferingPolicy/maximumRetainedBytes``: parsed bytes kept for seeks inside them.
+    let maximumRetainedBytes: Int
+    /// Bytes parsed without a decoded frame before an item fails (at least 64 KiB).
+    let maximumBytesWithoutAudio: Int64
+    /// Skip requests without a decoded frame before an item fails.
+    static let maximumSkipRequestsWithoutAudio = 16
+
+    init(policy: BufferingPolicy) {
+        maximumRetainedBytes = policy.maximumRetainedBytes
+        maximumBytesWithoutAudio = max(64 << 10, Int64(policy.maximumBytesWithoutAudio))
+    }
+
+    /// The bytes of a `count`-byte chunk at audio byte `offset` to parse before `metadata`
+    /// applies: all of them unless the metadata begins inside the chunk.
+    static func cut(_ count: Int, at offset: Int64, before metadata: StreamMetadata?) -> Int {
+        guard let m = metadata, m.audioByteOffset > offset, m.audioByteOffset < offset + Int64(count) else { return count }
+        return Int(m.audioByteOffset - offset)
+    }
+
+    /// Whether the stream's format changed enough mid-item to need a new decoder: another codec,
+    /// rate or channel count, a new codec setup (cookie) replacing one, or a new `oggLink` of a
+    /// chain. Refinements of the same stream (a cookie arriving late) keep the decoder.
+    static func needsNewDecoder(from old: AudioStreamBasicDescription?, cookie oldCookie: [UInt8]?,
+                                to format: AudioStreamBasicDescription, cookie: [UInt8]?, oggLink: Bool) -> Bool {
+        let changedShape = old.map {
+            $0.formatID != format.formatID || $0.sampleRate != format.sampleRate || $0.channelsPerFrame != format.channelsPerFrame
+        } ?? false
+        let newSetup = !(oldCookie ?? []).isEmpty && !(cookie ?? []).isEmpty && cookie != oldCookie
+        return changedShape || newSetup || oggLink
+    }
+
+    /// An on-demand item's duration in seconds: from its packet table's valid frames, else its
+    /// packet count, else its size and bit rate; nil when none is known.
+    static func duration(format: AudioStreamBasicDescription, validFrames: Int64?, packets: Int64?,
+                         totalBytes: Int64?, dataOffset: Int64?, bitRate: UInt32) -> Double? {
+        if let validFrames { return Double(validFrames) / format.sampleRate }
+        if let packets, format.framesPerPacket > 0 {
+            return Double(packets) * Double(format.framesPerPacket) / format.sampleRate
+        }
+        if let totalBytes, bitRate > 0 {
+            return Double(totalBytes - (dataOffset ?? 0)) * 8 / Double(bitRate)
+        }
+        return nil
+    }
+
+    /// The error that fails an item when ``maximumBytesWithoutAudio`` bytes (or 16 skip
+    /// requests) went by without a decoded frame; nil while within the limits.
+    func noAudioError(url: String, bytes: Int64, skipRequests: Int, fedOffset: Int64, parserReady: Bool) -> AudioError? {
+        guard bytes > maximumBytesWithoutAudio || skipRequests > Self.maximumSkipRequestsWithoutAudio else { return nil }
+        let what = parserReady ? "its packets decoded to nothing" : "no audio data was found (the parser skipped them)"
+        let start = fedOffset - min(fedOffset, bytes)
+        return AudioError(.invalidData, component: "StreamingPlayer",
+            "\(url): \(bytes) bytes from byte \(start) and \(skipRequests) skip requests produced no audio: \(what); giving up (limit \(maximumBytesWithoutAudio) bytes)")
+    }
+}
+
+/// Bytes of an item already parsed, kept for seeks inside them: a seek that lands in them
+/// parses them again instead of asking the source.
+struct RetainedBytes {
+    private(set) var bytes: [UInt8] = []
+    /// The audio byte offset of the first byte kept.
+    private(set) var start: Int64
+
+    init(at offset: Int64) { start = offset }
+
+    /// The offset after the last byte kept.
+    var end: Int64 { start + Int64(bytes.count) }
+
+    /// Forgets what is kept; what comes next starts at `offset`.
+    mutating func reset(at offset: Int64) {
+        bytes.removeAll()
+        start = offset
+    }
+
+    /// Keeps `new`, parsed at `offset` (what is kept is forgotten when `new` does not follow
+    /// it), dropping the oldest once more than 1 MiB beyond `limit` bytes are kept (0: keeps
+    /// nothing).
+    mutating func append(_ new: [UInt8], at offset: Int64, limit: Int) {
+        guard limit > 0 else { return }
+        if end != offset { reset(at: offset) }
+        bytes.append(contentsOf: new)
+        let excess = bytes.count - limit
+        if excess > 1 << 20 {
+            bytes.removeFirst(excess)
+            start += Int64(excess)
+        }
+    }
+
+    /// The bytes from `offset` on, followed by `unfed` (the unparsed rest of the chunk being
+    /// fed) when it continues them; nil when `offset` lies outside both.
+    func replay(from offset: Int64, unfed: (bytes: [UInt8], offset: Int64)?) -> [UInt8]? {
+        let more = unfed.flatMap { $0.offset == end ? $0.bytes : nil } ?? []
+        guard offset >= start && offset < end + Int64(more.count) else { return nil }
+        return Array((bytes + more)[Int(offset - start)...])
+    }
+}
+
 /// The parse-and-decode pump: bytes from an item's network thread through ``AudioFileStream``
 /// and ``AudioConverter`` to PCM for the output feeder.
 extension DecoderThread {
@@ -20,10 +129,10 @@ extension DecoderThread {
             return
         }
         // Open the next item's source while this one's last bytes are decoded (gapless join).
-        if item.reader.isFinished && prefetched == nil {
+        if item.reader.isFinished && pump.prefetched == nil {
             let nextIndex = item.index + 1
             if let url = engine.control.withLock({ c in nextIndex < c.items.count ? c.items[nextIndex] : nil }) {
-                prefetched = openItem(index: nextIndex, url: url, at: 0)
+                pump.prefetched = openItem(index: nextIndex, url: url, at: 0)
             }
         }
         guard let r = item.reader.next() else {
@@ -61,7 +170,7 @@ extension DecoderThread {
                     debug("\(item.url) is a \(kind.rawValue) playlist by \(detection.evidence?.rawValue ?? "content"): following it")
                     retire(item)
                     entries.found(kind, at: item.url)
-                    current = nil
+                    pump.current = nil
                     next = item.index
                     return
                 }
@@ -79,17 +188,8 @@ extension DecoderThread {
             item.info = info
             engine.emit(.reconnected(index: item.index, continuous: continuous))
             if !continuous {
-                item.discontinuityNext = true
-                item.fedOffset = info.startOffset
-                item.retained.removeAll()
-                item.retainedStart = info.startOffset
-                item.pendingMetadata.removeAll()
-                if let converter = item.converter {
-                    // Let the audio decoded so far play, then restart the decoder.
-                    try drainConverter(item, converter)
-                    converter.reset()
-                    converter.limitRemainingFrames(nil)
-                }
+                item.restartInput(at: info.startOffset)
+                try restartDecoder(item)
             }
         case .discontinuity(let offset):
             // The timeshift buffer dropped its oldest audio: resynchronise after the gap.
@@ -122,6 +222,15 @@ extension DecoderThread {
         }
     }
 
+    /// Lets the audio decoded so far play, then restarts the item's decoder (no end limit) for
+    /// input that does not continue the old (a reconnect that lost bytes, a rejoined live stream).
+    func restartDecoder(_ item: ItemDecoder) throws {
+        guard let converter = item.converter else { return }
+        try drainConverter(item, converter)
+        converter.reset()
+        converter.limitRemainingFrames(nil)
+    }
+
     /// Parses `bytes` (at audio byte `offset`), decodes the packets and enqueues the PCM,
     /// applying pending metadata at the packet where it begins.
     func feed(_ item: ItemDecoder, _ bytes: [UInt8], at offset: Int64) throws {
@@ -129,10 +238,7 @@ extension DecoderThread {
         var offset = offset
         while !bytes.isEmpty {
             // Split at the next metadata boundary inside this chunk.
-            var cut = bytes.count
-            if let m = item.pendingMetadata.first, m.audioByteOffset > offset, m.audioByteOffset < offset + Int64(bytes.count) {
-                cut = Int(m.audioByteOffset - offset)
-            }
+            let cut = DecodePump.cut(bytes.count, at: offset, before: item.pendingMetadata.first)
             let generation = item.seekGeneration
             item.unfed = (Array(bytes[cut...]), offset + Int64(cut))
             defer { item.unfed = nil }
@@ -150,17 +256,8 @@ extension DecoderThread {
 
     /// Remembers parsed bytes for seeks inside them (bounded).
     func retain(_ item: ItemDecoder, _ bytes: [UInt8]) {
-        guard policy.maximumRetainedBytes > 0, !item.isLive else { return }
-        if item.retainedStart + Int64(item.retained.count) != item.fedOffset {
-            item.retained.removeAll()
-            item.retainedStart = item.fedOffset
-        }
-        item.retained.append(contentsOf: bytes)
-        let excess = item.retained.count - policy.maximumRetainedBytes
-        if excess > 1 << 20 {
-            item.retained.removeFirst(excess)
-            item.retainedStart += Int64(excess)
-        }
+        guard !item.isLive else { return }
+        item.retained.append(bytes, at: item.fedOffset, limit: pump.maximumRetainedBytes)
     }
 
     func parse(_ item: ItemDecoder, _ bytes: [UInt8]) throws {
@@ -187,12 +284,10 @@ extension DecoderThread {
     /// Fails the item when ``BufferingPolicy/maximumBytesWithoutAudio`` bytes (or 16 skip
     /// requests) went by without a decoded frame.
     func checkBytesWithoutAudio(_ item: ItemDecoder, _ parser: AudioFileStream) throws {
-        let limit = max(64 << 10, policy.maximumBytesWithoutAudio)
-        guard item.bytesWithoutAudio > limit || item.skipRequestsWithoutAudio > 16 else { return }
-        let what = parser.isReadyToProducePackets ? "its packets decoded to nothing" : "no audio data was found (the parser skipped them)"
-        let start = item.fedOffset - min(item.fedOffset, item.bytesWithoutAudio)
-        throw AudioError(.invalidData, component: "StreamingPlayer",
-            "\(item.url): \(item.bytesWithoutAudio) bytes from byte \(start) and \(item.skipRequestsWithoutAudio) skip requests produced no audio: \(what); giving up (limit \(limit) bytes)")
+        if let error = pump.noAudioError(url: item.url, bytes: item.bytesWithoutAudio, skipRequests: item.skipRequestsWithoutAudio,
+                                         fedOffset: item.fedOffset, parserReady: parser.isReadyToProducePackets) {
+            throw error
+        }
     }
 
     /// A skip shorter than this is read through; a longer one (an MP4 `mdat` before the `moov`)
@@ -222,8 +317,7 @@ extension DecoderThread {
         }
         // The rest of the chunk being fed lies inside the skipped bytes: drop it.
         item.fedOffset = target
-        item.retained.removeAll()
-        item.retainedStart = target
+        item.retained.reset(at: target)
         item.seekGeneration += 1
     }
 
@@ -270,19 +364,15 @@ extension DecoderThread {
         guard let old = item.converter, let (format, cookie) = eventSetup(item, parser), parser.isReadyToProducePackets else { return }
         // Only a real change: another codec, rate or channel count, or a new codec setup (cookie)
         // replacing one; refinements of the same stream (a cookie arriving late) keep the decoder.
-        let changedShape = item.sourceFormat.map {
-            $0.formatID != format.formatID || $0.sampleRate != format.sampleRate || $0.channelsPerFrame != format.channelsPerFrame
-        } ?? false
-        let newSetup = !(item.sourceCookie ?? []).isEmpty && !(cookie ?? []).isEmpty && cookie != item.sourceCookie
         // A new link of a chained Ogg stream, even with the same setup: a new encoder's stream,
         // decoded afresh with its own priming trimmed (Opus's pre-skip).
         let oggLink = item.cookieReported && parser.fileFormat == .ogg
         item.cookieReported = false
-        guard changedShape || newSetup || oggLink else { return }
+        guard DecodePump.needsNewDecoder(from: item.sourceFormat, cookie: item.sourceCookie, to: format, cookie: cookie, oggLink: oggLink) else { return }
         debug("format change to \(format)")
         try old.endOfInput()
         try drainConverter(item, old)
-        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: cookie)
+        let converter = try AudioConverter(from: format, to: feeder.format, magicCookie: cookie)
         if parser.fileFormat == .ogg { converter.primeInfo = oggLinkPrimeInfo(format, cookie) }
         item.converter = converter
         item.sourceFormat = format
@@ -307,7 +397,7 @@ extension DecoderThread {
         guard item.converter == nil, let (format, cookie) = eventSetup(item, parser) else { return }
         debug("decoder for \(format)")
         try ensureQueue(for: format, layout: parser.channelLayout)
-        let converter = try AudioConverter(from: format, to: queueFormat, magicCookie: cookie)
+        let converter = try AudioConverter(from: format, to: feeder.format, magicCookie: cookie)
         item.sourceCookie = cookie
         // A live stream's header (a looping file's LAME tag) says nothing about where it ends.
         // Nor does the packet table of a later link of a chained stream parsed in the same call.
@@ -333,17 +423,9 @@ extension DecoderThread {
             timeline.add(.itemStarted(item.index, item.url, format), at: enqueuedFrames)
             timeline.add(.segment(item.index, item.baseSeconds), at: enqueuedFrames)
         }
-        let duration: Double? = {
-            guard !item.isLive else { return nil }
-            if let info = parser.packetTableInfo { return Double(info.numberValidFrames) / format.sampleRate }
-            if let packets = parser.audioDataPacketCount, format.framesPerPacket > 0 {
-                return Double(packets) * Double(format.framesPerPacket) / format.sampleRate
-            }
-            if let total = item.info?.totalLength, parser.bitRate > 0 {
-                return Double(total - (parser.dataOffset ?? 0)) * 8 / Double(parser.bitRate)
-            }
-            return nil
-        }()
+        let duration = item.isLive ? nil : DecodePump.duration(format: format, validFrames: parser.packetTableInfo?.numberValidFrames,
+                                                               packets: parser.audioDataPacketCount, totalBytes: item.info?.totalLength,
+                                                               dataOffset: parser.dataOffset, bitRate: parser.bitRate)
         engine.control.withLock { c in if c.playingIndex == item.index || !queueStarted { c.duration = duration } }
     }
 

@@ -13,35 +13,34 @@ import Glibc
 /// Raised inside the decoder thread to abandon the work in hand (stop, seek, skip).
 struct Interrupted: Error {}
 
-/// The decoder thread's loop and state.
+/// The decoder thread: sequences the engine's parts, each its own type with its own state:
+/// the parse-and-decode pump (``DecodePump``, the items being decoded), the output feeder
+/// (``OutputFeeder``, the queue and what was enqueued), when playback starts
+/// (``BufferingController``), title and event timing (``EventTimeline``), and pacing after
+/// failures (``FailurePacer``). What it keeps itself: which queue entry comes next, the command
+/// being carried out, and the queue's transport (started, paused).
 final class DecoderThread {
     let engine: StreamingEngine
     var policy: BufferingPolicy { engine.policy }
-    var queue: AudioOutputQueue?
-    /// A queue opened by ``openOutputEarly()`` before the stream's format was known.
-    var speculativeQueue = false
-    var queueFormat = AudioStreamBasicDescription.linearPCM(sampleRate: 44100, channels: 2, bitsPerChannel: 32, isFloat: true)
-    var deviceRate: Double = 44100
-    var channels = 2
-    final class Pool: Sendable {
-        let buffers = Locked<[AudioQueueBuffer]>([])
-        /// The decoder is waiting for a free buffer: only then does a returned buffer wake it
-        /// (otherwise a steady stream woke it for every buffer the queue handed back).
-        let waiting = Atomic<Bool>(false)
-    }
-    let pool = Pool()
-    /// Frames per queue buffer: about 46 ms at the device rate (set with the queue), so that the
-    /// ten buffers hold the same time at every rate (2048 frames were 0.46 s at 44.1 kHz, 0.11 s
-    /// at 192 kHz).
-    var framesPerBuffer = 2048
-    var pcm: AudioPCMBuffer?
 
-    /// Timeline: frames enqueued since the queue was created or last reset.
-    var enqueuedFrames: Int64 = 0
+    /// The items being parsed and decoded.
+    var pump: DecodePump
+    /// The output queue, its buffers, what was enqueued and the crossfade held before it.
+    let feeder: OutputFeeder
     /// Title and event timing: what is reported when the device has played which frame.
     var timeline = EventTimeline()
     /// When playback starts, stops for an underrun and starts again.
     var buffering: BufferingController
+    /// Pacing after entries that failed without audio, and giving up on the queue.
+    var failures: FailurePacer
+
+    /// The queue entry to open when the current item is done.
+    var next = 0
+    /// How each queue entry plays: expanded as a playlist, as HLS, or from the factory's source.
+    var entries = EntryClassifier()
+    /// The command that interrupted the work in hand, carried out by ``handleInterrupt()``.
+    var pendingCommand: EngineCommand?
+
     var queueStarted = false
     var queuePaused = false
     var firstAudioReported = false
@@ -50,29 +49,13 @@ final class DecoderThread {
     var lastHealth: UInt64 = 0
     var lastError: AudioError?
 
-    /// Crossfades between items (set up with the queue, for its channel count).
-    var crossfade = CrossfadeMixer(channels: 2)
-
-    var current: ItemDecoder?
-    var prefetched: ItemDecoder?
-    /// Pacing after entries that failed without audio, and giving up on the queue.
-    var failures: FailurePacer
-    /// Frames the device played before the queue's count was last reset (seek, skip).
-    var playedBeforeReset: Int64 = 0
-
     init(engine: StreamingEngine) {
         self.engine = engine
+        pump = DecodePump(policy: engine.policy)
+        feeder = OutputFeeder(crossfadeSeconds: engine.policy.crossfadeSeconds)
         buffering = BufferingController(policy: engine.policy)
         failures = FailurePacer(policy: engine.policy)
     }
-
-    /// The queue entry to open when the current item is done.
-    var next = 0
-
-    /// How each queue entry plays: expanded as a playlist, as HLS, or from the factory's source.
-    var entries = EntryClassifier()
-
-    var pendingCommand: EngineCommand?
 
     // MARK: Main loop
 
@@ -80,26 +63,26 @@ final class DecoderThread {
         defer { shutdown() }
         while true {
             if engine.control.withLock({ $0.stopRequested }) { break }
-            if current == nil {
+            if pump.current == nil {
                 if !paceAfterFailures() { break }
                 let url = engine.control.withLock { c -> String? in next < c.items.count && !failures.gaveUp ? c.items[next] : nil }
                 guard let url else {
                     if finishPlayback() { break }
                     continue
                 }
-                if let p = prefetched, p.index == next {
-                    current = p
-                    prefetched = nil
+                if let p = pump.prefetched, p.index == next {
+                    pump.current = p
+                    pump.prefetched = nil
                 } else {
-                    prefetched?.reader.cancel()
-                    prefetched = nil
+                    pump.prefetched?.reader.cancel()
+                    pump.prefetched = nil
                     if expandPlaylist(at: next, url: url) { continue }
                     guard let item = openItem(index: next, url: url, at: 0) else { next += 1; continue }
-                    current = item
+                    pump.current = item
                 }
                 if !queueStarted { engine.setState(.connecting) }
             }
-            guard let item = current else { continue }
+            guard let item = pump.current else { continue }
             do {
                 if item.drained {
                     if !item.finishMarked {
@@ -111,9 +94,9 @@ final class DecoderThread {
                     }
                     let hasNext = engine.control.withLock { item.index + 1 < $0.items.count }
                     if hasNext {
-                        if !item.isLive { handOverFadeTail() }
+                        if !item.isLive { feeder.handOverFadeTail() }
                         retire(item)
-                        current = nil
+                        pump.current = nil
                         next = item.index + 1
                         if buffering.phase == .ending, let queue {
                             // An item was appended while the end played out: take the end back.
@@ -136,12 +119,12 @@ final class DecoderThread {
             } catch let error as AudioError {
                 fail(item, error)
                 retire(item)
-                current = nil
+                pump.current = nil
                 next = item.index + 1
             } catch {
                 fail(item, AudioError(.invalidState, component: "StreamingPlayer", "\(error)"))
                 retire(item)
-                current = nil
+                pump.current = nil
                 next = item.index + 1
             }
         }
@@ -150,7 +133,7 @@ final class DecoderThread {
     /// After the last item: lets the queue play out and reports the end. True when the loop
     /// should end.
     func finishPlayback() -> Bool {
-        guard let queue, enqueuedFrames > 0 || !crossfade.isEmpty else {
+        guard let queue, enqueuedFrames > 0 || !feeder.crossfade.isEmpty else {
             engine.setState(.stopped(reason: lastError.map { .error($0) } ?? .ended))
             return true
         }
@@ -202,9 +185,9 @@ final class DecoderThread {
     }
 
     func shutdown() {
-        current.map(retire)
-        prefetched.map(retire)
-        queue?.dispose(immediately: true)
+        pump.current.map(retire)
+        pump.prefetched.map(retire)
+        feeder.dispose()
         engine.setState(.stopped(reason: .stopped))
         engine.control.withLock { $0.finished = true }
     }
@@ -221,14 +204,14 @@ final class DecoderThread {
         switch command {
         case .skip:
             resetQueue()
-            current.map(retire)
-            current = nil
-            prefetched.map(retire)
-            prefetched = nil
+            pump.current.map(retire)
+            pump.current = nil
+            pump.prefetched.map(retire)
+            pump.prefetched = nil
             buffering.phase = .starting
             return playing + 1
         case .seek(let seconds):
-            if let item = current, item.index == playing {
+            if let item = pump.current, item.index == playing {
                 do {
                     try seek(item, to: seconds)
                 } catch {
@@ -239,18 +222,18 @@ final class DecoderThread {
             }
             // The item playing is no longer the one being decoded (the next one was prefetched
             // for a gapless join): reopen it and seek once its header is parsed.
-            current.map(retire)
-            prefetched.map(retire)
-            prefetched = nil
+            pump.current.map(retire)
+            pump.prefetched.map(retire)
+            pump.prefetched = nil
             let url = engine.control.withLock { c in playing < c.items.count ? c.items[playing] : nil }
             resetQueue()
             buffering.phase = .starting
-            guard let url, let item = openItem(index: playing, url: url, at: 0) else { current = nil; return playing + 1 }
+            guard let url, let item = openItem(index: playing, url: url, at: 0) else { pump.current = nil; return playing + 1 }
             item.pendingSeek = seconds
-            current = item
+            pump.current = item
             return nil
         case .jumpToLive:
-            guard let item = current, item.isLive else { return nil }
+            guard let item = pump.current, item.isLive else { return nil }
             if let range = item.reader.pendingByteRange { item.reader.drop(before: range.end) }
             item.discontinuityNext = true
             item.converter?.reset()
@@ -276,11 +259,8 @@ final class DecoderThread {
         // The queue keeps running through the reset (its device plays silence until new audio
         // comes): a paused device would keep the stale frames in the play ring, leaving no
         // room for the new ones.
-        playedBeforeReset += min(enqueuedFrames, max(timeline.playedHighWater, queue.playedStreamFrames))
-        queue.reset()
-        enqueuedFrames = 0
+        feeder.reset(played: max(timeline.playedHighWater, queue.playedStreamFrames))
         timeline.reset()
-        clearFade()
         engine.queueEnded.store(false, ordering: .releasing)
     }
 
@@ -327,7 +307,7 @@ final class DecoderThread {
             pendingCommand = command
             throw Interrupted()
         }
-        guard let queue, !speculativeQueue else { return }
+        guard let queue, !feeder.isSpeculative else { return }
         // Pause and resume.
         debug("tick phase \(buffering.phase) started \(queueStarted) paused \(queuePaused)/\(paused) enq \(enqueuedFrames) played \(queue.playedStreamFrames) ring \(queue.bufferedFrames) running \(queue.isRunning) underruns \(queue.underrunCount)")
         if paused && queueStarted && !queuePaused {
@@ -360,7 +340,7 @@ final class DecoderThread {
             debug("output buffer set to \(steady) s")
         }
         // Underrun: the ring ran dry mid-stream. Pause, rebuffer with a larger target.
-        if buffering.underrun(count: queue.underrunCount, paused: queuePaused, inputDone: current?.inputEnded ?? true,
+        if buffering.underrun(count: queue.underrunCount, paused: queuePaused, inputDone: pump.current?.inputEnded ?? true,
                               aheadFrames: enqueuedFrames - played, rate: deviceRate) {
             try? queue.pause()
             queuePaused = true
@@ -368,13 +348,13 @@ final class DecoderThread {
         }
         checkStart()
         // Plenty decoded ahead and playing: the network thread may read in larger, rarer pieces.
-        if let item = current {
+        if let item = pump.current {
             item.reader.setRelaxed(buffering.phase == .playing && !queuePaused && !item.inputEnded && bufferedSeconds() >= 2)
         }
         let now = engine.clock.now()
         if queueStarted && HostTime.seconds(ticks: now - lastHealth) >= 1 {
             lastHealth = now
-            let health = BufferHealth(bufferedSeconds: bufferedSeconds(), bufferedBytes: current?.reader.bufferedBytes ?? 0, underruns: buffering.underruns)
+            let health = BufferHealth(bufferedSeconds: bufferedSeconds(), bufferedBytes: pump.current?.reader.bufferedBytes ?? 0, underruns: buffering.underruns)
             engine.emit(.bufferHealth(health))
         }
         updateStatistics(played: played)

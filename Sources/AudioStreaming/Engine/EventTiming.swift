@@ -95,7 +95,7 @@ extension DecoderThread {
     /// The metadata applies from the audio decoded next: a mark at the current output position
     /// (after the frames still in the decoder and held for a crossfade).
     func markMetadata(_ item: ItemDecoder, _ m: StreamMetadata) {
-        let pending = Int64(item.converter?.bufferedFrameCount ?? 0) + Int64(crossfade.heldFrames)
+        let pending = Int64(item.converter?.bufferedFrameCount ?? 0) + Int64(feeder.crossfade.heldFrames)
         let frame = enqueuedFrames + pending
         let seconds = item.baseSeconds + Double(item.outputFrames + pending) / deviceRate
         timeline.addMetadata(m, index: item.index, seconds: seconds, at: frame, spacing: Int64(0.25 * deviceRate))
@@ -115,7 +115,7 @@ extension DecoderThread {
             case .segment(let index, _):
                 engine.control.withLock { c in
                     c.playingIndex = index
-                    if let item = current, item.index == index {
+                    if let item = pump.current, item.index == index {
                         c.currentInfo = item.info
                     }
                 }
@@ -131,13 +131,13 @@ extension DecoderThread {
     }
 
     func updateStatistics(played: Int64) {
-        let live = [current, prefetched].compactMap { $0?.reader.statistics }
+        let live = [pump.current, pump.prefetched].compactMap { $0?.reader.statistics }
         let buffered = bufferedSeconds()
-        let bytes = current?.reader.bufferedBytes ?? 0
+        let bytes = pump.current?.reader.bufferedBytes ?? 0
         let elapsed = engine.elapsed
         let underruns = buffering.underruns
         let outputUnderruns = queueStarted ? (queue?.underrunCount ?? 0) : 0
-        let playedSeconds = Double(playedBeforeReset + played) / deviceRate
+        let playedSeconds = Double(feeder.playedBeforeReset + played) / deviceRate
         engine.control.withLock { c in
             c.stats.bytesReceived = c.bytesFromClosedReaders + live.reduce(0) { $0 + $1.bytesReceived }
             c.stats.reconnects = c.reconnectsFromClosedReaders + live.reduce(0) { $0 + $1.reconnects }

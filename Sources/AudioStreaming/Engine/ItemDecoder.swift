@@ -29,9 +29,8 @@ final class ItemDecoder {
     var eventCookie: [UInt8]?
     /// Audio byte offset of the next byte to parse.
     var fedOffset: Int64 = 0
-    /// Bytes already parsed, from `retainedStart`, kept for seeks inside them.
-    var retained: [UInt8] = []
-    var retainedStart: Int64 = 0
+    /// Bytes already parsed, kept for seeks inside them.
+    var retained: RetainedBytes
     var pendingMetadata: [StreamMetadata] = []
     var discontinuityNext = false
     /// Device-rate frames taken from the converter since the item began or was seeked.
@@ -67,8 +66,18 @@ final class ItemDecoder {
         self.url = url
         self.reader = reader
         fedOffset = reader.startOffset
-        retainedStart = reader.startOffset
+        retained = RetainedBytes(at: reader.startOffset)
     }
 
     var isLive: Bool { info?.isLive ?? false }
+
+    /// The input starts again at audio byte `offset` after a break (a new connection, a
+    /// rejoined live stream): the parser resynchronises there, nothing is retained before it and
+    /// titles pending from the old input are dropped.
+    func restartInput(at offset: Int64) {
+        discontinuityNext = true
+        fedOffset = offset
+        retained.reset(at: offset)
+        pendingMetadata.removeAll()
+    }
 }

@@ -76,8 +76,245 @@ struct BufferingController {
     }
 }
 
-/// The output feeder: the ``AudioOutputQueue``, its buffer pool, and when playback starts.
+/// Free buffers of an output queue: the queue's thread returns them, the decoder thread takes
+/// them. Generic so that the hand-over is tested with plain objects, without a queue.
+final class BufferPool<Buffer: AnyObject & Sendable>: Sendable {
+    private let buffers = Locked<[Buffer]>([])
+    /// The decoder is waiting for a free buffer: only then does a returned buffer wake it
+    /// (otherwise a steady stream woke it for every buffer the queue handed back).
+    private let waiting = Atomic<Bool>(false)
+
+    /// Hands `buffer` back (any thread); calls `wake` when the taker is waiting for one.
+    func put(_ buffer: Buffer, wake: () -> Void = {}) {
+        buffers.withLock { $0.append(buffer) }
+        if waiting.load(ordering: .sequentiallyConsistent) { wake() }
+    }
+
+    /// Takes a free buffer, calling `wait` while none is free (it returns on a wake-up or a
+    /// timeout, or throws to give up).
+    func take(wait: () throws -> Void) rethrows -> Buffer {
+        while true {
+            if let b = buffers.withLock({ $0.popLast() }) { return b }
+            // Announce the wait, then look again: a buffer returned in between is either seen
+            // here or calls the wake-up.
+            waiting.store(true, ordering: .sequentiallyConsistent)
+            defer { waiting.store(false, ordering: .sequentiallyConsistent) }
+            if let b = buffers.withLock({ $0.popLast() }) { return b }
+            try wait()
+        }
+    }
+
+    /// No buffer is free (all are queued).
+    var isEmpty: Bool { buffers.withLock { $0.isEmpty } }
+    /// Free buffers.
+    var count: Int { buffers.withLock { $0.count } }
+
+    func removeAll() { buffers.withLock { $0.removeAll() } }
+}
+
+/// The output feeder: the ``AudioOutputQueue``, its buffer pool and PCM staging buffer, the
+/// frames enqueued since the last reset, and the crossfade held back before the queue.
+///
+/// Decoder thread only. It decides nothing about when playback starts (``BufferingController``
+/// and the decoder thread do): it opens the queue for a format and moves PCM into it, waiting
+/// for free buffers through the `wait` the decoder thread passes (its tick).
+final class OutputFeeder {
+    /// The output format the queue was opened with (interleaved Float32 at the device rate).
+    struct Plan: Equatable {
+        var sampleRate: Double
+        var channels: Int
+        /// Frames per queue buffer: about 46 ms at the rate, so that the ten buffers hold the
+        /// same time at every rate (2048 frames were 0.46 s at 44.1 kHz, 0.11 s at 192 kHz).
+        var framesPerBuffer: Int
+
+        init(sampleRate: Double, channelsPerFrame: UInt32) {
+            self.sampleRate = sampleRate
+            channels = Int(min(8, max(1, channelsPerFrame)))
+            framesPerBuffer = max(64, Int((sampleRate * 2048 / 44100).rounded(.up)))
+        }
+
+        var format: AudioStreamBasicDescription {
+            .linearPCM(sampleRate: sampleRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
+        }
+
+        /// Whether a queue opened on this plan before the stream's format was known can play
+        /// `format` (with `hasLayout` when the stream names a channel layout the device must take).
+        func fits(_ format: AudioStreamBasicDescription, hasLayout: Bool) -> Bool {
+            format.sampleRate == sampleRate && Plan(sampleRate: format.sampleRate, channelsPerFrame: format.channelsPerFrame).channels == channels
+                && (!hasLayout || channels <= 2)
+        }
+    }
+
+    /// Buffers in the pool.
+    static let bufferCount = 10
+
+    private(set) var queue: AudioOutputQueue?
+    /// A queue opened by ``openSpeculatively(_:)`` before the stream's format was known.
+    private(set) var isSpeculative = false
+    private(set) var plan = Plan(sampleRate: 44100, channelsPerFrame: 2)
+    let pool = BufferPool<AudioQueueBuffer>()
+    private var pcm: AudioPCMBuffer?
+    /// Frames enqueued since the queue was created or last reset.
+    private(set) var enqueuedFrames: Int64 = 0
+    /// Frames the device played before the queue's count was last reset (seek, skip).
+    private(set) var playedBeforeReset: Int64 = 0
+    /// Crossfades between items (set up with the queue, for its channel count).
+    private(set) var crossfade = CrossfadeMixer(channels: 2)
+    /// ``BufferingPolicy/crossfadeSeconds``.
+    let crossfadeSeconds: Double
+
+    init(crossfadeSeconds: Double) {
+        self.crossfadeSeconds = crossfadeSeconds
+    }
+
+    var deviceRate: Double { plan.sampleRate }
+    var channels: Int { plan.channels }
+    var format: AudioStreamBasicDescription { plan.format }
+    /// Frames of a crossfade at the device rate (0: none).
+    var crossfadeFrames: Int { Int(min(30, max(0, crossfadeSeconds)) * deviceRate) }
+
+    /// Opens the queue for `plan`; `returned` is called on the queue's thread when a buffer came
+    /// back and the feeder waits for one; `events` gets the queue's events.
+    func open(_ plan: Plan, layout labels: [AudioChannelLabel]?, output: @escaping AudioOutputDeviceFactory,
+              returned: @escaping @Sendable () -> Void, events: @escaping @Sendable (AudioOutputQueueEvent) -> Void) throws {
+        self.plan = plan
+        let pool = self.pool
+        let q = try AudioOutputQueue(format: plan.format, deviceFormat: AudioDeviceFormat(sampleRate: plan.sampleRate, channels: plan.channels, channelLabels: labels),
+                                     bufferReturn: .whenCopied, output: output) { _, buffer in
+            pool.put(buffer, wake: returned)
+        }
+        for _ in 0..<Self.bufferCount {
+            pool.put(try q.allocateBuffer(byteCapacity: plan.framesPerBuffer * plan.channels * 4))
+        }
+        q.eventHandler = events
+        pcm = try AudioPCMBuffer(format: plan.format, frameCapacity: plan.framesPerBuffer)
+        crossfade = CrossfadeMixer(channels: plan.channels)
+        queue = q
+    }
+
+    /// Marks the open queue as opened before the stream's format was known.
+    func markSpeculative() { isSpeculative = true }
+
+    /// The stream's format is known: true when the speculative queue (if any) stays; otherwise
+    /// it is dropped, to be opened again for `format`.
+    func confirm(_ format: AudioStreamBasicDescription, hasLayout: Bool) -> Bool {
+        guard isSpeculative else { return queue != nil }
+        isSpeculative = false
+        if plan.fits(format, hasLayout: hasLayout) { return true }
+        drop()
+        return false
+    }
+
+    /// Disposes of a queue nothing was enqueued to, and its buffers.
+    func drop() {
+        queue?.dispose(immediately: true)
+        queue = nil
+        pcm = nil
+        pool.removeAll()
+    }
+
+    /// Reads PCM from `converter` into the staging buffer, at most one queue buffer's worth;
+    /// the frames read (0 when it has none).
+    func read(from converter: AudioConverter) -> Int {
+        guard let pcm else { return 0 }
+        return converter.read(into: pcm)
+    }
+
+    /// The staging buffer's first `frames` frames, interleaved.
+    func staged(frames: Int) -> UnsafeBufferPointer<Float> {
+        guard let pcm else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(rebasing: UnsafeRawBufferPointer(pcm.mutableBytes(0)).bindMemory(to: Float.self)[0..<(frames * channels)])
+    }
+
+    /// Fills `buffer` (taken from the pool) with `frames` frames of `bytes` and enqueues it;
+    /// the buffer goes back to the pool when the queue refuses it.
+    private func send(_ buffer: AudioQueueBuffer, _ bytes: UnsafeRawBufferPointer, frames: Int) throws {
+        guard let queue else { pool.put(buffer); return }
+        _ = buffer.fill(bytes)
+        do {
+            try queue.enqueue(buffer)
+        } catch {
+            pool.put(buffer)
+            throw error
+        }
+        enqueuedFrames += Int64(frames)
+    }
+
+    /// Enqueues the first `frames` frames of the staging buffer in a free queue buffer (calling
+    /// `wait` while none is free).
+    func enqueueStaged(frames: Int, wait: () throws -> Void) throws {
+        guard let pcm, queue != nil else { return }
+        let buffer = try pool.take(wait: wait)
+        try send(buffer, UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(pcm.mutableBytes(0))[0..<(frames * channels * 4)]), frames: frames)
+    }
+
+    /// Holds the first `frames` staged frames for the crossfade (mixing in the previous item's
+    /// tail); the frames held beyond the fade's length, to be enqueued.
+    func holdStaged(frames: Int) -> Int {
+        crossfade.add(staged(frames: frames), frames: frames)
+        return crossfade.heldFrames - crossfadeFrames
+    }
+
+    /// Enqueues the oldest `frames` held frames, a queue buffer at a time (so an interruption
+    /// leaves the rest held); `enqueued` is told each buffer's frames.
+    func enqueueHeld(frames: Int, wait: () throws -> Void, enqueued: (Int) -> Void) throws {
+        guard queue != nil else { return }
+        var left = min(frames, crossfade.heldFrames)
+        while left > 0 {
+            let n = min(left, plan.framesPerBuffer)
+            // The buffer first: the wait may look at the crossfade.
+            let buffer = try pool.take(wait: wait)
+            try crossfade.takeOldest(frames: n) { bytes in try send(buffer, bytes, frames: n) }
+            left -= n
+            enqueued(n)
+        }
+    }
+
+    /// An item has ended and another follows: its held frames become the tail the next item
+    /// fades in over.
+    func handOverFadeTail() {
+        guard crossfadeFrames > 0 else { return }
+        crossfade.handOver()
+    }
+
+    /// Makes whatever crossfade state is held ready to play out; the frames held.
+    func prepareFlush() -> Int {
+        crossfade.prepareFlush()
+        return crossfade.heldFrames
+    }
+
+    /// Frames enqueued that the device has not played (`played`: the queue's count).
+    func framesAhead(played: Int64) -> Int64 { max(0, enqueuedFrames - played) }
+
+    /// Drops everything queued and held: the count restarts at 0, after adding what the device
+    /// played (`played`, at most what was enqueued) to ``playedBeforeReset``.
+    func reset(played: Int64) {
+        guard let queue else { return }
+        playedBeforeReset += min(enqueuedFrames, played)
+        queue.reset()
+        enqueuedFrames = 0
+        crossfade.clear()
+    }
+
+    /// Sets the volume and its ramp time (clamped to 0...1 and 0...60 s).
+    func setVolume(_ volume: Float, fade: Float) {
+        guard let queue else { return }
+        try? queue.setParameter(.volumeRampTime, max(0, min(60, fade)))
+        try? queue.setParameter(.volume, max(0, min(1, volume)))
+    }
+
+    func dispose() {
+        queue?.dispose(immediately: true)
+    }
+}
+
+/// Sequencing the output feeder: opening the queue, moving decoded PCM into it, and when
+/// playback starts.
 extension DecoderThread {
+    var queue: AudioOutputQueue? { feeder.queue }
+    var deviceRate: Double { feeder.deviceRate }
+    var enqueuedFrames: Int64 { feeder.enqueuedFrames }
+
     /// Opens the output once the first item's source has answered, so that the device's set-up
     /// (a PulseAudio context, an ALSA PCM) overlaps the wait for the first audio bytes (an
     /// Icecast server sends its burst about 0.2 s after its response head) instead of following
@@ -89,51 +326,27 @@ extension DecoderThread {
         do {
             try ensureQueue(for: .linearPCM(sampleRate: 44100, channels: 2, bitsPerChannel: 32, isFloat: true))
             try queue?.prime(frames: 0)
-            speculativeQueue = true
+            feeder.markSpeculative()
             debug("output opened before the first bytes")
         } catch {
             // Opened again (and its error reported) once the format is known.
             debug("output not opened early: \(error)")
-            dropQueue()
+            feeder.drop()
         }
-    }
-
-    /// Disposes of a queue nothing was enqueued to, and its buffers.
-    func dropQueue() {
-        queue?.dispose(immediately: true)
-        queue = nil
-        pcm = nil
-        pool.buffers.withLock { $0.removeAll() }
     }
 
     func ensureQueue(for format: AudioStreamBasicDescription, layout: AudioChannelLayout? = nil) throws {
-        if speculativeQueue {
-            speculativeQueue = false
-            let labels = layout?.decodedLabels(for: format)
-            // Kept when the stream is what was guessed (and names no layout the device must take).
-            if format.sampleRate == deviceRate && Int(min(8, max(1, format.channelsPerFrame))) == channels && (labels == nil || channels <= 2) { return }
+        let labels = layout?.decodedLabels(for: format)
+        if feeder.isSpeculative {
+            if feeder.confirm(format, hasLayout: labels != nil) { return }
             debug("output reopened for \(format.sampleRate) Hz, \(format.channelsPerFrame) channels")
-            dropQueue()
         }
         guard queue == nil else { return }
-        deviceRate = format.sampleRate
-        channels = Int(min(8, max(1, format.channelsPerFrame)))
-        queueFormat = .linearPCM(sampleRate: deviceRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
-        framesPerBuffer = max(64, Int((deviceRate * 2048 / 44100).rounded(.up)))
-        let pool = self.pool
+        let plan = OutputFeeder.Plan(sampleRate: format.sampleRate, channelsPerFrame: format.channelsPerFrame)
         let wake = engine.wake
-        let labels = format.channelsPerFrame == UInt32(channels) ? layout?.decodedLabels(for: format) : nil
-        let q = try AudioOutputQueue(format: queueFormat, deviceFormat: AudioDeviceFormat(sampleRate: deviceRate, channels: channels, channelLabels: labels),
-                                     bufferReturn: .whenCopied, output: engine.output) { _, buffer in
-            pool.buffers.withLock { $0.append(buffer) }
-            if pool.waiting.load(ordering: .sequentiallyConsistent) { wake.signal() }
-        }
-        for _ in 0..<10 {
-            let b = try q.allocateBuffer(byteCapacity: framesPerBuffer * channels * 4)
-            pool.buffers.withLock { $0.append(b) }
-        }
         let engine = self.engine
-        q.eventHandler = { event in
+        try feeder.open(plan, layout: format.channelsPerFrame == UInt32(plan.channels) ? labels : nil, output: engine.output,
+                        returned: { wake.signal() }) { event in
             switch event {
             case .ended:
                 engine.queueEnded.store(true, ordering: .releasing)
@@ -149,96 +362,54 @@ extension DecoderThread {
                 break
             }
         }
-        pcm = try AudioPCMBuffer(format: queueFormat, frameCapacity: framesPerBuffer)
-        crossfade = CrossfadeMixer(channels: channels)
-        queue = q
         applyVolume()
     }
 
     /// Moves decoded PCM from the converter into queue buffers (blocking while the queue is full).
     func drainConverter(_ item: ItemDecoder, _ converter: AudioConverter) throws {
-        guard let pcm, let queue else { return }
-        if crossfadeFrames > 0 && !item.isLive {
-            try drainWithCrossfade(item, converter, pcm)
-            return
-        }
+        guard queue != nil else { return }
+        let fading = feeder.crossfadeFrames > 0 && !item.isLive
         while true {
-            let n = converter.read(into: pcm)
+            let n = feeder.read(from: converter)
             if n == 0 { break }
             item.bytesWithoutAudio = 0
             item.skipRequestsWithoutAudio = 0
             failures.audioArrived()
-            let buffer = try takeBuffer()
-            buffer.fill(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(pcm.mutableBytes(0))[0..<(n * channels * 4)]))
-            do {
-                try queue.enqueue(buffer)
-            } catch {
-                pool.buffers.withLock { $0.append(buffer) }
-                throw error
+            if fading {
+                // Mixes the previous item's tail into the first frames, holds back the newest
+                // crossfade's worth and enqueues what is older.
+                let excess = feeder.holdStaged(frames: n)
+                if excess > 0 { try enqueueHeld(item, frames: excess) }
+                continue
             }
-            enqueuedFrames += Int64(n)
+            try feeder.enqueueStaged(frames: n) { try waitTick(milliseconds: 20) }
             item.outputFrames += Int64(n)
             checkStart()
-        }
-    }
-
-    /// Crossfade path of ``drainConverter(_:_:)``: mixes the previous item's tail into the first
-    /// frames, holds back the newest ``crossfadeFrames`` and enqueues what is older.
-    func drainWithCrossfade(_ item: ItemDecoder, _ converter: AudioConverter, _ pcm: AudioPCMBuffer) throws {
-        while true {
-            let n = converter.read(into: pcm)
-            if n == 0 { break }
-            item.bytesWithoutAudio = 0
-            item.skipRequestsWithoutAudio = 0
-            failures.audioArrived()
-            crossfade.add(UnsafeRawBufferPointer(pcm.mutableBytes(0)).bindMemory(to: Float.self), frames: n)
-            let excess = crossfade.heldFrames - crossfadeFrames
-            if excess > 0 { try enqueueHeld(item, frames: excess) }
         }
     }
 
     /// Enqueues the oldest `frames` held frames (a queue buffer at a time, so an interruption
     /// leaves the rest held).
     func enqueueHeld(_ item: ItemDecoder?, frames: Int) throws {
-        guard let queue else { return }
-        var left = frames
-        while left > 0 {
-            let n = min(left, framesPerBuffer)
-            let buffer = try takeBuffer()
-            try crossfade.takeOldest(frames: n) { bytes in
-                _ = buffer.fill(bytes)
-                do {
-                    try queue.enqueue(buffer)
-                } catch {
-                    pool.buffers.withLock { $0.append(buffer) }
-                    throw error
-                }
-            }
-            enqueuedFrames += Int64(n)
+        guard queue != nil else { return }
+        try feeder.enqueueHeld(frames: frames, wait: { try waitTick(milliseconds: 20) }) { n in
             item?.outputFrames += Int64(n)
-            left -= n
             checkStart()
         }
     }
 
-    /// Takes a free queue buffer, ticking while none is free.
-    func takeBuffer() throws -> AudioQueueBuffer {
-        while true {
-            if let b = pool.buffers.withLock({ $0.popLast() }) { return b }
-            // Announce the wait, then look again: a buffer returned in between is either seen
-            // here or signals the wake-up.
-            pool.waiting.store(true, ordering: .sequentiallyConsistent)
-            defer { pool.waiting.store(false, ordering: .sequentiallyConsistent) }
-            if let b = pool.buffers.withLock({ $0.popLast() }) { return b }
-            try waitTick(milliseconds: 20)
-        }
+    /// Plays out whatever crossfade state is held (the end of the queue, or a next item that
+    /// could not be opened).
+    func flushFade() throws {
+        let held = feeder.prepareFlush()
+        guard held > 0 else { return }
+        try enqueueHeld(pump.current, frames: held)
     }
 
     /// Decoded seconds waiting, plus an estimate for the undecoded bytes.
     func bufferedSeconds() -> Double {
-        let played = queue?.playedStreamFrames ?? 0
-        var seconds = Double(max(0, enqueuedFrames - played)) / deviceRate
-        if let item = current, let parser = item.parser, parser.bitRate > 0 {
+        var seconds = Double(feeder.framesAhead(played: queue?.playedStreamFrames ?? 0)) / deviceRate
+        if let item = pump.current, let parser = item.parser, parser.bitRate > 0 {
             seconds += Double(item.reader.bufferedBytes) * 8 / Double(parser.bitRate)
         }
         return seconds
@@ -248,11 +419,11 @@ extension DecoderThread {
     func checkStart() {
         guard let queue, buffering.isBuffering else { return }
         let buffered = bufferedSeconds()
-        let decoded = Double(max(0, enqueuedFrames - queue.playedStreamFrames)) / deviceRate
+        let decoded = Double(feeder.framesAhead(played: queue.playedStreamFrames)) / deviceRate
         // The play ring holds about 2 s: never wait for more decoded audio than fits.
-        let inputDone = (current?.inputEnded ?? true) || (current?.reader.isFinished ?? true)
+        let inputDone = (pump.current?.inputEnded ?? true) || (pump.current?.reader.isFinished ?? true)
         // Every queue buffer is in use: nothing more can be buffered before playback starts.
-        let full = pool.buffers.withLock { $0.isEmpty } && decoded > 0
+        let full = feeder.pool.isEmpty && decoded > 0
         // `buffered` (bytes included) only drives the progress shown while buffering.
         if buffering.readyToStart(decoded: decoded, full: full, inputDone: inputDone) {
             if engine.control.withLock({ $0.paused }) {
@@ -275,7 +446,7 @@ extension DecoderThread {
         } catch {
             debug("queue start failed: \(error)")
             lastError = error
-            engine.emit(.error(index: current?.index ?? 0, error))
+            engine.emit(.error(index: pump.current?.index ?? 0, error))
             engine.requestStop()
             return false
         }
@@ -287,9 +458,7 @@ extension DecoderThread {
     }
 
     func applyVolume() {
-        guard let queue else { return }
         let (volume, fade) = engine.control.withLock { ($0.volume, $0.fade) }
-        try? queue.setParameter(.volumeRampTime, max(0, min(60, fade)))
-        try? queue.setParameter(.volume, max(0, min(1, volume)))
+        feeder.setVolume(volume, fade: fade)
     }
 }

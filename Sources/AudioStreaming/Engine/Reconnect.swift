@@ -109,19 +109,11 @@ extension DecoderThread {
     func rejoin(_ item: ItemDecoder) throws {
         item.liveRejoins += 1
         debug("live stream \(item.url) ended: rejoining (\(item.liveRejoins))")
-        if let converter = item.converter {
-            try drainConverter(item, converter)
-            converter.reset()
-            converter.limitRemainingFrames(nil)
-        }
+        try restartDecoder(item)
         retire(item)
         let source = try makeSource(for: item.url)
         item.reader = SourceReader(url: item.url, source: source, at: 0, maximumBytes: policy.maximumBufferedBytes, timeshiftBytes: policy.timeshiftBytes, data: engine.wake)
-        item.discontinuityNext = true
-        item.fedOffset = 0
-        item.retained.removeAll()
-        item.retainedStart = 0
-        item.pendingMetadata.removeAll()
+        item.restartInput(at: 0)
         engine.control.withLock { $0.reconnectsFromClosedReaders += 1 }
         engine.emit(.reconnected(index: item.index, continuous: false))
     }

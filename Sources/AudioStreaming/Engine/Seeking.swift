@@ -48,12 +48,10 @@ extension DecoderThread {
         let discard = max(0, withPriming - startFrame)
         // Where do the bytes come from?
         var newRequest = false
-        let retainedEnd = item.retainedStart + Int64(item.retained.count)
         var replay: [UInt8] = []
         // A seek while a chunk is being parsed: its unparsed rest is still ours.
-        let unfed = item.unfed.flatMap { $0.offset == retainedEnd ? $0.bytes : nil } ?? []
-        if result.byteOffset >= item.retainedStart && result.byteOffset < retainedEnd + Int64(unfed.count) {
-            replay = Array((item.retained + unfed)[Int(result.byteOffset - item.retainedStart)...])
+        if let bytes = item.retained.replay(from: result.byteOffset, unfed: item.unfed) {
+            replay = bytes
         } else if let range = item.reader.pendingByteRange, result.byteOffset >= range.start, result.byteOffset < range.end,
                   result.byteOffset >= item.fedOffset {
             item.reader.drop(before: result.byteOffset)
@@ -67,8 +65,7 @@ extension DecoderThread {
             let source = try makeSource(for: item.url)
             item.reader = SourceReader(url: item.url, source: source, at: result.byteOffset, maximumBytes: policy.maximumBufferedBytes, data: engine.wake)
             item.fedOffset = result.byteOffset
-            item.retained.removeAll()
-            item.retainedStart = result.byteOffset
+            item.retained.reset(at: result.byteOffset)
             newRequest = true
         }
         // The reader's end was already taken: replayed bytes are followed by it again.
@@ -90,8 +87,7 @@ extension DecoderThread {
             // Parse the retained bytes again: they go back to the front of the network
             // thread's buffer, which continues after them.
             item.fedOffset = result.byteOffset
-            item.retained.removeAll()
-            item.retainedStart = result.byteOffset
+            item.retained.reset(at: result.byteOffset)
             if endTaken { item.reader.pushBack(.end) }
             item.reader.pushBack(.bytes(replay, offset: result.byteOffset))
         }
@@ -112,8 +108,7 @@ extension DecoderThread {
         item.hlsSeekTarget = target
         item.hlsDiscardSeconds = nil
         item.fedOffset = 0
-        item.retained.removeAll()
-        item.retainedStart = 0
+        item.retained.reset(at: 0)
         item.inputEnded = false
         item.drained = false
         item.finishMarked = false
