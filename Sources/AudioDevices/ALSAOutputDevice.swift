@@ -155,6 +155,8 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     // MARK: Device thread
 
     private func run(_ render: AudioRenderCallback) {
+        // A render thread: real-time where the system allows it (ThreadPriority).
+        ThreadPriority.makeCurrentThreadRealTime()
         events.post(.started)
         let period = framesPerRender
         let channels = format.channels
