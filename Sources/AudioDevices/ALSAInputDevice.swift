@@ -98,6 +98,8 @@ public final class ALSAInputDevice: AudioInputDevice {
     // MARK: Device thread
 
     private func run(_ capture: AudioCaptureCallback) {
+        // A capture thread: real-time where the system allows it (ThreadPriority).
+        ThreadPriority.makeCurrentThreadRealTime()
         let handle = self.pcm
         guard let pcm = handle.pcm else { return }
         events.post(.started)

@@ -155,6 +155,10 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     // MARK: Device thread
 
     private func run(_ render: AudioRenderCallback) {
+        // A render thread: real-time where the system allows it (ThreadPriority). Not for a
+        // `file` or `null` PCM, which is not paced: its thread renders as fast as it can and,
+        // real-time, would take a core from everything else.
+        if isRealTime { ThreadPriority.makeCurrentThreadRealTime() }
         events.post(.started)
         let period = framesPerRender
         let channels = format.channels

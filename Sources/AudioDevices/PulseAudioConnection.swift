@@ -127,6 +127,9 @@ final class PulseConnection: @unchecked Sendable {
             mainloop = nil
             throw AudioError(.deviceUnavailable, component: component, "cannot start the main loop")
         }
+        // The main-loop thread runs the stream's write/read callbacks, the device's render: it
+        // runs real-time where the system allows it (ThreadPriority), like the server's threads.
+        pa_threaded_mainloop_once_unlocked(ml, { _, _ in ThreadPriority.makeCurrentThreadRealTime() }, nil)
         lock()
         let failure = connectContext()
         unlock()

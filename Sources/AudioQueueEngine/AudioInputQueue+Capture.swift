@@ -32,6 +32,8 @@ extension AudioInputQueue {
     }
 
     func runFeeder() {
+        // The capture feeder drains the device ring: above ordinary work where allowed.
+        ThreadPriority.raiseCurrentThread()
         let channels = deviceFormat.channels
         let chunkFrames = max(256, Int(deviceFormat.sampleRate / 50))
         var scratch = [Float](repeating: 0, count: chunkFrames * channels)

@@ -133,6 +133,8 @@ extension AudioOutputQueue {
     /// The queue's own thread: decodes enqueued buffers into the ring, returns them through the
     /// callback, watches the device, and ends the stream.
     func feederLoop() {
+        // The feeder keeps the device ring filled: above ordinary work where allowed.
+        ThreadPriority.raiseCurrentThread()
         var converter: AudioConverter? = makeConverterReporting()
         let scratch = try! AudioPCMBuffer(format: .linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true), frameCapacity: 4096)
         var generation = control.withLock { $0.generation }

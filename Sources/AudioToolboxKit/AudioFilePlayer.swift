@@ -308,6 +308,8 @@ public final class AudioFilePlayer: @unchecked Sendable {
     }
 
     private func feed() {
+        // The feeder keeps the queue filled: above ordinary work where allowed (ThreadPriority).
+        ThreadPriority.raiseCurrentThread()
         var index = 0
         var reader: ExtendedAudioFile?
         // True once everything is enqueued and the queue was told to end after it.

@@ -161,6 +161,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         let chunk = max(64, min(chunkFrames, ring.capacity / ch / 2))
         let box = UncheckedSendable(pull)
         let body: @Sendable () -> Void = { [self] in
+            // The feeder keeps the ring filled: above ordinary work where allowed (ThreadPriority).
+            ThreadPriority.raiseCurrentThread()
             var buffer = [Float](repeating: 0, count: chunk * ch)
             defer { feederRunning.store(false, ordering: .releasing) }
             while !cancelled.load(ordering: .relaxed) {

@@ -88,6 +88,34 @@ import Testing
         #expect(!ALSAOutputDevice.listDevices().isEmpty)
     }
 
+    /// The channel map path (`snd_pcm_set_chmap`), on the one PCM here that has a map: ALSA's
+    /// `null` plugin with a `chmap` list (the `pulse` plugin and `file`/`plug` PCMs over a plain
+    /// slave offer none; a `hw` PCM needs a card). The `null` PCM has no settable map, so ALSA
+    /// accepts a map equal to the one it has for the channel count and refuses any other:
+    /// labels that reach it in the right ALSA positions and layout are taken, the same labels in
+    /// another order are refused, and a PCM without a map takes none.
+    @Test func channelLabelsBecomeTheALSAChannelMap() throws {
+        let config = "pcm.oatchmap { type null chmap [ \"FL,FR,FC,LFE,RL,RR\" \"FL,FR\" \"MONO\" ] }\n"
+        func open(_ labels: [AudioChannelLabel]?, channels: Int, device: String = "oatchmap") throws -> ALSAOutputDevice {
+            try ALSAOutputDevice(device: device, format: AudioDeviceFormat(sampleRate: 48000, channels: channels, channelLabels: labels),
+                                 periodFrames: 480, configText: config)
+        }
+        let fivePointOne: [AudioChannelLabel] = [.left, .right, .center, .lfeScreen, .leftSurround, .rightSurround]
+        #expect(try open(fivePointOne, channels: 6).hasChannelMap)
+        #expect(try open([.left, .right], channels: 2).hasChannelMap)
+        #expect(try open([.mono], channels: 1).hasChannelMap)
+        // Rear labels map to ALSA's RL/RR too.
+        #expect(try open([.left, .right, .center, .lfeScreen, .rearSurroundLeft, .rearSurroundRight], channels: 6).hasChannelMap)
+        // Another order (SMPTE/WAV 5.1 moved to L R Ls Rs C LFE) is not the PCM's map: refused.
+        #expect(try !open([.left, .right, .leftSurround, .rightSurround, .center, .lfeScreen], channels: 6).hasChannelMap)
+        #expect(try !open([.right, .left], channels: 2).hasChannelMap)
+        // A label ALSA has no position for: no map is set.
+        #expect(try !open([.left, .unused], channels: 2).hasChannelMap)
+        // No labels, or a PCM without a map: none.
+        #expect(try !open(nil, channels: 2).hasChannelMap)
+        #expect(try !open([.left, .right], channels: 2, device: "null").hasChannelMap)
+    }
+
     @Test(.requires(TestResource.first(TestResource.pulseAudioMissing, TestResource.alsaPulsePluginMissing)))
     func pulsePluginPlaysThroughThePrivateDaemon() throws {
         let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)

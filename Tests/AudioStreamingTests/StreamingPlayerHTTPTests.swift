@@ -3,6 +3,7 @@ import Glibc
 #endif
 import AudioCore
 import AudioDevices
+import AudioFiles
 import AudioQueueEngine
 import AudioStreaming
 import AudioTestSupport
@@ -183,21 +184,45 @@ import Testing
     }
 }
 
-/// A chained Ogg Opus stream (two ffmpeg-encoded files back to back, the second logical stream
-/// starting mid-way), on demand and live: each link's pre-skip (decoder priming) is trimmed, so
-/// the second link's audio is exactly what ffmpeg gives decoding it on its own, from its first
-/// frame (before the fix, its 312 frames of priming played at the join).
+/// How the chained stream reaches the player.
+enum ChainFeed: String, Sendable, CaseIterable, CustomTestStringConvertible {
+    /// A local file: one 32 KiB read holds both links, so one parse call sees the second link
+    /// begin (and end) before the first link's decoder is made.
+    case wholeFile
+    /// HTTP on demand, throttled to 1 000-byte writes: each link's pages arrive in small pieces.
+    case httpPieces
+    /// HTTP with no length and no ranges (live), throttled the same way.
+    case livePieces
+    /// HTTP live, as fast as loopback goes.
+    case live
+    var testDescription: String { rawValue }
+}
+
+/// A chained Ogg Opus stream (two ffmpeg-encoded files with the same encoder setup back to back,
+/// the second logical stream starting mid-way), fed whole and in pieces, on demand and live:
+/// each link's pre-skip (decoder priming) is trimmed, so the second link's audio is exactly what
+/// ffmpeg gives decoding it on its own, from its first frame (before that fix, its 312 frames of
+/// priming played at the join), and the count played is the same however the bytes came.
+///
+/// Before the fix of the whole-file case, the first link's decoder took the packet table the
+/// parser held after the call, the second link's (its setup being equal, it was not seen as
+/// another link's): the first link was cut to the second link's valid-frame count.
 @Suite struct StreamingPlayerChainedOpusTests {
-    @Test(arguments: [false, true])
-    func eachLinksPreSkipIsTrimmed(live: Bool) async throws {
+    @Test(arguments: ChainFeed.allCases)
+    func eachLinksPreSkipIsTrimmed(feed: ChainFeed) async throws {
+        let live = feed == .live || feed == .livePieces
         let dir = try ScratchDirectory("splayer-chain-opus")
         defer { dir.remove() }
         let a = dir.path + "/a.ogg", b = dir.path + "/b.ogg"
-        try #require(makeFixture(a, rate: 48000, channels: 2, seconds: 1, codec: ["-c:a", "libopus", "-b:a", "96k"]))
-        try #require(makeFixture(b, rate: 48000, channels: 2, seconds: 1.5, codec: ["-c:a", "libopus", "-b:a", "96k"]))
+        // Links of different lengths and end paddings (48 000 + 648 and 36 000 + 168 frames), so
+        // one link's packet table given to the other shows.
+        try #require(makeFixture(a, rate: 48000, channels: 2, seconds: 1, codec: ["-c:a", "libopus", "-b:a", "48k"]))
+        try #require(makeFixture(b, rate: 48000, channels: 2, seconds: 0.75, codec: ["-c:a", "libopus", "-b:a", "48k"]))
         let first = try #require(decodeWithFFmpeg(a))
         let second = try #require(decodeWithFFmpeg(b))
         let chained = try #require(Corpus.read(a)) + (try #require(Corpus.read(b)))
+        // The whole chain in one read of the file source (32 KiB).
+        try #require(chained.count < 32 << 10, "the chain is \(chained.count) bytes")
         let server = try TestHTTPServer()
         defer { server.stop() }
         var route = TestHTTPServer.Route(body: .bytes(chained), contentType: "audio/ogg")
@@ -205,14 +230,17 @@ import Testing
             route.acceptsRanges = false
             route.sendsContentLength = false
         }
+        if feed == .httpPieces || feed == .livePieces { route.throttleBytesPerSecond = 20_000 }
         server.route("/chain.opus", route)
+        let chainFile = dir.path + "/chain.opus"
+        #expect(writeFile(chainFile, chained))
         let out = dir.path + "/out.wav"
         let log = StreamingEventLog()
         var policy = BufferingPolicy()
         policy.rejoinsLiveStreamAtEnd = false
         let player = StreamingPlayer(policy: policy, output: wavOutput(out), onEvent: log.handler)
         let task = log.attach(player)
-        await player.play(server.url("/chain.opus"))
+        await player.play(feed == .wholeFile ? chainFile : server.url("/chain.opus"))
         #expect(await log.waitFor(20, isStopped))
         await player.stop()
         task.cancel()
@@ -231,15 +259,22 @@ import Testing
         }
         let start = (firstFrames..<(firstFrames + 960)).max { match(at: $0) < match(at: $1) } ?? firstFrames
         let joinSNR = match(at: start)
-        print("chained Opus (live \(live)): played \(frames) frames, ffmpeg per link \(firstFrames) + \(secondFrames) = \(expected); "
+        print("chained Opus (\(feed)): played \(frames) frames, ffmpeg per link \(firstFrames) + \(secondFrames) = \(expected); "
               + "second link at frame \(start) (SNR \(joinSNR) dB)")
         // Each link's pre-skip is trimmed: the second link's first frame is its first real
         // frame (SNR from there), and nothing of its priming plays (no frames before it).
         #expect(joinSNR > 30, "the second link does not match ffmpeg's decode (SNR \(joinSNR) dB at \(start))")
-        // A link's end padding (its last packet's frames past the last granule, 648 here) is not
-        // trimmed (the player learns the link's end only after its packets were played out):
-        // the first link's plays before the second link, the last link's at the end.
-        #expect(start - firstFrames < 960, "second link at \(start), the first link has \(firstFrames) frames")
-        #expect(frames - (start + secondFrames) >= 0 && frames - (start + secondFrames) < 960, "played \(frames), the second link ends at \(start + secondFrames)")
+        // A link's end padding (its last packet's frames past the last granule) is not trimmed
+        // (the player learns the link's end only after its packets were decoded): the first
+        // link's plays before the second link, the last link's at the end. Each link's padding
+        // is what ffmpeg's Ogg muxer leaves: its last 20 ms packet less the frames its last
+        // granule keeps, known from the files.
+        let tableA = try #require(try AudioFile(path: a).packetTableInfo), tableB = try #require(try AudioFile(path: b).packetTableInfo)
+        #expect(tableA.numberValidFrames == Int64(firstFrames) && tableB.numberValidFrames == Int64(secondFrames))
+        let padA = Int(tableA.remainderFrames), padB = Int(tableB.remainderFrames)
+        #expect(padA > 0 && padA < 960 && padB > 0 && padB < 960, "paddings \(padA), \(padB)")
+        #expect(start == firstFrames + padA, "second link at \(start), the first link has \(firstFrames) frames and \(padA) of padding")
+        #expect(frames == firstFrames + padA + secondFrames + padB,
+                "played \(frames) frames, expected \(firstFrames) + \(padA) + \(secondFrames) + \(padB)")
     }
 }

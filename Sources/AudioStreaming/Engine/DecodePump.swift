@@ -327,9 +327,16 @@ extension DecoderThread {
 
     func handle(_ item: ItemDecoder, _ events: [ParsedEvent]) throws {
         guard let parser = item.parser else { return }
-        for parsed in events {
+        // The last report of a format or cookie in this call: in a chained Ogg stream, a link
+        // after the one an earlier event belongs to (even with the same setup, which is reported
+        // as a cookie all the same).
+        let lastSetupEvent = events.lastIndex {
+            $0.event == .propertyChanged(.dataFormat) || $0.event == .propertyChanged(.magicCookieData)
+        }
+        for (index, parsed) in events.enumerated() {
             item.eventFormat = parsed.format
             item.eventCookie = parsed.cookie
+            item.laterLinkInCall = lastSetupEvent.map { $0 > index } ?? false
             switch parsed.event {
             case .propertyChanged(.readyToProducePackets):
                 try prepareDecoder(item, parser)
@@ -400,8 +407,12 @@ extension DecoderThread {
         let converter = try AudioConverter(from: format, to: feeder.format, magicCookie: cookie)
         item.sourceCookie = cookie
         // A live stream's header (a looping file's LAME tag) says nothing about where it ends.
-        // Nor does the packet table of a later link of a chained stream parsed in the same call.
+        // Nor does the packet table of a later link of a chained stream parsed in the same call:
+        // one with another setup, or (Ogg reports each link's table at its end, and the parser
+        // keeps the newest) any link that began after this event, whatever its setup. Such a
+        // link's decoder then trims its own priming only, as when its bytes come in pieces.
         let movedOn = item.eventFormat != nil && (parser.dataFormat != format || parser.magicCookie != cookie)
+            || (parser.fileFormat == .ogg && item.laterLinkInCall)
         if let info = parser.packetTableInfo, !item.isLive, !movedOn {
             converter.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(clamping: max(0, Int64(info.primingFrames))),
                                                           trailingFrames: UInt32(clamping: max(0, Int64(info.remainderFrames))))

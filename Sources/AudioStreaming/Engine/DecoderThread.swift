@@ -61,6 +61,8 @@ final class DecoderThread {
 
     func run() {
         defer { shutdown() }
+        // The decoder feeds the queue and reports timed events: above ordinary work where allowed.
+        ThreadPriority.raiseCurrentThread()
         while true {
             if engine.control.withLock({ $0.stopRequested }) { break }
             if pump.current == nil {

@@ -27,6 +27,9 @@ final class ItemDecoder {
     /// The data format and cookie as of the parser event being handled.
     var eventFormat: AudioStreamBasicDescription?
     var eventCookie: [UInt8]?
+    /// A later link of a chained stream (another format or cookie report) follows the event
+    /// being handled in the same parse call: the parser's packet table may be that link's.
+    var laterLinkInCall = false
     /// Audio byte offset of the next byte to parse.
     var fedOffset: Int64 = 0
     /// Bytes already parsed, kept for seeks inside them.
