@@ -124,6 +124,9 @@ let package = Package(
         .testTarget(name: "AudioUnitsTests", dependencies: ["AudioUnits", "AudioDevices", "OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "OpenAVFAudioTests", dependencies: ["OpenAVFAudio", "AudioTestSupport"], swiftSettings: strict),
+        // Generated from docs/api-avfaudio-signatures.tsv by Scripts/gen-avf-signature-tests.py: Apple's AVFAudio
+        // declarations, checked by the compiler in Swift 5 mode as ported code builds (no Sendable inference on method references).
+        .testTarget(name: "AVFAudioSignatureTests", dependencies: ["OpenAVFAudio"], swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "PortingSuiteTests", dependencies: ["AudioTestSupport"], swiftSettings: strict),
     ] + portingPrograms.map { program in
         .executableTarget(name: program.name, dependencies: ["OpenAudioToolbox"], path: "PortingSuite/\(program.directory)",

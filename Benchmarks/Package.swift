@@ -21,6 +21,7 @@ let package = Package(
                 .product(name: "AudioCore", package: "OpenAudioToolbox"),
                 .product(name: "AudioDevices", package: "OpenAudioToolbox"),
                 .product(name: "AudioQueueEngine", package: "OpenAudioToolbox"),
+                .product(name: "OpenAVFAudio", package: "OpenAudioToolbox"),
             ],
             swiftSettings: strict
         ),

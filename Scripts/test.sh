@@ -13,6 +13,7 @@ if [ ! -d ../shared/corpus ] && [ -z "${OAT_CORPUS:-}" ]; then
 fi
 # The generated signature checks and coverage page must come from the committed tables.
 python3 Scripts/gen-signature-tests.py --check
+python3 Scripts/gen-avf-signature-tests.py --check
 python3 Scripts/gen-api-coverage.py --check
 swift build --build-tests -Xswiftc -warnings-as-errors
 # Everything but the real-time playback tests, in parallel; then the tests that play through

@@ -50,12 +50,12 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
 
     static let defaultFormat = AVAudioFormat(standardFormatWithSampleRate: 48000, channels: 2)!
 
-    private let lock = NSRecursiveLock()
+    let lock = NSRecursiveLock()
     private var attached: [AVAudioNode] = []
-    private var connections: [Connection] = []
+    var connections: [Connection] = []
     private var mixer: AVAudioMixerNode?
     private var graph: AudioGraph?
-    private var dirty = true
+    var dirty = true
     private var running = false
     private var manualMode: AVAudioEngineManualRenderingMode?
     private var manualFormat: AVAudioFormat?
@@ -171,6 +171,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         if let c = connections.first(where: { $0.source === node && $0.sourceBus == bus }), let f = c.format { return f }
         if node === outputNode { return outputFormat }
+        if let f = (node as? AVAudioSourceNode)?.blockFormat { return f }
         if node === mixer { return AVAudioFormat(standardFormatWithSampleRate: outputFormat.sampleRate, channels: outputFormat.channelCount)! }
         return AVAudioFormat(standardFormatWithSampleRate: outputFormat.sampleRate, channels: 2)!
     }
@@ -219,38 +220,108 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         let maxFrames = Int(max(1024, min(4096, manualMaximum == 0 ? 1024 : manualMaximum)))
         let g = try wrap { () throws(AudioError) in try AudioGraph(sampleRate: rate, channels: Int(outputFormat.channelCount), maxFramesPerSlice: maxFrames) }
         outputNode.unit = g.output
+        var sinks: [AudioUnits.AUNode] = []
         for node in attached where node !== outputNode {
             for (_, tap) in node.taps { tap.stop() }
             (node as? AVAudioPlayerNode)?.ringFrames = manualMode != nil ? Int(rate) : nil
+            (node as? AVAudioMixerNode)?.inputBusCount = (highestInputBus(of: node) ?? 0) + 1
             let out = channels(of: node)
             let unit = node.makeUnit(rate: rate, inputChannels: out, outputChannels: out)
             try wrap { () throws(AudioError) in try g.add(unit) }
+            // A chain that runs at another rate (a source node in its own format, and the
+            // effects after it up to a mixer) is prepared for that rate.
+            let domain = domainRate(of: node)
+            if domain != rate { try wrap { () throws(AudioError) in try unit.prepare(sampleRate: domain, maxFrames: maxFrames) } }
             node.unit = unit
+            if node is AVAudioSinkNode { sinks.append(unit) }
         }
+        // With sink nodes, a join before the output pulls them every slice.
+        var root: AudioUnits.AUNode = g.output
+        if !sinks.isEmpty {
+            let join = SinkJoinUnit(channels: Int(outputFormat.channelCount), sinks: sinks.count)
+            try wrap { () throws(AudioError) in
+                try g.add(join)
+                try g.connect(join, to: g.output)
+                for (i, s) in sinks.enumerated() { try g.connect(s, to: join, input: i + 1) }
+            }
+            root = join
+        }
+        // Connections grouped by source bus: a bus feeding several inputs goes through a splitter.
+        var groups: [[Connection]] = []
         for c in connections {
-            guard let su = c.source.unit, let du = c.destination.unit else { continue }
+            if let i = groups.firstIndex(where: { $0[0].source === c.source && $0[0].sourceBus == c.sourceBus }) { groups[i].append(c) } else { groups.append([c]) }
+        }
+        for group in groups {
+            let first = group[0]
+            guard let su = first.source.unit else { continue }
             var from: AudioUnits.AUNode = su
-            let fromChannels = su.outputChannels.indices.contains(c.sourceBus) ? su.outputChannels[c.sourceBus] : 2
-            if let tap = c.source.taps[c.sourceBus] {
+            var fromBus = first.sourceBus
+            let fromChannels = su.outputChannels.indices.contains(first.sourceBus) ? su.outputChannels[first.sourceBus] : 2
+            if let tap = first.source.taps[first.sourceBus] {
                 let t = AUTapNode(channels: fromChannels, capacityFrames: Int(rate) * 2)
-                try wrap { () throws(AudioError) in try g.add(t); try g.connect(from, output: c.sourceBus, to: t) }
+                try wrap { () throws(AudioError) in try g.add(t); try g.connect(from, output: fromBus, to: t) }
                 tap.node = t
                 from = t
+                fromBus = 0
             }
-            let toChannels = du.inputChannels.indices.contains(c.destinationBus) ? du.inputChannels[c.destinationBus] : fromChannels
-            if fromChannels != toChannels {
-                let converter = AUFormatConverterNode(inputChannels: fromChannels, outputChannels: toChannels)
-                try wrap { () throws(AudioError) in try g.add(converter); try g.connect(from, output: from === su ? c.sourceBus : 0, to: converter) }
-                from = converter
+            if group.count > 1 {
+                let splitter = AUSplitterNode(channels: fromChannels, outputs: group.count)
+                try wrap { () throws(AudioError) in try g.add(splitter); try g.connect(from, output: fromBus, to: splitter) }
+                if domainRate(of: first.source) != rate {
+                    try wrap { () throws(AudioError) in try splitter.prepare(sampleRate: domainRate(of: first.source), maxFrames: maxFrames) }
+                }
+                from = splitter
             }
-            let bus = from === su ? c.sourceBus : 0
-            try wrap { () throws(AudioError) in try g.connect(from, output: bus, to: du, input: c.destinationBus) }
+            for (i, c) in group.enumerated() {
+                guard let target = c.destination.unit else { continue }
+                let du = target === g.output ? root : target
+                var node = from
+                var bus = group.count > 1 ? i : fromBus
+                // Another rate on the way into a mixer (or the output): resampled here.
+                let (srcRate, dstRate) = (domainRate(of: c.source), domainRate(of: c.destination))
+                if srcRate != dstRate {
+                    let resampler = AUVarispeedNode(channels: fromChannels, rate: Float(srcRate / dstRate), name: "rate converter")
+                    try wrap { () throws(AudioError) in try g.add(resampler); try g.connect(node, output: bus, to: resampler) }
+                    node = resampler
+                    bus = 0
+                }
+                let toChannels = du.inputChannels.indices.contains(c.destinationBus) ? du.inputChannels[c.destinationBus] : fromChannels
+                if fromChannels != toChannels {
+                    let converter = AUFormatConverterNode(inputChannels: fromChannels, outputChannels: toChannels)
+                    try wrap { () throws(AudioError) in try g.add(converter); try g.connect(node, output: bus, to: converter) }
+                    if dstRate != rate { try wrap { () throws(AudioError) in try converter.prepare(sampleRate: dstRate, maxFrames: maxFrames) } }
+                    node = converter
+                    bus = 0
+                }
+                try wrap { () throws(AudioError) in try g.connect(node, output: bus, to: du, input: c.destinationBus) }
+            }
         }
         try wrap { () throws(AudioError) in try g.commit() }
         graph = g
         for node in attached { node.unitDidLoad() }
         applyMixing()
         dirty = false
+    }
+
+    /// The highest input bus of `node` something is connected to (nil: none).
+    func highestInputBus(of node: AVAudioNode) -> Int? {
+        lock.lock(); defer { lock.unlock() }
+        return connections.filter { $0.destination === node }.map(\.destinationBus).max()
+    }
+
+    /// The sample rate `node` renders at: the engine's for mixers, the output and players (they
+    /// convert what they play); a source node's own format's (or its output connection's); for
+    /// other nodes, the rate of what feeds their input 0.
+    func domainRate(of node: AVAudioNode, depth: Int = 0) -> Double {
+        let rate = renderRate
+        if node === outputNode || node is AVAudioMixerNode || node is AVAudioPlayerNode || depth > 64 { return rate }
+        if let source = node as? AVAudioSourceNode {
+            if let f = source.blockFormat { return f.sampleRate }
+            if let f = connections.first(where: { $0.source === node })?.format { return f.sampleRate }
+            return rate
+        }
+        guard let c = connections.first(where: { $0.destination === node && $0.destinationBus == 0 }) else { return rate }
+        return domainRate(of: c.source, depth: depth + 1)
     }
 
     /// Pushes each source's volume and pan to the mixer input it feeds.
@@ -272,7 +343,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         }
     }
 
-    private func rebuildIfRunning() {
+    func rebuildIfRunning() {
         lock.lock(); defer { lock.unlock() }
         guard running, dirty else { return }
         stopDevice()

@@ -176,13 +176,19 @@ public protocol AVAudioMixing: AnyObject {
 }
 
 /// A mixer (Apple's `AVAudioMixerNode`): any number of inputs (each with its source's volume
-/// and pan), one output with ``outputVolume``.
+/// and pan), at any sample rate (an input at another rate than the engine's is resampled on the
+/// way in), one output with ``outputVolume``.
 open class AVAudioMixerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
-    /// Input buses a mixer has room for.
-    static let busCount = 16
+    /// Input buses the render node is built with: one past the highest bus connected (set by
+    /// the engine before it builds the graph).
+    var inputBusCount = 1
 
     /// Creates a mixer to attach to an engine.
-    public init() { super.init(inputs: AVAudioMixerNode.busCount, outputs: 1) }
+    public init() { super.init(inputs: 1, outputs: 1) }
+
+    /// Input buses: one past the highest connected (at least 1); a mixer takes as many as are
+    /// connected, as Apple's does.
+    open override var numberOfInputs: Int { max(1, (engine?.highestInputBus(of: self) ?? -1) + 1) }
 
     /// The gain of the mixed output, 0 ... 1.
     open var outputVolume: Float = 1 { didSet { push() } }
@@ -195,7 +201,7 @@ open class AVAudioMixerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     open var nextAvailableInputBus: AVAudioNodeBus { engine?.nextFreeInput(of: self) ?? 0 }
 
     override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
-        AUMixerNode(inputs: Self.busCount, inputChannels: outputChannels, outputChannels: outputChannels)
+        AUMixerNode(inputs: max(1, inputBusCount), inputChannels: outputChannels, outputChannels: outputChannels)
     }
 
     override func unitDidLoad() { push() }
@@ -206,7 +212,7 @@ open class AVAudioMixerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 
     /// Sets input `bus`'s volume and pan (from its source's ``AVAudioMixing`` values).
     func setInput(_ bus: Int, volume: Float, pan: Float) {
-        guard let mixer = unit as? AUMixerNode, bus < Self.busCount else { return }
+        guard let mixer = unit as? AUMixerNode, bus >= 0, bus < mixer.inputChannels.count else { return }
         mixer.volume(input: bus).value = max(0, volume)
         mixer.pan(input: bus).value = min(1, max(-1, pan))
     }

@@ -175,14 +175,55 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     /// Starts playing what is scheduled (and what will be), as soon as possible.
     open func play() { play(at: nil) }
 
-    /// Starts playing; `when` nil means now (a future time is not supported here yet: it
-    /// starts now).
+    /// Starts playing at `when` (a node time: a sample time at any rate, converted to the
+    /// engine's, or a host time), nil meaning as soon as possible. Before a future time the
+    /// player renders silence; in offline manual rendering its first frame lands exactly on
+    /// that sample. The player's time (``playerTime(forNodeTime:)``) is 0 there.
     open func play(at when: AVAudioTime?) {
         lock.lock()
         playing = true
+        requestedStart = when
+        startSample = nil
         lock.unlock()
+        applyStart()
         engine?.playerStarted(self)
     }
+
+    /// The start asked for by ``play(at:)`` (nil: as soon as possible).
+    private var requestedStart: AVAudioTime?
+    /// The node sample time (engine rate) at which the player started or starts (nil: not playing).
+    private var startSample: AVAudioFramePosition?
+
+    /// Holds the render node until the start time, once the node exists (again after a rebuild).
+    private func applyStart() {
+        guard let player = unit as? AUPlayerNode, let engine else { return }
+        let rate = engine.renderRate
+        lock.lock()
+        let when = requestedStart
+        let isPlaying = playing
+        lock.unlock()
+        guard isPlaying else { return }
+        let now = player.renderedFrames
+        var at: Int64?
+        if let when, when.isSampleTimeValid {
+            let r = when.sampleRate > 0 ? when.sampleRate : rate
+            at = r == rate ? when.sampleTime : Int64((Double(when.sampleTime) * rate / r).rounded())
+        } else if let when, when.isHostTimeValid, !engine.isManualRendering {
+            let seconds = (Double(when.hostTime) - Double(AudioGetCurrentHostTime())) / hostTicksPerSecond
+            at = now + Int64((seconds * rate).rounded())
+        }
+        if let at, at > now {
+            player.holdPlayback(untilBuffered: 0)
+            player.scheduleStart(atSampleTime: at)
+        } else if player.isHeld {
+            player.scheduleStart(atSampleTime: nil)
+        }
+        lock.lock()
+        startSample = max(at ?? now, now)
+        lock.unlock()
+    }
+
+    override func unitDidLoad() { applyStart() }
 
     /// Pauses: nothing more is taken from the schedule (what the player's ring holds, at most
     /// a tenth of a second, still plays).
@@ -203,6 +244,8 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         waiting.removeAll()
         playedBeforeStop = (unit as? AUPlayerNode)?.playedFrames ?? 0
         produced = 0
+        startSample = nil
+        requestedStart = nil
         // The feeder's pull waits while `feeding`: clear it first, or stopping the unit (which
         // joins the feeder) would wait for ever.
         feeding = false
@@ -214,18 +257,28 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 
     open override func reset() { stop() }
 
-    /// Converts a node time (the engine's render time) to the player's time (frames since play).
+    /// Converts a node time (the engine's render time) to the player's time: frames since the
+    /// player started (negative before its start); nil when the player is not playing or the
+    /// engine not rendering.
     open func playerTime(forNodeTime nodeTime: AVAudioTime) -> AVAudioTime? {
         guard nodeTime.isSampleTimeValid, let engine, engine.isRendering else { return nil }
-        let played = ((unit as? AUPlayerNode)?.playedFrames ?? 0) - playedBeforeStop
-        return AVAudioTime(sampleTime: played, atRate: engine.renderRate)
+        lock.lock(); let start = startSample; lock.unlock()
+        guard let start else { return nil }
+        let rate = engine.renderRate
+        let r = nodeTime.sampleRate > 0 ? nodeTime.sampleRate : rate
+        let sample = r == rate ? nodeTime.sampleTime : Int64((Double(nodeTime.sampleTime) * rate / r).rounded())
+        return AVAudioTime(sampleTime: sample - start, atRate: rate)
     }
 
     /// The inverse of ``playerTime(forNodeTime:)``.
     open func nodeTime(forPlayerTime playerTime: AVAudioTime) -> AVAudioTime? {
-        guard playerTime.isSampleTimeValid, let engine, engine.isRendering, let unit else { return nil }
-        let played = ((self.unit as? AUPlayerNode)?.playedFrames ?? 0) - playedBeforeStop
-        return AVAudioTime(sampleTime: unit.renderedFrames - played + playerTime.sampleTime, atRate: engine.renderRate)
+        guard playerTime.isSampleTimeValid, let engine, engine.isRendering else { return nil }
+        lock.lock(); let start = startSample; lock.unlock()
+        guard let start else { return nil }
+        let rate = engine.renderRate
+        let r = playerTime.sampleRate > 0 ? playerTime.sampleRate : rate
+        let sample = r == rate ? playerTime.sampleTime : Int64((Double(playerTime.sampleTime) * rate / r).rounded())
+        return AVAudioTime(sampleTime: sample + start, atRate: rate)
     }
 
     /// Reads ahead `frameCount` frames (the engine's player rings are small: nothing to do).

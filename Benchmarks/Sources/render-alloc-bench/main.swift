@@ -196,12 +196,15 @@ struct Options {
     var cycles = 3
     var seconds = 2.0
     var warmupCalls = 8
-    var kinds = ["self-test", "irregular", "null", "alsa", "pulse"]
+    var kinds = ["self-test", "irregular", "null", "alsa", "pulse", "avengine-null", "avengine-alsa", "avengine-pulse"]
     var json = false
 
     static let usage = """
     usage: render-alloc-bench [--cycles N] [--seconds S] [--warmup-calls N] [--json] [KIND...]
-      KIND: self-test irregular null alsa pulse (default: all; pulse starts a private daemon).
+      KIND: self-test irregular null alsa pulse avengine-null avengine-alsa avengine-pulse
+            (default: all; pulse and avengine-pulse start a private daemon). avengine-* play an
+            AVAudioEngine graph (player -> EQ -> reverb -> main mixer, plus a 44.1 kHz source
+            node resampled by the mixer) on that device for cycles x seconds.
             self-test is irregular with an array allocated in every render callback: the
             counters must report it (it fails when they do not)
       --cycles N        play cycles per device kind; the first is warm-up, not counted (default 3)
@@ -451,14 +454,30 @@ guard probeArray.count > 0, oat_mc_count(windowFlag, 0) + oat_mc_count(windowFla
 oat_mc_reset()
 
 var pulse: PrivatePulse?
-if options.kinds.contains("pulse") {
+if options.kinds.contains("pulse") || options.kinds.contains("avengine-pulse") {
     do { pulse = try PrivatePulse(sampleRate: Int(sampleRate), channels: channels) } catch { note("render-alloc-bench: pulse: \(error)") }
 }
 
 var results: [KindResult] = []
 for kind in options.kinds {
     note("render-alloc-bench: \(kind): \(options.cycles) cycles of \(options.seconds) s (first one warm-up)")
-    if kind == "pulse" && pulse == nil {
+    if kind.hasPrefix("avengine-") {
+        let device = String(kind.dropFirst("avengine-".count))
+        switch device {
+        case "null": results.append(runAVEngine(kind, spec: "null", options: options))
+        case "alsa": results.append(runAVEngine(kind, spec: "alsa:null", options: options))
+        case "pulse":
+            guard let pulse else {
+                results.append(KindResult(kind: kind, device: kind, skipped: "no private PulseAudio daemon"))
+                continue
+            }
+            setenv("PULSE_SERVER", pulse.server, 1)
+            results.append(runAVEngine(kind, spec: "pulse:\(pulse.sinkName)", options: options))
+        default: fatal("unknown kind \(kind)")
+        }
+        continue
+    }
+    if (kind == "pulse" || kind == "avengine-pulse") && pulse == nil {
         results.append(KindResult(kind: kind, device: kind, skipped: "no private PulseAudio daemon"))
         continue
     }
