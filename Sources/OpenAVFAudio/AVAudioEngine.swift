@@ -50,16 +50,21 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
 
     static let defaultFormat = AVAudioFormat(standardFormatWithSampleRate: 48000, channels: 2)!
 
-    private let lock = NSRecursiveLock()
-    private var attached: [AVAudioNode] = []
-    private var connections: [Connection] = []
+    let lock = NSRecursiveLock()
+    var attached: [AVAudioNode] = []
+    var connections: [Connection] = []
     private var mixer: AVAudioMixerNode?
-    private var graph: AudioGraph?
+    var graph: AudioGraph?
     private var dirty = true
-    private var running = false
-    private var manualMode: AVAudioEngineManualRenderingMode?
-    private var manualFormat: AVAudioFormat?
-    private var manualMaximum: AVAudioFrameCount = 0
+    var running = false
+    var manualMode: AVAudioEngineManualRenderingMode?
+    var manualFormat: AVAudioFormat?
+    var manualMaximum: AVAudioFrameCount = 0
+    // The input node, the device watcher and the real-time manual renderer
+    // (AVAudioEngine+IO.swift).
+    var inputNodeStorage: AVAudioInputNode?
+    var ioWatcher: EngineDeviceWatcher?
+    var realtimeRenderer: ManualRealtimeRenderer?
     private var manualTime: AVAudioFramePosition = 0
 
     /// The node that plays to the device (or to ``renderOffline(_:to:)``).
@@ -226,6 +231,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
             let unit = node.makeUnit(rate: rate, inputChannels: out, outputChannels: out)
             try wrap { () throws(AudioError) in try g.add(unit) }
             node.unit = unit
+            try node.addSupportUnits(to: g)
         }
         for c in connections {
             guard let su = c.source.unit, let du = c.destination.unit else { continue }
@@ -248,6 +254,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         }
         try wrap { () throws(AudioError) in try g.commit() }
         graph = g
+        graphBuilt(g)
         for node in attached { node.unitDidLoad() }
         applyMixing()
         dirty = false
@@ -296,6 +303,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         if manualMode != nil {
             // Manual rendering: starting builds the graph; renderOffline pulls it.
             if dirty || graph == nil { try build() }
+            if manualMode == .realtime { startRealtimeManual() }
             return
         }
         try startDevice()
@@ -305,14 +313,24 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         if dirty || graph == nil { try build() }
         guard let graph else { throw avError(kAudioUnitErr_Uninitialized, "AVAudioEngine: no graph") }
         let spec: AudioOutputSpec = getenv("OAT_OUTPUT").flatMap { AudioOutputSpec(parsing: String(cString: $0)) } ?? .auto
-        try wrap { () throws(AudioError) in _ = try graph.start(spec) }
+        try startInputIfConnected()
+        do {
+            try wrap { () throws(AudioError) in _ = try graph.start(spec, options: sessionOutputOptions) }
+        } catch {
+            stopInput()
+            throw error
+        }
         running = true
+        startWatchingDevice()
         startTaps()
         for node in attached { (node as? AVAudioPlayerNode).map { if $0.isPlaying { $0.startFeeding(rate: renderRate) } } }
     }
 
     private func stopDevice() {
+        stopWatchingDevice()
+        stopRealtimeManual()
         graph?.stop()
+        stopInput()
         for node in attached {
             for (_, tap) in node.taps { tap.stop() }
         }
@@ -321,7 +339,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
 
     func playerStarted(_ player: AVAudioPlayerNode) {
         lock.lock(); defer { lock.unlock() }
-        if running { player.startFeeding(rate: renderRate) }
+        if running || isRealtimeManualRunning { player.startFeeding(rate: renderRate) }
     }
 
     /// Pauses rendering (the device stops; nodes keep their state).
