@@ -378,12 +378,12 @@ final class ManualRealtimeRenderer: @unchecked Sendable {
     /// Render thread.
     func render(frames: AVAudioFrameCount, into list: UnsafeMutablePointer<AudioBufferList>, error: UnsafeMutablePointer<OSStatus>?) -> AVAudioEngineManualRenderingStatus {
         _ = slot.load(ordering: .acquiring)
+        guard isRunning.load(ordering: .acquiring) else { error?.pointee = -80802; return .error }
         let s = setup
         guard let graph = s.graph, let pointers = s.pointers, let owned = s.owned else {
             error?.pointee = -80800
             return .error
         }
-        guard isRunning.load(ordering: .acquiring) else { error?.pointee = -80802; return .error }
         let n = Int(frames)
         guard n <= s.maximum else { error?.pointee = kAudioUnitErr_TooManyFramesToProcess; return .error }
         let abl = UnsafeMutableAudioBufferListPointer(list)

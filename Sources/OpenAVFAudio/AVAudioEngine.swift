@@ -350,9 +350,13 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
 
     /// Stops rendering and releases the device.
     open func stop() {
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
         stopDevice()
-        for node in attached { (node as? AVAudioPlayerNode)?.stop() }
+        let players = attached.compactMap { $0 as? AVAudioPlayerNode }
+        lock.unlock()
+        // Not under the engine's lock: a player's stop waits for its feeder, which may be
+        // asking the engine for its latency.
+        for player in players { player.stop() }
     }
 
     /// Resets every node's state (players' schedules, effects' tails).
