@@ -618,13 +618,13 @@ struct SessionDevices {
         if PulseAudioOutputDevice.serverAnswers() {
             d.serverAnswers = true
             for s in (try? PulseAudioOutputDevice.listSinks()) ?? [] {
-                d.outputs.append(Device(port: AVAudioSessionPortDescription(type: portType(name: s.name, input: false, monitor: false),
+                d.outputs.append(Device(port: AVAudioSessionPortDescription(type: portType(name: s.name + " " + s.description, input: false, monitor: false),
                                                                            name: s.description, uid: s.name, channelCount: s.channels),
                                         isDefault: s.isDefault))
             }
             for s in (try? PulseAudioInputDevice.listSources()) ?? [] {
                 guard case .pulse(let name?) = s.spec else { continue }
-                d.inputs.append(Device(port: AVAudioSessionPortDescription(type: portType(name: name, input: true, monitor: s.isMonitor),
+                d.inputs.append(Device(port: AVAudioSessionPortDescription(type: portType(name: name + " " + s.description, input: true, monitor: s.isMonitor),
                                                                           name: s.description, uid: name, channelCount: s.nativeFormat?.channels ?? 2),
                                        isDefault: s.isDefault))
             }

@@ -169,22 +169,23 @@ struct PlaybackAVAudioEngineIOTests {
             engine.connect(eq, to: delay, format: format)
             engine.connect(delay, to: engine.mainMixerNode, format: format)
             try engine.start()
-            // Another client plays 2 s of 1 kHz at 0.25 into the microphone's sink.
-            var samples = [Float](repeating: 0, count: 96000 * 2)
-            for i in 0..<96000 { let v = Float(0.25 * sin(2 * Double.pi * 1000 * Double(i) / 48000)); samples[2 * i] = v; samples[2 * i + 1] = v }
+            // Another client plays 3 s of 1 kHz at 0.25 into the microphone's sink.
+            var samples = [Float](repeating: 0, count: 144000 * 2)
+            for i in 0..<144000 { let v = Float(0.25 * sin(2 * Double.pi * 1000 * Double(i) / 48000)); samples[2 * i] = v; samples[2 * i + 1] = v }
             let tonePath = "\(daemon.directory)/tone.raw"
             _ = FileManager.default.createFile(atPath: tonePath, contents: samples.withUnsafeBytes { Data($0) })
             let pacat = try #require(ChildProcess.which("pacat"))
             let p = try ChildProcess.spawn(pacat, ["--playback", "-d", "oat_test", "--raw", "--format=float32le", "--rate=48000", "--channels=2",
                                                    "--latency-msec=20", tonePath], environment: daemon.environment, outputPath: "\(daemon.directory)/pacat.log")
             #expect(eventually(15) { !p.isRunning }, "pacat did not finish")
-            usleep(400_000)
+            usleep(300_000)
             engine.stop()
+            usleep(300_000)
             recorder.terminate()
             let recorded = readRaw(recordPath)
             let left = stride(from: 0, to: recorded.count, by: 2).map { recorded[$0] }
             let first = try #require(left.firstIndex { abs($0) > 0.05 }, "the output is silent (\(left.count) frames)")
-            try #require(left.count > first + 72000, "too little audio after the onset")
+            try #require(left.count > first + 72000, "too little audio after the onset: \(left.count - first) frames")
             let windows = (0..<10).map { w in toneAmplitude(left, freq: 1000, rate: 48000, from: first + 12000 + w * 4800, count: 4800) }
             let level = windows.sorted()[5]
             let gain = 20 * log10(level / 0.25)
