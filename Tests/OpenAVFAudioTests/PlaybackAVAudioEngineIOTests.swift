@@ -316,4 +316,96 @@ struct PlaybackAVAudioEngineIOTests {
             #expect(match.snr >= 60, "SNR \(match.snr)")
         }
     }
+
+    @Test("The sound server going away and coming back posts interruption began and ended (shouldResume)")
+    func interruptionWhenTheServerGoesAndReturns() throws {
+        try withDaemon { daemon in
+            let session = AVAudioSession.sharedInstance()
+            let heard = Heard()
+            let observer = NotificationCenter.default.addObserver(forName: AVAudioSession.interruptionNotification, object: nil, queue: nil) { note in
+                heard.append(note)
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            try session.setActive(true)
+            defer { try? session.setActive(false) }
+            usleep(300_000)
+            daemon.kill()
+            #expect(eventually(10) { heard.count >= 1 }, "no interruption when the server went away")
+            try daemon.start()
+            #expect(eventually(10) { heard.count >= 2 }, "no end of interruption when the server came back")
+            let types = heard.all().compactMap { $0.userInfo?[AVAudioSessionInterruptionTypeKey] as? UInt }
+            #expect(types == [AVAudioSession.InterruptionType.began.rawValue, AVAudioSession.InterruptionType.ended.rawValue])
+            let options = heard.all().last?.userInfo?[AVAudioSessionInterruptionOptionKey] as? UInt
+            #expect(options.map { AVAudioSession.InterruptionOptions(rawValue: $0).contains(.shouldResume) } == true)
+        }
+    }
+
+    @Test("Voice processing on the input node cancels the engine's own output coming back through the microphone")
+    func voiceProcessingCancelsTheEcho() throws {
+        try withDaemon { daemon in
+            // The engine plays into oat_test, whose monitor is the microphone: a pure echo path.
+            setenv("OAT_OUTPUT", "pulse:oat_test", 1)
+            setenv("OAT_INPUT", "pulse:oat_test.monitor", 1)
+            try AVAudioSession.sharedInstance().setPreferredIOBufferDuration(0.02)
+            defer { try? AVAudioSession.sharedInstance().setPreferredIOBufferDuration(0) }
+            func run(voiceProcessing: Bool, bypassed: Bool = false) throws -> (echo: Double, talker: Double) {
+                let engine = AVAudioEngine()
+                let input = engine.inputNode
+                try input.setVoiceProcessingEnabled(voiceProcessing)
+                input.isVoiceProcessingBypassed = bypassed
+                #expect(engine.outputNode.isVoiceProcessingEnabled == voiceProcessing)
+                let format = input.outputFormat(forBus: 0)
+                if voiceProcessing { #expect(format.channelCount == 1) }
+                let player = AVAudioPlayerNode()
+                engine.attach(player)
+                engine.connect(player, to: engine.mainMixerNode, format: nil)
+                // The microphone goes to a mixer whose output volume is 0 (pulled, not played back).
+                let silent = AVAudioMixerNode()
+                engine.attach(silent)
+                engine.connect(input, to: silent, format: format)
+                engine.connect(silent, to: engine.mainMixerNode, format: nil)
+                silent.outputVolume = 0
+                let captured = Heard()
+                var samples: [Float] = []
+                let lock = NSLock()
+                input.installTap(onBus: 0, bufferSize: 4800, format: format) { buffer, _ in
+                    lock.lock()
+                    samples += Array(UnsafeBufferPointer(start: buffer.floatChannelData![0], count: Int(buffer.frameLength)))
+                    lock.unlock()
+                    _ = captured
+                }
+                player.scheduleBuffer(tone(1000, amplitude: 0.3, seconds: 1), at: nil, options: .loops)
+                try engine.start()
+                player.play()
+                usleep(2_000_000)
+                // A near-end talker (another client): 440 Hz bursts, 0.2 s on, 0.2 s off, for 3 s.
+                var talk = [Float](repeating: 0, count: 144000 * 2)
+                for i in 0..<144000 where (i / 9600) % 2 == 0 {
+                    let v = Float(0.3 * sin(2 * Double.pi * 440 * Double(i) / 48000)); talk[2 * i] = v; talk[2 * i + 1] = v
+                }
+                let talkPath = "\(daemon.directory)/talk.raw"
+                _ = FileManager.default.createFile(atPath: talkPath, contents: talk.withUnsafeBytes { Data($0) })
+                let pacat = try #require(ChildProcess.which("pacat"))
+                let p = try ChildProcess.spawn(pacat, ["--playback", "-d", "oat_test", "--raw", "--format=float32le", "--rate=48000", "--channels=2",
+                                                       "--latency-msec=20", talkPath], environment: daemon.environment, outputPath: "\(daemon.directory)/pacat.log")
+                #expect(eventually(15) { !p.isRunning }, "pacat did not finish")
+                engine.stop()
+                lock.lock(); let x = samples; lock.unlock()
+                try #require(x.count > 192000, "the tap captured \(x.count) frames")
+                // The echo's and the talker's levels over the last two seconds.
+                return (toneAmplitude(x, freq: 1000, rate: 48000, from: x.count - 96000, count: 96000),
+                        toneAmplitude(x, freq: 440, rate: 48000, from: x.count - 96000, count: 96000))
+            }
+            let plain = try run(voiceProcessing: false)
+            let processed = try run(voiceProcessing: true)
+            let bypassed = try run(voiceProcessing: true, bypassed: true)
+            print("voice processing: echo \(plain.echo) / talker \(plain.talker) without, echo \(processed.echo) / talker \(processed.talker) with, echo \(bypassed.echo) bypassed")
+            #expect(plain.echo > 0.2, "the echo reaches the microphone: \(plain.echo)")
+            // Bypassed, the microphone passes through the voice-processing chain (mono).
+            #expect(bypassed.echo > 0.2, "the bypassed processor passes the microphone: \(bypassed.echo)")
+            // The talker gets through, far less attenuated than the echo.
+            #expect(processed.talker > plain.talker / 10, "the near-end talker survives: \(processed.talker) vs \(plain.talker)")
+            #expect(processed.echo < plain.echo / 10, "voice processing takes the echo down more than 20 dB: \(processed.echo) vs \(plain.echo)")
+        }
+    }
 }
