@@ -11,17 +11,20 @@ import Testing
         let session = AVAudioSession.sharedInstance()
         try session.setCategory(.playAndRecord, mode: .voiceChat, options: [.defaultToSpeaker, .allowBluetooth, .allowBluetoothA2DP])
         try session.setPreferredSampleRate(48_000)
-        try session.setPreferredIOBufferDuration(0.01)
+        try session.setPreferredIOBufferDuration(0.02)
         return session
     }
 
     @Test func anIOSSessionSetupCompilesAndReadsBack() throws {
+        // The device tests use 0.02 s too; the previous value is put back.
+        let previous = AVAudioSession.sharedInstance().preferredIOBufferDuration
+        defer { try? AVAudioSession.sharedInstance().setPreferredIOBufferDuration(previous) }
         let session = try configureForVoIP()
         #expect(session.category == .playAndRecord)
         #expect(session.mode == .voiceChat)
         #expect(session.categoryOptions.contains(.defaultToSpeaker))
         #expect(session.sampleRate == 48_000)
-        #expect(abs(session.ioBufferDuration - 0.01) < 1e-9)
+        #expect(abs(session.ioBufferDuration - 0.02) < 1e-9)
         #expect(session.outputLatency > 0 && session.inputLatency > 0)
         // The older spellings.
         try session.setCategory(.playback)
@@ -35,7 +38,6 @@ import Testing
         #expect(AVAudioSession.Category.playback.rawValue == "AVAudioSessionCategoryPlayback")
         #expect(AVAudioSession.Port.builtInMic.rawValue == "MicrophoneBuiltIn")
         #expect(AVAudioSession.RecordPermission.granted.rawValue == 0x6772_6E74)   // 'grnt'
-        try session.setPreferredIOBufferDuration(0)
         try session.setPreferredSampleRate(0)
     }
 
