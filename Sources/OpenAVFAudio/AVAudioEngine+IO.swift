@@ -93,6 +93,21 @@ open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
     /// Seconds from the device to the graph (capture latency plus the ring's reserve).
     open override var presentationLatency: TimeInterval { capture?.inputLatency ?? 0 }
 
+    /// Installs a tap on the input (the iOS recorder's idiom): when the input is connected to
+    /// nothing, the engine pulls it through a hidden mixer whose output volume is 0, so the
+    /// tap receives the microphone while nothing of it is played; connecting the input
+    /// elsewhere later replaces that path.
+    open override func installTap(onBus bus: AVAudioNodeBus, bufferSize: AVAudioFrameCount, format: AVAudioFormat?,
+                                  block tapBlock: @escaping AVAudioNodeTapBlock) {
+        super.installTap(onBus: bus, bufferSize: bufferSize, format: format, block: tapBlock)
+        guard let engine, engine.connectionFormat(from: self) == nil, !engine.hasOutput(from: self) else { return }
+        let hidden = AVAudioMixerNode()
+        hidden.outputVolume = 0
+        engine.attach(hidden)
+        engine.connect(self, to: hidden, format: format ?? outputFormat(forBus: bus))
+        engine.connect(hidden, to: engine.mainMixerNode, format: nil)
+    }
+
     override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
         if isVoiceProcessingEnabled {
             var settings = VoiceProcessingSettings()
@@ -209,6 +224,12 @@ extension AVAudioEngine {
         inputNodeStorage = n
         attach(n)
         return n
+    }
+
+    /// True when `node` feeds something.
+    func hasOutput(from node: AVAudioNode) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        return connections.contains { $0.source === node }
     }
 
     /// The format of `node`'s first output connection, if it names one.
