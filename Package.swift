@@ -24,6 +24,7 @@ let portingPrograms: [(name: String, directory: String)] = [
 let avfPortingPrograms: [(name: String, directory: String)] = [
     ("porting-avaudiofile-convert", "AVAudioFileConvert"),
     ("porting-avaudioengine-player", "AVAudioEnginePlayer"),
+    ("porting-avaudioengine-tap-recorder", "AVAudioEngineTapRecorder"),
 ]
 
 let package = Package(

@@ -40,6 +40,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     private let startSample = Atomic<Int64>(Int64.max)
     /// Frames rendered since the node was prepared (render thread only).
     private var renderSampleTime: Int64 = 0
+    /// Set by ``flush()``: the next render drops what the ring holds.
+    private let flushPending = Atomic<Bool>(false)
 
     /// Creates a player of `channels` channels whose ring holds `bufferSeconds` at 48 kHz.
     public init(channels: Int = 2, bufferFrames: Int = 48000, name: String = "player") {
@@ -94,6 +96,14 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
 
     /// Whether playback is held (waiting for its start time or its prime frames).
     public var isHeld: Bool { held.load(ordering: .acquiring) }
+
+    /// Drops what the ring holds at the next render (Apple's player stopping at once rather
+    /// than after the audio it has buffered): a stop takes effect within the device's latency,
+    /// not after the ring drains. Call it after the producer stopped (``stop()``) or knowing
+    /// that frames it writes meanwhile may be dropped too. Any thread.
+    public func flush() {
+        flushPending.store(true, ordering: .releasing)
+    }
 
     /// Allocates the deinterleaving scratch buffer.
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
@@ -232,6 +242,11 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         let ch = out.channelCount
         let frames = context.frames
         var lead = 0
+        if flushPending.load(ordering: .acquiring) {
+            flushPending.store(false, ordering: .relaxed)
+            let n = ring.availableToRead
+            if n > 0 { _ = ring.skip(n - n % max(1, ch)) }
+        }
         if held.load(ordering: .acquiring) {
             guard let at = gateOpens(frames: frames) else {
                 for c in 0..<ch { out[c].update(repeating: 0, count: frames) }

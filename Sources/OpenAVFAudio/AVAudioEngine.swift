@@ -51,15 +51,20 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     static let defaultFormat = AVAudioFormat(standardFormatWithSampleRate: 48000, channels: 2)!
 
     let lock = NSRecursiveLock()
-    private var attached: [AVAudioNode] = []
+    var attached: [AVAudioNode] = []
     var connections: [Connection] = []
     private var mixer: AVAudioMixerNode?
-    private var graph: AudioGraph?
+    var graph: AudioGraph?
     var dirty = true
-    private var running = false
-    private var manualMode: AVAudioEngineManualRenderingMode?
-    private var manualFormat: AVAudioFormat?
-    private var manualMaximum: AVAudioFrameCount = 0
+    var running = false
+    var manualMode: AVAudioEngineManualRenderingMode?
+    var manualFormat: AVAudioFormat?
+    var manualMaximum: AVAudioFrameCount = 0
+    // The input node, the device watcher and the real-time manual renderer
+    // (AVAudioEngine+IO.swift).
+    var inputNodeStorage: AVAudioInputNode?
+    var ioWatcher: EngineDeviceWatcher?
+    var realtimeRenderer: ManualRealtimeRenderer?
     private var manualTime: AVAudioFramePosition = 0
 
     /// The node that plays to the device (or to ``renderOffline(_:to:)``).
@@ -234,6 +239,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
             if domain != rate { try wrap { () throws(AudioError) in try unit.prepare(sampleRate: domain, maxFrames: maxFrames) } }
             node.unit = unit
             if node is AVAudioSinkNode { sinks.append(unit) }
+            try node.addSupportUnits(to: g)
         }
         // With sink nodes, a join before the output pulls them every slice.
         var root: AudioUnits.AUNode = g.output
@@ -298,6 +304,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         }
         try wrap { () throws(AudioError) in try g.commit() }
         graph = g
+        graphBuilt(g)
         for node in attached { node.unitDidLoad() }
         applyMixing()
         dirty = false
@@ -367,6 +374,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         if manualMode != nil {
             // Manual rendering: starting builds the graph; renderOffline pulls it.
             if dirty || graph == nil { try build() }
+            if manualMode == .realtime { startRealtimeManual() }
             return
         }
         try startDevice()
@@ -376,14 +384,24 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         if dirty || graph == nil { try build() }
         guard let graph else { throw avError(kAudioUnitErr_Uninitialized, "AVAudioEngine: no graph") }
         let spec: AudioOutputSpec = getenv("OAT_OUTPUT").flatMap { AudioOutputSpec(parsing: String(cString: $0)) } ?? .auto
-        try wrap { () throws(AudioError) in _ = try graph.start(spec) }
+        try startInputIfConnected()
+        do {
+            try wrap { () throws(AudioError) in _ = try graph.start(spec, options: sessionOutputOptions) }
+        } catch {
+            stopInput()
+            throw error
+        }
         running = true
+        startWatchingDevice()
         startTaps()
         for node in attached { (node as? AVAudioPlayerNode).map { if $0.isPlaying { $0.startFeeding(rate: renderRate) } } }
     }
 
     private func stopDevice() {
+        stopWatchingDevice()
+        stopRealtimeManual()
         graph?.stop()
+        stopInput()
         for node in attached {
             for (_, tap) in node.taps { tap.stop() }
         }
@@ -392,7 +410,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
 
     func playerStarted(_ player: AVAudioPlayerNode) {
         lock.lock(); defer { lock.unlock() }
-        if running { player.startFeeding(rate: renderRate) }
+        if running || isRealtimeManualRunning { player.startFeeding(rate: renderRate) }
     }
 
     /// Pauses rendering (the device stops; nodes keep their state).
@@ -403,9 +421,13 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
 
     /// Stops rendering and releases the device.
     open func stop() {
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
         stopDevice()
-        for node in attached { (node as? AVAudioPlayerNode)?.stop() }
+        let players = attached.compactMap { $0 as? AVAudioPlayerNode }
+        lock.unlock()
+        // Not under the engine's lock: a player's stop waits for its feeder, which may be
+        // asking the engine for its latency.
+        for player in players { player.stop() }
     }
 
     /// Resets every node's state (players' schedules, effects' tails).

@@ -83,6 +83,11 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
     /// Called once the graph with this node's unit is built (parameters pushed to the unit).
     func unitDidLoad() {}
 
+    /// Adds render nodes this node needs besides its unit (the input node's capture and echo
+    /// reference under voice processing) and connects them to it; called right after the unit
+    /// joined the graph.
+    func addSupportUnits(to graph: AudioGraph) throws {}
+
     /// A tap: the render-side tap node and the thread that reads it into buffers for the block.
     final class Tap: @unchecked Sendable {
         let bufferSize: AVAudioFrameCount
@@ -219,12 +224,12 @@ open class AVAudioMixerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 }
 
 /// The engine's output to the device (Apple's `AVAudioOutputNode`).
-open class AVAudioOutputNode: AVAudioNode, @unchecked Sendable {
+open class AVAudioOutputNode: AVAudioIONode, @unchecked Sendable {
     init() { super.init(inputs: 1, outputs: 0) }
 
     /// Seconds between a frame rendered and the same frame heard (the device's buffering;
     /// 0 when not running on a device).
-    open var presentationLatency: TimeInterval { engine?.deviceLatency ?? 0 }
+    open override var presentationLatency: TimeInterval { engine?.deviceLatency ?? 0 }
 }
 
 /// A node whose audio passes through an effect (Apple's `AVAudioUnitEffect`).

@@ -180,6 +180,7 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     /// player renders silence; in offline manual rendering its first frame lands exactly on
     /// that sample. The player's time (``playerTime(forNodeTime:)``) is 0 there.
     open func play(at when: AVAudioTime?) {
+        releasePauseHold()
         lock.lock()
         playing = true
         requestedStart = when
@@ -225,16 +226,19 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 
     override func unitDidLoad() { applyStart() }
 
-    /// Pauses: nothing more is taken from the schedule (what the player's ring holds, at most
-    /// a tenth of a second, still plays).
+    /// Pauses: the player falls silent at its next render (within the device's latency) and
+    /// nothing more is taken from the schedule; ``play()`` continues where it paused (what the
+    /// player had buffered is kept).
     open func pause() {
         lock.lock()
         playing = false
         lock.unlock()
+        holdForPause()
     }
 
-    /// Stops: the schedule is cleared (each dropped item's handler is called, as on Apple) and
-    /// the player's time starts again at 0.
+    /// Stops: the schedule is cleared (each dropped item's handler is called, as on Apple),
+    /// the player falls silent at its next render (within the device's latency) and the
+    /// player's time starts again at 0.
     open func stop() {
         lock.lock()
         playing = false
@@ -251,6 +255,8 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         feeding = false
         lock.unlock()
         (unit as? AUPlayerNode)?.stop()
+        // What the player had buffered is dropped: the stop is heard within the device latency.
+        flushForStop()
         for d in dropped { d.handler?(d.callbackType) }
         for p in pending { p.handler(p.type) }
     }

@@ -59,4 +59,33 @@ struct PlaybackAVFAudioPortingTests {
         #expect(low > 0.1, "440 Hz is heard: \(low)")
         #expect(high < low / 10, "6 kHz more than 20 dB under 440 Hz: \(high) vs \(low)")
     }
+
+    @Test("A main-mixer tap records to a file what the engine plays: the file matches the sink's recording and the input")
+    func engineTapRecorder() throws {
+        let dir = try ScratchDirectory("avf-tap-recorder")
+        defer { dir.remove() }
+        let input = dir.path + "/a.wav"
+        let output = dir.path + "/tap.wav"
+        try #require(makeFixture(input, rate: 48000, channels: 2, seconds: 3, codec: ["-c:a", "pcm_s16le"]))
+        let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
+        defer { daemon.stop() }
+        let recording = try daemon.recordMonitor(to: scratchPath("monitor.raw"))
+        var env = daemon.environment
+        env["OAT_OUTPUT"] = "pulse"
+        let result = try run(try portingProgram("porting-avaudioengine-tap-recorder"), [input, output], environment: env, timeout: 60)
+        usleep(300_000)
+        let recorded = recording.stop()
+        #expect(result.status == 0, "\(result.output)")
+        let tapped = try ffmpegDecode(output)
+        let reference = try ffmpegDecode(input)
+        // The tapped file holds the whole input (the mixer at unity passes it through).
+        let againstInput = try #require(check(tapped.samples, against: reference.samples, channels: 2), "the input is not in the tap's file: \(result.output)")
+        // The sink received what the tap saw.
+        let start = try #require(firstNonSilentFrame(tapped.samples, channels: 2))
+        let heard = Array(tapped.samples[(start * 2)...])
+        let againstSink = try #require(check(recorded, against: heard, channels: 2), "the tap's file is not in the sink's recording")
+        print("porting-avaudioengine-tap-recorder: file vs input \(againstInput); file vs sink \(againstSink)")
+        #expect(againstInput.snr >= 60, "\(againstInput)")
+        #expect(againstSink.snr >= 60, "\(againstSink)")
+    }
 }
