@@ -20,7 +20,8 @@ ORDER = ["AudioQueue.h", "AudioFileStream.h", "AudioFile.h", "AudioConverter.h",
          "AudioComponent.h", "AUComponent.h", "AudioOutputUnit.h", "AudioUnitProperties.h", "AudioUnitParameters.h",
          "AUGraph.h", "MusicDevice.h", "CoreAudioTypes.h", "AudioHardware.h (HAL subset)", "HostTime.h", "MacTypes.h",
          "CFByteOrder.h", "CoreFoundation"]
-COMPLETE = {"AudioQueue.h", "AudioFileStream.h", "AudioFile.h", "AudioConverter.h", "ExtendedAudioFile.h", "AudioFormat.h", "AUGraph.h"}
+COMPLETE = {"AudioQueue.h", "AudioFileStream.h", "AudioFile.h", "AudioConverter.h", "ExtendedAudioFile.h", "AudioFormat.h", "AUGraph.h",
+            "AudioComponent.h", "AUComponent.h", "AudioOutputUnit.h"}
 
 
 def rows(path):

@@ -217,7 +217,7 @@ private func newUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = k
         #expect(doneBox.done.withLock { $0 })
     }
 
-    /// A ScheduledSoundPlayer plays a scheduled slice and marks it complete.
+    /// A ScheduledSoundPlayer plays a scheduled slice.
     @Test func scheduledSoundPlayerPlaysASlice() throws {
         let unit = try newUnit(kAudioUnitType_Generator, kAudioUnitSubType_ScheduledSoundPlayer)
         defer { AudioComponentInstanceDispose(unit) }
@@ -236,7 +236,8 @@ private func newUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = k
                                             UInt32(MemoryLayout<ScheduledAudioSlice>.size))
             }
         }
-        #expect(status == noErr && slice.mFlags.contains(.scheduledAudioSliceFlag_Complete))
+        // Complete only once played (AudioUnitFidelityTests checks the flags with a slice that outlives the call).
+        #expect(status == noErr)
         var start = AudioTimeStamp()
         start.mFlags = kAudioTimeStampSampleTimeValid
         start.mSampleTime = -1

@@ -346,6 +346,7 @@ public func AudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
         outWritable?.pointee = DarwinBoolean(inID != kAudioUnitProperty_CurrentPlayTime)
         return noErr
     }
+    if inID == kAudioOutputUnitProperty_CurrentDevice { return currentDeviceInfo(unit, outDataSize, outWritable) }
     return builtinAudioUnitGetPropertyInfo(inUnit, inID, inScope, inElement, outDataSize, outWritable)
 }
 
@@ -359,6 +360,7 @@ public func AudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
                                  _ outData: UnsafeMutableRawPointer, _ ioDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     if isPlayer(unit), let status = getPlayerProperty(unit, inID, outData, ioDataSize) { return status }
+    if inID == kAudioOutputUnitProperty_CurrentDevice { return getCurrentDevice(unit, outData, ioDataSize) }
     return builtinAudioUnitGetProperty(inUnit, inID, inScope, inElement, outData, ioDataSize)
 }
 
@@ -373,6 +375,8 @@ public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     let status: OSStatus
     if isPlayer(unit), let s = setPlayerProperty(unit, inID, inData, inDataSize) {
         status = s
+    } else if inID == kAudioOutputUnitProperty_CurrentDevice {
+        status = setCurrentDevice(unit, inUnit, inData, inDataSize)
     } else {
         status = builtinAudioUnitSetProperty(inUnit, inID, inScope, inElement, inData, inDataSize)
     }
@@ -563,7 +567,10 @@ public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
     // Element 1 of an I/O unit (the microphone, pulled on the render thread from an input or
     // render callback) renders no output: no notifications to refresh.
     if !(inOutputBusNumber == 1 && unit.isOutput) { refreshRenderNotifies(unit, inUnit) }
-    return builtinAudioUnitRender(inUnit, ioActionFlags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData)
+    let status = builtinAudioUnitRender(inUnit, ioActionFlags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData)
+    // A scheduled sound player rendered here (offline): its slices are marked when the call returns.
+    unit.extras.slices?.sweep()
+    return status
 }
 
 // MARK: - Scheduled parameters

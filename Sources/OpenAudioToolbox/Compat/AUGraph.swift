@@ -152,7 +152,7 @@ final class CompatGraph: @unchecked Sendable {
         do {
             // Input first (its ring fills while the output starts), as for a standalone I/O unit.
             try out?.startInput()
-            try graph.start(out?.enableIO[0] == 0 ? .null(realTime: true) : CompatOutput.spec(), options: out?.outputOptions ?? AudioOutput.Options())
+            try graph.start(out?.enableIO[0] == 0 ? .null(realTime: true) : (out?.outputSpec ?? CompatOutput.spec()), options: out?.outputOptions ?? AudioOutput.Options())
             running = true
             return noErr
         } catch {

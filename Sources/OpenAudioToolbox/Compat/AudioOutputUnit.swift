@@ -44,7 +44,7 @@ func builtinAudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
         // Input first (its ring fills while the output starts); an I/O unit with its output
         // disabled is clocked by the real-time null output.
         try unit.startInput()
-        try graph.start(unit.enableIO[0] == 0 ? .null(realTime: true) : CompatOutput.spec(), options: unit.outputOptions)
+        try graph.start(unit.enableIO[0] == 0 ? .null(realTime: true) : (unit.outputSpec ?? CompatOutput.spec()), options: unit.outputOptions)
         unit.running = true
         return noErr
     } catch {

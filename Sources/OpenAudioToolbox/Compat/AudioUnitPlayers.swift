@@ -5,6 +5,7 @@ import AudioCore
 import AudioDevices
 import AudioFiles
 import AudioUnits
+import Dispatch
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)
@@ -144,6 +145,10 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSSt
     let ratio = format.mSampleRate / box.file.dataFormat.sampleRate
     let fileFrames = region.mFramesToPlay == UInt32.max ? reader.frameCount - region.mStartFrame : Int64(region.mFramesToPlay)
     let framesPerPass = Int64((Double(max(0, fileFrames)) * ratio).rounded())
+    // The region's own time stamp: where on the player's timeline (sample 0 = the start time
+    // stamp) the region begins, as Apple's; the frames before it are silence.
+    let t = region.mTimeStamp
+    var leadIn = t.mFlags.contains(.sampleTimeValid) && t.mSampleTime > 0 ? Int64(t.mSampleTime.rounded()) : 0
     var passesLeft = region.mLoopCount == UInt32.max ? Int.max : Int(region.mLoopCount) + 1
     var leftInPass = framesPerPass
     var pcm: AudioPCMBuffer?
@@ -151,10 +156,16 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSSt
     // Prime: the asked frames (at most half the read-ahead buffer, at most the region) are
     // buffered before this returns, and before playback may start.
     let prime = Int(unit.extras.primeFrames == 0 ? 65536 : unit.extras.primeFrames)
-    let target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: framesPerPass))
+    let target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: leadIn + framesPerPass))
     player.holdPlayback(untilBuffered: target)
     player.play(from: { (out: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int in
         let want = out.count / channels
+        if leadIn > 0 {
+            let n = Int(min(Int64(want), leadIn))
+            out.baseAddress!.update(repeating: 0, count: n * channels)
+            leadIn -= Int64(n)
+            return n
+        }
         while passesLeft > 0 {
             if leftInPass <= 0 {
                 passesLeft -= 1
@@ -186,8 +197,11 @@ private final class UncheckedState: @unchecked Sendable {
     init(region: ScheduledAudioFileRegion) { self.region = region }
 }
 
-/// Copies a slice (in the unit's output format: Float32, planar or interleaved) into the player
-/// and marks it complete.
+/// Copies a slice (in the unit's output format: Float32, planar or interleaved) into the player.
+/// The slice is marked and its completion proc called as Apple's scheduled sound player does:
+/// `BeganToRender` once the unit has rendered a frame of it, `Complete` (and the proc) once it
+/// has rendered all of it, not when it was copied (see ``SliceTracker``). The slice's memory
+/// must stay valid until then, as on Apple.
 private func scheduleSlice(_ unit: CompatUnit, _ player: AUPlayerNode, _ slice: UnsafeMutablePointer<ScheduledAudioSlice>) -> OSStatus {
     guard let listPointer = slice.pointee.mBufferList else { return kAudio_ParamError }
     let list = UnsafeMutableAudioBufferListPointer(listPointer)
@@ -206,15 +220,103 @@ private func scheduleSlice(_ unit: CompatUnit, _ player: AUPlayerNode, _ slice: 
             for f in 0..<frames { interleaved[f * channels + c] = p[f] }
         }
     }
+    slice.pointee.mFlags.remove([.scheduledAudioSliceFlag_Complete, .scheduledAudioSliceFlag_BeganToRender, .scheduledAudioSliceFlag_BeganToRenderLate])
+    let tracker = unit.extras.slices ?? SliceTracker()
+    unit.extras.slices = tracker
     // Wait (at most 1 s) for room when the player's buffer is full.
     var offset = 0
     let deadline = Date().addingTimeInterval(1)
+    let first = tracker.queuedFrames
     while offset < frames && Date() < deadline {
         let wrote = interleaved.withUnsafeBufferPointer { player.schedule(UnsafeBufferPointer(rebasing: $0[(offset * channels)...])) }
         offset += wrote
         if offset < frames { usleep(1000) }
     }
-    slice.pointee.mFlags.insert([.scheduledAudioSliceFlag_BeganToRender, .scheduledAudioSliceFlag_Complete])
-    slice.pointee.mCompletionProc?(slice.pointee.mCompletionProcUserData, slice)
-    return offset == frames ? noErr : kAudioUnitErr_CannotDoInCurrentContext
+    tracker.queuedFrames += Int64(offset)
+    guard offset == frames else { return kAudioUnitErr_CannotDoInCurrentContext }
+    return tracker.track(slice, from: first, to: first + Int64(frames), player: player)
+}
+
+/// Watches a scheduled sound player's played frames and marks its slices as Apple's unit does:
+/// `kScheduledAudioSliceFlag_BeganToRender` when the unit has rendered part of a slice,
+/// `kScheduledAudioSliceFlag_Complete` and the slice's completion proc when it has rendered all
+/// of it. The render thread only counts frames (``AUPlayerNode/playedFrames``); the flags and the
+/// procs are set and called from this tracker's thread (every 2 ms while slices are pending,
+/// asleep otherwise) and from ``AudioUnitRender(_:_:_:_:_:_:)`` on the unit, so an offline
+/// render sees its slices complete when the call returns. Never on a device's render thread.
+final class SliceTracker: @unchecked Sendable {
+    private struct Pending {
+        /// The slice's address (the caller's memory, valid until it is complete, as on Apple).
+        var address: UInt
+        var start: Int64
+        var end: Int64
+        var began: Bool
+    }
+    private let pending = Locked<[Pending]>([])
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = Atomic<Bool>(false)
+    private let thread = Locked<JoinableThread?>(nil)
+    private let playerRef = Locked<AUPlayerNode?>(nil)
+    /// Frames copied into the player so far (the scheduling thread only).
+    var queuedFrames: Int64 = 0
+
+    /// Tracks a slice occupying the player's frames `from ..< to`.
+    func track(_ slice: UnsafeMutablePointer<ScheduledAudioSlice>, from: Int64, to: Int64, player: AUPlayerNode) -> OSStatus {
+        playerRef.withLock { $0 = player }
+        let address = UInt(bitPattern: slice)
+        pending.withLock { $0.append(Pending(address: address, start: from, end: to, began: false)) }
+        let running = thread.withLock { $0 != nil }
+        if !running {
+            do throws(AudioError) {
+                let t = try JoinableThread(name: "oat-slice-tracker") { [self] in
+                    while !stopped.load(ordering: .acquiring) {
+                        if pending.withLock({ $0.isEmpty }) { wake.wait(); continue }
+                        sweep()
+                        usleep(2000)
+                    }
+                }
+                thread.withLock { $0 = t }
+            } catch {
+                return kAudioUnitErr_CannotDoInCurrentContext
+            }
+        }
+        wake.signal()
+        return noErr
+    }
+
+    /// Marks what the player has rendered; calls the completion procs (no lock held).
+    func sweep() {
+        guard let player = playerRef.withLock({ $0 }) else { return }
+        let played = player.playedFrames
+        let done = pending.withLock { list -> [UInt] in
+            var done: [UInt] = []
+            var i = 0
+            while i < list.count {
+                if played > list[i].start && !list[i].began {
+                    UnsafeMutablePointer<ScheduledAudioSlice>(bitPattern: list[i].address)?.pointee.mFlags.insert(.scheduledAudioSliceFlag_BeganToRender)
+                    list[i].began = true
+                }
+                if played >= list[i].end {
+                    done.append(list[i].address)
+                    list.remove(at: i)
+                } else {
+                    i += 1
+                }
+            }
+            return done
+        }
+        for address in done {
+            guard let slice = UnsafeMutablePointer<ScheduledAudioSlice>(bitPattern: address) else { continue }
+            slice.pointee.mFlags.insert(.scheduledAudioSliceFlag_Complete)
+            slice.pointee.mCompletionProc?(slice.pointee.mCompletionProcUserData, slice)
+        }
+    }
+
+    /// Stops the thread (the unit is disposed of); pending slices are not called.
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        wake.signal()
+        thread.withLock { t -> JoinableThread? in defer { t = nil }; return t }?.join()
+        pending.withLock { $0.removeAll() }
+    }
 }

@@ -74,7 +74,8 @@ public typealias ScheduledAudioFileRegionCompletionProc = (UnsafeMutableRawPoint
 
 /// A region of a file to play (Apple's `ScheduledAudioFileRegion`).
 public struct ScheduledAudioFileRegion {
-    /// Where in the player's timeline the region starts (sample time; only the order matters here).
+    /// Where on the player's timeline the region starts: a valid sample time, frames after the
+    /// start time stamp (the frames before it play silence).
     public var mTimeStamp: AudioTimeStamp
     /// Called once the region has been read.
     public var mCompletionProc: ScheduledAudioFileRegionCompletionProc?
@@ -115,9 +116,9 @@ public struct AUScheduledAudioSliceFlags: OptionSet, Hashable, Sendable {
     public var rawValue: UInt32
     /// Creates flags.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
-    /// The slice has been taken.
+    /// The unit has rendered all of the slice (set by the unit, with the completion proc).
     public static let scheduledAudioSliceFlag_Complete = AUScheduledAudioSliceFlags(rawValue: 0x01)
-    /// The slice began to render.
+    /// The unit has rendered part of the slice.
     public static let scheduledAudioSliceFlag_BeganToRender = AUScheduledAudioSliceFlags(rawValue: 0x02)
     /// The slice began late.
     public static let scheduledAudioSliceFlag_BeganToRenderLate = AUScheduledAudioSliceFlags(rawValue: 0x04)
@@ -134,7 +135,7 @@ public struct AUScheduledAudioSliceFlags: OptionSet, Hashable, Sendable {
 public struct ScheduledAudioSlice {
     /// When the slice plays (only the order matters here).
     public var mTimeStamp: AudioTimeStamp
-    /// Called when the slice has been taken.
+    /// Called once the unit has rendered all of the slice (not on a render thread here).
     public var mCompletionProc: ScheduledAudioSliceCompletionProc?
     /// Passed to the completion proc.
     public var mCompletionProcUserData: UnsafeMutableRawPointer?
@@ -477,7 +478,8 @@ public let kAudioUnitProperty_PresentationLatency: AudioUnitPropertyID = 40
 public let kAudioUnitProperty_MeteringMode: AudioUnitPropertyID = 3007
 /// Matrix levels (3006): not available here.
 public let kAudioUnitProperty_MatrixLevels: AudioUnitPropertyID = 3006
-/// `AudioDeviceID` of an I/O unit (2000): not available here (the device is `OAT_OUTPUT`'s).
+/// `AudioDeviceID` an output unit plays to (2000): a device of the HAL subset (a PulseAudio sink
+/// or an ALSA device); by default the default output device (`OAT_OUTPUT`'s choice).
 public let kAudioOutputUnitProperty_CurrentDevice: AudioUnitPropertyID = 2000
 /// Channel map of an I/O unit (2002): not available here.
 public let kAudioOutputUnitProperty_ChannelMap: AudioUnitPropertyID = 2002

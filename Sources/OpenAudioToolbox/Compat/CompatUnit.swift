@@ -48,6 +48,11 @@ final class CompatUnit: @unchecked Sendable {
     var io: CompatInputIO?
     var ioNode: CompatIONode?
     var voiceBypass = false
+    /// The inputs AudioUnitProcess/AudioUnitProcessMultiple hand over, one per input bus (made
+    /// on their first call, which re-initialises the unit with them; AUComponentProcess.swift).
+    var processSources: [UInt32: CompatProcessSource] = [:]
+    /// `kAudioOutputUnitProperty_CurrentDevice` as set (nil: the default; AudioOutputUnitDevice.swift).
+    var currentDevice: AudioObjectID?
     /// `kAudioUnitProperty_BypassEffect`, kept across node rebuilds.
     var bypassEffect = false
     var voiceAGC = false
@@ -104,8 +109,10 @@ final class CompatUnit: @unchecked Sendable {
 
     /// A node for the unit's render callback on input `bus`, in the format set on that bus.
     func bridge(bus: UInt32) -> CompatCallbackNode? {
-        guard let cb = callbacks[bus], cb.inputProc != nil else { return nil }
-        return CompatCallbackNode(callback: cb, format: format(kAudioUnitScope_Input, bus), bus: bus)
+        let source = processSources[bus]
+        guard source != nil || callbacks[bus]?.inputProc != nil else { return nil }
+        return CompatCallbackNode(callback: callbacks[bus] ?? AURenderCallbackStruct(), format: format(kAudioUnitScope_Input, bus), bus: bus,
+                                  process: source)
     }
 
     func initialize() -> OSStatus {
@@ -173,9 +180,12 @@ final class CompatCallbackNode: AudioUnits.AUNode, @unchecked Sendable {
     private var list: UnsafeMutableAudioBufferListPointer?
     private var storage: [UnsafeMutableRawPointer] = []
     private let dummyRefCon = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
+    /// While AudioUnitProcess runs, the input it was given (read instead of calling the callback).
+    let process: CompatProcessSource?
 
-    init(callback: AURenderCallbackStruct, format: AudioStreamBasicDescription, bus: UInt32) {
+    init(callback: AURenderCallbackStruct, format: AudioStreamBasicDescription, bus: UInt32, process: CompatProcessSource? = nil) {
         self.callback = callback
+        self.process = process
         clientFormat = format
         self.bus = bus
         super.init(name: "render callback \(bus)", inputChannels: [], outputChannels: [Int(max(1, format.mChannelsPerFrame))])
@@ -203,8 +213,12 @@ final class CompatCallbackNode: AudioUnits.AUNode, @unchecked Sendable {
     override func render(_ context: AURenderContext) {
         let out = context.output(0)
         let frames = context.frames
-        guard let list, let proc = callback.inputProc else { out.silence(); return }
         let bpf = Int(clientFormat.mBytesPerFrame)
+        if let given = process?.list {
+            copy(from: UnsafeMutableAudioBufferListPointer(given), to: out, frames: frames, bpf: bpf)
+            return
+        }
+        guard let list, let proc = callback.inputProc else { out.silence(); return }
         let interleaved = clientFormat.isInterleaved
         let ch = out.channelCount
         list.count = storage.count
@@ -218,6 +232,13 @@ final class CompatCallbackNode: AudioUnits.AUNode, @unchecked Sendable {
             withUnsafePointer(to: &time) { t in proc(callback.inputProcRefCon ?? dummyRefCon, f, t, bus, UInt32(frames), list.unsafeMutablePointer) }
         }
         guard status == noErr, list.count > 0 else { out.silence(); return }
+        copy(from: list, to: out, frames: frames, bpf: bpf)
+    }
+
+    /// Converts the client-format buffers to the graph's Float32 channels.
+    private func copy(from list: UnsafeMutableAudioBufferListPointer, to out: AUBufferList, frames: Int, bpf: Int) {
+        let interleaved = clientFormat.isInterleaved
+        let ch = out.channelCount
         let bits = Int(clientFormat.mBitsPerChannel)
         let isFloat = clientFormat.isFloat
         for c in 0..<ch {
@@ -265,4 +286,6 @@ final class CompatUnitExtras {
     var startTime = AudioTimeStamp()
     /// The region's reader runs and has read ahead (ScheduledFilePrime); the start time stamp uses it.
     var primed = false
+    /// Scheduled slices waiting to be played (ScheduleAudioSlice; AudioUnitPlayers.swift).
+    var slices: SliceTracker?
 }
