@@ -110,6 +110,8 @@ final class SocketTransfer: HTTPTransferState {
 
     private func fail(_ error: AudioError, retryable: Bool) {
         fault = TransferFault(error: error, retryable: retryable)
+        // Before the body is armed a failure fails the open (a bad status line or framing).
+        if !armed { headDone = false }
         end()
     }
 
