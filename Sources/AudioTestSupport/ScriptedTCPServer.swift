@@ -32,24 +32,8 @@ public final class ScriptedTCPServer: @unchecked Sendable {
     /// Serves `scripts[i]` to the i-th connection (the last script to any later one).
     public init(_ scripts: [[Step]]) throws(AudioError) {
         self.scripts = scripts.isEmpty ? [[]] : scripts
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw AudioError(.io, component: "ScriptedTCPServer", "socket failed") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let ok = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard ok, listen(fd, 16) == 0 else {
-            Glibc.close(fd)
-            throw AudioError(.io, component: "ScriptedTCPServer", "cannot listen on 127.0.0.1")
-        }
-        var bound = sockaddr_in()
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        port = Int(UInt16(bigEndian: bound.sin_port))
+        let (fd, bound) = try listenOnLoopback(component: "ScriptedTCPServer", backlog: 16)
+        port = bound
         listenFD = fd
         do {
             thread = try JoinableThread(name: "scripted-tcp") { [self] in serve() }
