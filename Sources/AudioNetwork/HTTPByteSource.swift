@@ -19,7 +19,12 @@ func monotonicSeconds() -> Double {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-/// Reads an HTTP(S) resource or live stream (Icecast, SHOUTcast's `ICY 200 OK`) through libcurl.
+/// Reads an HTTP(S) resource or live stream (Icecast, SHOUTcast's `ICY 200 OK`).
+///
+/// Plain `http://` and `icy://` URLs go over a TCP socket of the source's own (HTTP/1.1 GET,
+/// chunked or length-framed bodies, redirects while they stay plain http); `https://`, proxies,
+/// credentials and redirects to https go through libcurl, loaded on first use
+/// (``HTTPOptions/prefersLibcurl`` sends everything there).
 ///
 /// TLS certificates are verified unless ``HTTPOptions/allowsInsecureTLS``; redirects are followed
 /// up to ``HTTPOptions/maximumRedirects``; `open(at:)` with an offset sends `Range: bytes=N-` and
@@ -40,11 +45,18 @@ public final class HTTPByteSource: ByteSource {
     /// The options.
     public let options: HTTPOptions
 
-    private struct MultiHandle: @unchecked Sendable { let pointer: UnsafeMutableRawPointer }
-    /// Set when libcurl could not be loaded: every open fails with it.
-    private let unavailable: String?
-    private let multiBox: MultiHandle
-    private var multi: UnsafeMutableRawPointer { multiBox.pointer }
+    /// libcurl's multi handle, made on the first transfer that needs libcurl (https, proxies,
+    /// credentials, ``HTTPOptions/prefersLibcurl``); plain `http://` never loads libcurl.
+    final class CurlMulti: @unchecked Sendable {
+        let pointer: UnsafeMutableRawPointer
+        init?() {
+            guard let p = curl_multi_init() else { return nil }
+            pointer = p
+        }
+        deinit { curl_multi_cleanup(pointer) }
+    }
+    private let curl = Locked<CurlMulti?>(nil)
+    let wake = WakeUp()
     private let cancelled = Atomic<Bool>(false)
     private let stats = Locked(ByteSourceStatistics())
     private let io = Locked(())
@@ -52,28 +64,19 @@ public final class HTTPByteSource: ByteSource {
 
     /// Creates a source for `url` (http, https, or icy as http). Nothing is fetched until `open`.
     public init(url: String, options: HTTPOptions = HTTPOptions()) {
-        unavailable = curlLoadError
-        if unavailable == nil { _ = curlGlobal }
         var u = url
         if u.lowercased().hasPrefix("icy://") { u = "http://" + u.dropFirst(6) }
         self.url = u
         self.options = options
-        // Without libcurl there is no multi handle; a placeholder that is never passed to curl.
-        self.multiBox = MultiHandle(pointer: unavailable == nil ? curl_multi_init() : UnsafeMutableRawPointer(bitPattern: 1)!)
         self.core = Core(url: u, options: options)
     }
 
     deinit {
-        guard unavailable == nil else { return }
-        core.finishTransfer(multi: multi)
-        curl_multi_cleanup(multi)
+        core.finishTransfer()
     }
 
     public func open(at offset: Int64) throws(AudioError) -> ByteSourceInfo {
-        if let unavailable {
-            throw AudioError(.network, component: "HTTPByteSource", "cannot open \(url): \(unavailable)")
-        }
-        return try io.withLock { _ throws(AudioError) -> ByteSourceInfo in
+        try io.withLock { _ throws(AudioError) -> ByteSourceInfo in
             try core.openFirst(at: offset, source: self)
         }
     }
@@ -86,12 +89,12 @@ public final class HTTPByteSource: ByteSource {
 
     public func cancel() {
         cancelled.store(true, ordering: .sequentiallyConsistent)
-        if unavailable == nil { curl_multi_wakeup(multi) }
+        wake.wake()
+        curl.withLock { if let m = $0 { _ = curl_multi_wakeup(m.pointer) } }
     }
 
     public func close() {
-        guard unavailable == nil else { return }
-        io.withLock { _ in core.finishTransfer(multi: multi) }
+        io.withLock { _ in core.finishTransfer() }
     }
 
     public var statistics: ByteSourceStatistics { stats.withLock { $0 } }
@@ -99,9 +102,27 @@ public final class HTTPByteSource: ByteSource {
     /// The info of the current response (nil before `open`).
     public var info: ByteSourceInfo? { io.withLock { _ in core.info } }
 
+    /// True when the current (or last) request went over the plain socket transport instead of
+    /// libcurl (see ``HTTPOptions/prefersLibcurl``).
+    public var usesPlainSocket: Bool { io.withLock { _ in core.transfer.map { $0 is SocketTransfer } ?? core.plain } }
+
     var isCancelled: Bool { cancelled.load(ordering: .sequentiallyConsistent) }
-    var multiHandle: UnsafeMutableRawPointer { multi }
     func count(_ body: (inout ByteSourceStatistics) -> Void) { stats.withLock { body(&$0) } }
+
+    /// The multi handle, made (and libcurl loaded) on first use; the error when libcurl is missing.
+    func curlMulti() -> Result<UnsafeMutableRawPointer, AudioError> {
+        if let unavailable = curlLoadError {
+            return .failure(AudioError(.network, component: "HTTPByteSource", "cannot open \(url): \(unavailable)"))
+        }
+        _ = curlGlobal
+        return curl.withLock { m -> Result<UnsafeMutableRawPointer, AudioError> in
+            if m == nil { m = CurlMulti() }
+            guard let p = m?.pointer else {
+                return .failure(AudioError(.network, component: "HTTPByteSource", "cannot create a libcurl multi handle for \(url)"))
+            }
+            return .success(p)
+        }
+    }
 }
 
 // MARK: - The source's state
@@ -111,7 +132,10 @@ extension HTTPByteSource {
     final class Core: @unchecked Sendable {
         let url: String
         let options: HTTPOptions
-        var transfer: CurlTransfer?
+        var transfer: HTTPTransferState?
+        /// True while requests go over the plain socket transport (false after a redirect off
+        /// plain http, which libcurl then follows from the start).
+        var plain: Bool
         var info: ByteSourceInfo?
         /// Stream offset of the next audio byte `read` returns.
         var position: Int64 = 0
@@ -129,16 +153,15 @@ extension HTTPByteSource {
         init(url: String, options: HTTPOptions) {
             self.url = url
             self.options = options
+            self.plain = PlainHTTPURL.carries(url, options: options)
         }
 
         var component: String { "HTTPByteSource" }
         var displayURL: String { redactedURL(url) }
 
-        func finishTransfer(multi: UnsafeMutableRawPointer) {
-            if let t = transfer {
-                curl_multi_remove_handle(multi, t.easy)
-                transfer = nil
-            }
+        func finishTransfer() {
+            transfer?.finish()
+            transfer = nil
         }
 
         func cancelledError() -> AudioError {
@@ -175,31 +198,48 @@ extension HTTPByteSource {
 
         /// Starts one request and waits for its final response head.
         func openOnce(at offset: Int64, audioBase: Int64, source: HTTPByteSource) -> Result<ByteSourceInfo, TransferFault> {
-            finishTransfer(multi: source.multiHandle)
-            guard let t = CurlTransfer(maximumHeaderBytes: options.maximumHeaderBytes, bufferLimit: max(4096, options.bufferLimit)) else {
-                return .failure(TransferFault(error: AudioError(.network, component: component, "cannot create a libcurl handle for \(displayURL)"), retryable: false))
+            finishTransfer()
+            let t: HTTPTransferState
+            if plain, let target = PlainHTTPURL(url) {
+                t = SocketTransfer(url: target, offset: offset, options: options, wake: source.wake, component: component)
+            } else {
+                let multi: UnsafeMutableRawPointer
+                switch source.curlMulti() {
+                case .success(let m): multi = m
+                case .failure(let e): return .failure(TransferFault(error: e, retryable: false))
+                }
+                guard let c = CurlTransfer(multi: multi, maximumHeaderBytes: options.maximumHeaderBytes, bufferLimit: max(4096, options.bufferLimit)) else {
+                    return .failure(TransferFault(error: AudioError(.network, component: component, "cannot create a libcurl handle for \(displayURL)"), retryable: false))
+                }
+                configure(c, url: url, offset: offset)
+                c.start()
+                t = c
             }
             t.icyCharset = options.icyCharset
-            configure(t, offset: offset)
             source.count { $0.requests += 1 }
             transfer = t
-            curl_multi_add_handle(source.multiHandle, t.easy)
             let start = monotonicSeconds()
             while !t.headDone && !t.done {
-                if source.isCancelled { finishTransfer(multi: source.multiHandle); return .failure(TransferFault(error: cancelledError(), retryable: false)) }
-                drive(source: source, t)
+                if source.isCancelled { finishTransfer(); return .failure(TransferFault(error: cancelledError(), retryable: false)) }
+                t.drive(wait: true)
                 let quiet = monotonicSeconds() - max(t.lastProgress, start)
                 if !t.headDone && !t.done && quiet > options.reconnect.stallTimeout + options.reconnect.connectTimeout {
-                    finishTransfer(multi: source.multiHandle)
+                    finishTransfer()
                     return .failure(TransferFault(error: AudioError(.timedOut, component: component,
                         "no response from \(displayURL) within \(Int(quiet)) s"), retryable: true))
                 }
             }
             source.count { $0.bytesReceived += t.rawBytes; }
             t.rawBytes = 0
+            if let s = t as? SocketTransfer, s.needsLibcurl {
+                // A redirect off plain http: libcurl follows the chain from the start.
+                finishTransfer()
+                plain = false
+                return openOnce(at: offset, audioBase: audioBase, source: source)
+            }
             if !t.headDone {
                 let f = fault(of: t)
-                finishTransfer(multi: source.multiHandle)
+                finishTransfer()
                 return .failure(f)
             }
             return evaluateHead(t, offset: offset, audioBase: audioBase, source: source)
@@ -238,7 +278,7 @@ extension HTTPByteSource {
                 if t.done {
                     source.count { $0.bytesReceived += t.rawBytes }
                     t.rawBytes = 0
-                    if t.result == CURLE_OK {
+                    if t.succeeded {
                         if let total = info?.totalLength, position < total {
                             fault = TransferFault(error: AudioError(.network, component: component,
                                 "\(displayURL) ended at byte \(position) of \(total)"), retryable: true)
@@ -260,7 +300,7 @@ extension HTTPByteSource {
                         waited = true
                         if starvedSince == nil { starvedSince = waitStart; starvedBytes = 0 }
                     }
-                    drive(source: source, t)
+                    t.drive(wait: true)
                     source.count { $0.bytesReceived += t.rawBytes }
                     t.rawBytes = 0
                     let now = monotonicSeconds()

@@ -77,7 +77,15 @@ public struct HTTPOptions: Sendable, Equatable {
     /// The largest Range start skipped by reading when a server answers a range request with 200.
     public var maximumRangeSkip: Int64 = 1 << 20
     /// A proxy URL; nil uses libcurl's default (`http_proxy`, `https_proxy`, `no_proxy`).
+    /// With a proxy (this option or `http_proxy`/`all_proxy` in the environment) `http://` URLs
+    /// go through libcurl too.
     public var proxy: String?
+    /// True to carry `http://` (and `icy://`) URLs through libcurl, as `https://`. False (the
+    /// default): plain `http://` without a proxy or credentials goes over a TCP socket of the
+    /// source's own, and libcurl (with its TLS libraries, about 8 MB of resident memory) is not
+    /// loaded. The environment variable `OAT_HTTP_TRANSPORT=curl` has the same effect for every
+    /// source, for comparisons.
+    public var prefersLibcurl: Bool = false
     /// Retry and timeout policy.
     public var reconnect = ReconnectPolicy()
 

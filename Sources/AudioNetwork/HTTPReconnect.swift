@@ -11,8 +11,8 @@ import Glibc
 extension HTTPByteSource.Core {
     /// A fault while reading: reconnects per policy (backoff, give-up time, healthy-run reset)
     /// and resumes at `position`, or throws when the fault is permanent or retries ran out.
-    func recover(from fault: TransferFault, of t: CurlTransfer, source: HTTPByteSource) throws(AudioError) {
-        guard fault.retryable, options.reconnect.reconnects else { finishTransfer(multi: source.multiHandle); throw fault.error }
+    func recover(from fault: TransferFault, of t: HTTPTransferState, source: HTTPByteSource) throws(AudioError) {
+        guard fault.retryable, options.reconnect.reconnects else { finishTransfer(); throw fault.error }
         let now = monotonicSeconds()
         // Healthy: the connection delivered bytes for `healthyAfter` (not a trickle; a
         // connection that sent a little and then stalled keeps counting toward give-up).
@@ -24,7 +24,7 @@ extension HTTPByteSource.Core {
         }
         let runStart = faultRunStart ?? now
         attempts += 1
-        finishTransfer(multi: source.multiHandle)
+        finishTransfer()
         try wait(before: attempts, fault: fault, since: runStart, source: source)
         try reconnect(source: source, faultStart: runStart, attempt: &attempts)
         lastReconnect = monotonicSeconds()
@@ -49,8 +49,7 @@ extension HTTPByteSource.Core {
             if source.isCancelled { throw cancelledError() }
             let left = deadline - monotonicSeconds()
             if left <= 0 { return }
-            var numfds: Int32 = 0
-            _ = curl_multi_poll(source.multiHandle, nil, 0, Int32(min(left, 1) * 1000) + 1, &numfds)
+            source.wake.sleep(min(left, 1))
         }
     }
 
@@ -83,7 +82,7 @@ extension HTTPByteSource.Core {
             case .success(var i):
                 if !seekable { i.startOffset = position }
                 if seekable, let old = info?.totalLength, i.totalLength != old {
-                    finishTransfer(multi: source.multiHandle)
+                    finishTransfer()
                     throw AudioError(.invalidData, component: component,
                         "\(displayURL) changed size from \(old) to \(i.totalLength.map(String.init) ?? "unknown") while resuming")
                 }

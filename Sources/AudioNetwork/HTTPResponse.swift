@@ -20,17 +20,23 @@ struct TransferFault: Error {
 
 extension HTTPByteSource.Core {
     /// The fault of a transfer that ended with a libcurl error (or before its head).
-    func fault(of t: CurlTransfer) -> TransferFault {
+    func fault(of t: HTTPTransferState) -> TransferFault {
         if t.interimOverflow {
             return TransferFault(error: AudioError(.limitExceeded, component: component,
-                "\(displayURL) sent more than \(CurlTransfer.maximumInterimResponses) interim (1xx) responses before its answer"), retryable: false)
+                "\(displayURL) sent more than \(HTTPTransferState.maximumInterimResponses) interim (1xx) responses before its answer"), retryable: false)
         }
         if t.headerOverflow {
             return TransferFault(error: AudioError(.limitExceeded, component: component,
                 "response head from \(displayURL) exceeds \(options.maximumHeaderBytes) bytes"), retryable: false)
         }
+        if let s = t as? SocketTransfer {
+            return s.fault ?? TransferFault(error: AudioError(.network, component: component, "\(displayURL) closed the connection before the response head"), retryable: true)
+        }
+        guard let t = t as? CurlTransfer else {
+            return TransferFault(error: AudioError(.network, component: component, "cannot read \(displayURL)"), retryable: true)
+        }
         let code = t.result
-        let message = curlMessage(t)
+        let message = t.message
         let underlying = "curl \(code.rawValue): \(message)"
         switch code {
         case CURLE_TOO_MANY_REDIRECTS:
@@ -55,7 +61,7 @@ extension HTTPByteSource.Core {
     }
 
     /// Checks the final response head; on success, arms the body and returns its info.
-    func evaluateHead(_ t: CurlTransfer, offset: Int64, audioBase: Int64, source: HTTPByteSource) -> Result<ByteSourceInfo, TransferFault> {
+    func evaluateHead(_ t: HTTPTransferState, offset: Int64, audioBase: Int64, source: HTTPByteSource) -> Result<ByteSourceInfo, TransferFault> {
         let status = t.status
         guard (200..<300).contains(status) else {
             let fail: TransferFault
@@ -71,12 +77,10 @@ extension HTTPByteSource.Core {
             default:
                 fail = TransferFault(error: AudioError(.network, component: component, "\(displayURL) answered HTTP \(status)\(statusName(status))", underlying: "HTTP \(status)"), retryable: false)
             }
-            finishTransfer(multi: source.multiHandle)
+            finishTransfer()
             return .failure(fail)
         }
-        var effective: UnsafePointer<CChar>? = nil
-        _ = oat_curl_getinfo_string(t.easy, CURLINFO_EFFECTIVE_URL, &effective)
-        let finalURL = effective.map { String(cString: $0) } ?? url
+        let finalURL = t.effectiveURL ?? url
         var contentType: String? = nil
         if let ct = t.header("content-type") {
             let main = ct.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
@@ -88,12 +92,12 @@ extension HTTPByteSource.Core {
         var start: Int64 = 0
         if status == 206 {
             guard let cr = t.header("content-range"), let range = parseContentRange(cr) else {
-                finishTransfer(multi: source.multiHandle)
+                finishTransfer()
                 return .failure(TransferFault(error: AudioError(.invalidData, component: component,
                     "\(displayURL) answered 206 without a valid Content-Range"), retryable: false))
             }
             guard range.first == offset else {
-                finishTransfer(multi: source.multiHandle)
+                finishTransfer()
                 return .failure(TransferFault(error: AudioError(.invalidData, component: component,
                     "\(displayURL) answered the range request for byte \(offset) with bytes from \(range.first)"), retryable: false))
             }
@@ -103,7 +107,7 @@ extension HTTPByteSource.Core {
             total = contentLength
             if offset > 0 {
                 guard offset <= options.maximumRangeSkip else {
-                    finishTransfer(multi: source.multiHandle)
+                    finishTransfer()
                     return .failure(TransferFault(error: AudioError(.unsupportedFormat, component: component,
                         "\(displayURL) ignored the range request for byte \(offset) (answered 200); skipping more than \(options.maximumRangeSkip) bytes is refused"), retryable: false))
                 }
@@ -134,15 +138,11 @@ extension HTTPByteSource.Core {
             do {
                 t.demuxer = try ICYDemuxer(metaInterval: metaint, audioOffset: base, charset: options.icyCharset)
             } catch {
-                finishTransfer(multi: source.multiHandle)
+                finishTransfer()
                 return .failure(TransferFault(error: AudioError(error.code, component: component, "\(displayURL): \(error.message)"), retryable: false))
             }
         }
-        t.armed = true
-        if t.paused {
-            t.paused = false
-            _ = oat_curl_unpause(t.easy)
-        }
+        t.arm()
         return .success(i)
     }
 }
@@ -168,9 +168,43 @@ private func statusName(_ status: Int) -> String {
 func parseRetryAfter(_ value: String) -> Double? {
     let v = value.trimmingBlanks()
     if let s = Int(v) { return s >= 0 ? Double(s) : nil }
-    let t = curl_getdate(v, nil)
-    guard t >= 0 else { return nil }
+    guard let t = parseHTTPDate(v) else { return nil }
     var now = timespec()
     clock_gettime(CLOCK_REALTIME, &now)
     return max(0, Double(t) - Double(now.tv_sec))
+}
+
+/// Parses an HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 850 `Sunday, 06-Nov-94 08:49:37 GMT`,
+/// or asctime `Sun Nov  6 08:49:37 1994`) to seconds since 1970; nil when it is none of them.
+func parseHTTPDate(_ value: String) -> Int? {
+    let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    let tokens = value.lowercased().split { $0 == " " || $0 == "," || $0 == "-" || $0 == "\t" }.map(String.init)
+    guard tokens.count >= 5, tokens.count <= 8 else { return nil }
+    var month: Int? = nil, day: Int? = nil, year: Int? = nil, time: (Int, Int, Int)? = nil
+    for t in tokens {
+        if let m = months.firstIndex(of: t) { month = m + 1; continue }
+        if t.contains(":") {
+            let p = t.split(separator: ":").compactMap { Int($0) }
+            guard p.count == 3, (0...23).contains(p[0]), (0...59).contains(p[1]), (0...60).contains(p[2]) else { return nil }
+            time = (p[0], p[1], p[2])
+            continue
+        }
+        if let n = Int(t), t.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            if t.count == 4 { year = n } else if t.count <= 2 && day == nil && (1...31).contains(n) { day = n } else if t.count == 2 && year == nil {
+                year = n < 70 ? 2000 + n : 1900 + n
+            } else { return nil }
+            continue
+        }
+        guard t == "gmt" || t == "utc" || t.allSatisfy({ $0.isLetter }) else { return nil }
+    }
+    guard let month, let day, let year, let time, year >= 1970, year < 10000 else { return nil }
+    // Days from 1970-01-01 (the civil-from-days inverse).
+    let y = month <= 2 ? year - 1 : year
+    let era = y / 400
+    let yoe = y - era * 400
+    let mp = (month + 9) % 12
+    let doy = (153 * mp + 2) / 5 + day - 1
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+    let days = era * 146_097 + doe - 719_468
+    return days * 86_400 + time.0 * 3600 + time.1 * 60 + time.2
 }

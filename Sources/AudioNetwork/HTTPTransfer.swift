@@ -9,12 +9,10 @@ import Glibc
 
 // MARK: - One request
 
-/// The state of one libcurl transfer; touched only by the thread that drives the multi handle
-/// (the callbacks run inside curl_multi_perform on that thread).
-final class CurlTransfer {
-    let easy: UnsafeMutableRawPointer
-    var requestHeaders: UnsafeMutablePointer<curl_slist>?
-    var aliases: UnsafeMutablePointer<curl_slist>?
+/// The state of one HTTP request, whatever carries it (libcurl or a plain socket): the response
+/// head, the body waiting for the reader (ICY metadata removed), and completion. Touched only by
+/// the thread that drives it.
+class HTTPTransferState {
     let maximumHeaderBytes: Int
     let bufferLimit: Int
     var icyCharset: ICYCharset = .automatic
@@ -52,28 +50,33 @@ final class CurlTransfer {
 
     // Completion.
     var done = false
-    var result = CURLE_OK
-    let errorBuffer: UnsafeMutablePointer<CChar> = {
-        let p = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-        p.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        return p
-    }()
 
-    init?(maximumHeaderBytes: Int, bufferLimit: Int) {
-        guard let e = curl_easy_init() else { return nil }
-        easy = e
+    init(maximumHeaderBytes: Int, bufferLimit: Int) {
         self.maximumHeaderBytes = maximumHeaderBytes
         self.bufferLimit = bufferLimit
     }
 
-    deinit {
-        curl_easy_cleanup(easy)
-        curl_slist_free_all(requestHeaders)
-        curl_slist_free_all(aliases)
-        errorBuffer.deallocate()
-    }
+    // MARK: what each carrier provides
+
+    /// True when the transfer ended without a transport error (read once `done`).
+    var succeeded: Bool { true }
+    /// The URL the final response came from (after redirects).
+    var effectiveURL: String? { nil }
+    /// One round of work: progress without blocking, then (unless something is ready for the
+    /// reader, or `wait` is false once the head is in) wait up to 250 ms for the network.
+    func drive(wait: Bool) {}
+    /// Lets the body flow once the head has been evaluated (`armed`).
+    func arm() { armed = true }
+    /// Ends the transfer and releases its connection.
+    func finish() {}
+    /// Resumes a transfer paused at the buffer limit.
+    func unpause() {}
+
+    // MARK: shared
 
     var available: Int { pending.count - pendingStart }
+    /// True when the buffer has room for more body bytes.
+    var hasRoom: Bool { available + metadataBytes < bufferLimit }
 
     func take(into buffer: UnsafeMutableRawBufferPointer, limit: Int) -> Int {
         let n = min(buffer.count, available, limit)
@@ -102,18 +105,8 @@ final class CurlTransfer {
         if !b.isEmpty { pending.append(contentsOf: b) }
     }
 
-    /// Called by libcurl with body bytes.
-    func body(_ data: UnsafeRawBufferPointer) -> Int {
-        lastProgress = monotonicSeconds()
-        guard acceptBody else { return data.count }   // an error or redirect body: dropped
-        if !armed {   // the head is not evaluated yet (demuxer, skip): keep the bytes in libcurl
-            paused = true
-            return oat_curl_writefunc_pause()
-        }
-        if available + metadataBytes >= bufferLimit {
-            paused = true
-            return oat_curl_writefunc_pause()
-        }
+    /// Takes body bytes of an armed transfer (the carrier checked `hasRoom` before reading them).
+    func deliver(_ data: UnsafeRawBufferPointer) {
         rawBytes += Int64(data.count)
         if demuxer != nil {
             demuxer!.feed(data, audio: { appendAudio($0) }, metadata: {
@@ -123,17 +116,17 @@ final class CurlTransfer {
         } else {
             appendAudio(data)
         }
-        return data.count
     }
 
-    /// Called by libcurl with each header line (status line, fields, the blank line).
-    func header(_ data: UnsafeRawBufferPointer) -> Int {
+    /// Takes one header line (status line, field, or the blank line). False when the head is too
+    /// large or has too many interim responses (the transfer must stop).
+    func header(_ data: UnsafeRawBufferPointer) -> Bool {
         lastProgress = monotonicSeconds()
         rawBytes += Int64(data.count)
         headBytes += data.count
         if headBytes > maximumHeaderBytes {
             headerOverflow = true
-            return 0
+            return false
         }
         switch head.consume(data) {
         case .end:
@@ -142,10 +135,10 @@ final class CurlTransfer {
                 afterInterim = true
                 if interimResponses > Self.maximumInterimResponses {
                     interimOverflow = true
-                    return 0
+                    return false
                 }
             }
-            // End of one response head: final unless it is 1xx or a redirect libcurl will follow.
+            // End of one response head: final unless it is 1xx or a redirect that will be followed.
             let redirect = (300..<400).contains(status) && followsRedirects && head.header("location") != nil
             if !(100..<200).contains(status) && !redirect {
                 headDone = true
@@ -158,7 +151,7 @@ final class CurlTransfer {
         case .field, .ignored:
             break
         }
-        return data.count
+        return true
     }
 
     func header(_ name: String) -> String? { head.header(name) }
@@ -175,8 +168,111 @@ final class CurlTransfer {
         if paused && armed && available + metadataBytes < bufferLimit / 2 {
             paused = false
             lastProgress = monotonicSeconds()
+            unpause()
+        }
+    }
+}
+
+/// One libcurl transfer: its easy handle on the source's multi handle, and the write/header
+/// callbacks (they run inside curl_multi_perform on the driving thread).
+final class CurlTransfer: HTTPTransferState {
+    let easy: UnsafeMutableRawPointer
+    let multi: UnsafeMutableRawPointer
+    var requestHeaders: UnsafeMutablePointer<curl_slist>?
+    var aliases: UnsafeMutablePointer<curl_slist>?
+    var added = false
+    var result = CURLE_OK
+    let errorBuffer: UnsafeMutablePointer<CChar> = {
+        let p = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        p.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        return p
+    }()
+
+    init?(multi: UnsafeMutableRawPointer, maximumHeaderBytes: Int, bufferLimit: Int) {
+        guard let e = curl_easy_init() else { return nil }
+        easy = e
+        self.multi = multi
+        super.init(maximumHeaderBytes: maximumHeaderBytes, bufferLimit: bufferLimit)
+    }
+
+    deinit {
+        if added { curl_multi_remove_handle(multi, easy) }
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(requestHeaders)
+        curl_slist_free_all(aliases)
+        errorBuffer.deallocate()
+    }
+
+    override var succeeded: Bool { result == CURLE_OK }
+
+    override var effectiveURL: String? {
+        var effective: UnsafePointer<CChar>? = nil
+        _ = oat_curl_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
+        return effective.map { String(cString: $0) }
+    }
+
+    func start() {
+        curl_multi_add_handle(multi, easy)
+        added = true
+    }
+
+    override func finish() {
+        if added { curl_multi_remove_handle(multi, easy); added = false }
+    }
+
+    override func arm() {
+        armed = true
+        if paused {
+            paused = false
             _ = oat_curl_unpause(easy)
         }
+    }
+
+    override func unpause() { _ = oat_curl_unpause(easy) }
+
+    override func drive(wait: Bool) {
+        var running: Int32 = 0
+        _ = curl_multi_perform(multi, &running)
+        collect()
+        if done || available > 0 || (headDone && !acceptBody) || !metadata.isEmpty { return }
+        if !headDone || wait {
+            var numfds: Int32 = 0
+            _ = curl_multi_poll(multi, nil, 0, 250, &numfds)
+            _ = curl_multi_perform(multi, &running)
+            collect()
+        }
+    }
+
+    func collect() {
+        var left: Int32 = 0
+        while let msg = curl_multi_info_read(multi, &left) {
+            if msg.pointee.msg == CURLMSG_DONE, msg.pointee.easy_handle == easy {
+                done = true
+                result = msg.pointee.data.result
+            }
+        }
+    }
+
+    /// Called by libcurl with body bytes.
+    func body(_ data: UnsafeRawBufferPointer) -> Int {
+        lastProgress = monotonicSeconds()
+        guard acceptBody else { return data.count }   // an error or redirect body: dropped
+        if !armed || !hasRoom {   // the head is not evaluated yet, or the buffer is full: keep the bytes in libcurl
+            paused = true
+            return oat_curl_writefunc_pause()
+        }
+        deliver(data)
+        return data.count
+    }
+
+    /// Called by libcurl with each header line.
+    func curlHeader(_ data: UnsafeRawBufferPointer) -> Int {
+        header(data) ? data.count : 0
+    }
+
+    var message: String {
+        let detail = String(cString: errorBuffer)
+        return detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail
     }
 }
 
@@ -189,13 +285,13 @@ private func writeCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ 
 private func headerCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ user: UnsafeMutableRawPointer?) -> Int {
     guard let user, let data else { return 0 }
     let t = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
-    return t.header(UnsafeRawBufferPointer(start: data, count: size * count))
+    return t.curlHeader(UnsafeRawBufferPointer(start: data, count: size * count))
 }
 
 // MARK: - Driving a transfer
 
 extension HTTPByteSource.Core {
-    func configure(_ t: CurlTransfer, offset: Int64) {
+    func configure(_ t: CurlTransfer, url: String, offset: Int64) {
         let e = t.easy
         _ = oat_curl_setopt_string(e, CURLOPT_URL, url)
         _ = oat_curl_setopt_pointer(e, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(t.errorBuffer))
@@ -235,34 +331,5 @@ extension HTTPByteSource.Core {
         _ = oat_curl_setopt_pointer(e, CURLOPT_WRITEDATA, user)
         _ = oat_curl_setopt_header_function(e, headerCallback)
         _ = oat_curl_setopt_pointer(e, CURLOPT_HEADERDATA, user)
-    }
-
-    /// One round of libcurl work: perform, collect completion, and wait up to 250 ms for sockets.
-    func drive(source: HTTPByteSource, _ t: CurlTransfer, wait: Bool = true) {
-        var running: Int32 = 0
-        _ = curl_multi_perform(source.multiHandle, &running)
-        collect(source: source, t)
-        if t.done || t.available > 0 || (t.headDone && !t.acceptBody) || !t.metadata.isEmpty { return }
-        if !t.headDone || wait {
-            var numfds: Int32 = 0
-            _ = curl_multi_poll(source.multiHandle, nil, 0, 250, &numfds)
-            _ = curl_multi_perform(source.multiHandle, &running)
-            collect(source: source, t)
-        }
-    }
-
-    func collect(source: HTTPByteSource, _ t: CurlTransfer) {
-        var left: Int32 = 0
-        while let msg = curl_multi_info_read(source.multiHandle, &left) {
-            if msg.pointee.msg == CURLMSG_DONE, msg.pointee.easy_handle == t.easy {
-                t.done = true
-                t.result = msg.pointee.data.result
-            }
-        }
-    }
-
-    func curlMessage(_ t: CurlTransfer) -> String {
-        let detail = String(cString: t.errorBuffer)
-        return detail.isEmpty ? String(cString: curl_easy_strerror(t.result)) : detail
     }
 }

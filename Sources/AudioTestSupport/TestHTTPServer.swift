@@ -130,25 +130,8 @@ public final class TestHTTPServer: @unchecked Sendable {
 
     /// Binds 127.0.0.1 port 0 and starts accepting.
     public init() throws(AudioError) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw AudioError(.io, component: "TestHTTPServer", "socket failed", underlying: String(cString: strerror(errno))) }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let ok = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard ok, listen(fd, 64) == 0 else {
-            Glibc.close(fd)
-            throw AudioError(.io, component: "TestHTTPServer", "cannot listen on 127.0.0.1", underlying: String(cString: strerror(errno)))
-        }
-        var bound = sockaddr_in()
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        port = Int(UInt16(bigEndian: bound.sin_port))
+        let (fd, bound) = try listenOnLoopback(component: "TestHTTPServer", backlog: 64)
+        port = bound
         listenFD = fd
         do {
             acceptThread = try JoinableThread(name: "test-http-accept") { [self] in acceptLoop() }
@@ -613,4 +596,28 @@ extension String {
         while s.last == c { s = s.dropLast() }
         return String(s)
     }
+}
+
+/// A TCP socket listening on 127.0.0.1 at a free port (SO_REUSEADDR, close-on-exec), and the port.
+func listenOnLoopback(component: String, backlog: Int32) throws(AudioError) -> (fd: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw AudioError(.io, component: component, "socket failed", underlying: String(cString: strerror(errno))) }
+    var one: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = 0
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let ok = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+    guard ok, listen(fd, backlog) == 0 else {
+        let why = String(cString: strerror(errno))
+        Glibc.close(fd)
+        throw AudioError(.io, component: component, "cannot listen on 127.0.0.1", underlying: why)
+    }
+    var bound = sockaddr_in()
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+    return (fd, Int(UInt16(bigEndian: bound.sin_port)))
 }
