@@ -61,10 +61,14 @@ let package = Package(
         .target(name: "CFFmpegLazy"),
         // libmpg123 decodes MPEG audio (Layer I/II/III) without loading FFmpeg.
         .systemLibrary(name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
-        // libpulse.pc adds -pthread/-D_REENTRANT, which SwiftPM rejects with a warning; its headers and
-        // library are on the default paths, so no pkg-config lookup is needed.
+        // PulseAudio's and ALSA's headers only (no link lines, no pkgConfig: their libs would link
+        // them again; the headers are on the default include path): COATDeviceLazy loads libpulse
+        // and libasound with dlopen on first use and defines the functions the package calls, so
+        // a program that opens no device (afinfo, afconvert) does not map them and their ~25
+        // dependencies at launch.
         .systemLibrary(name: "CPulseAudio", providers: [.apt(["libpulse-dev"])]),
-        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CALSA", providers: [.apt(["libasound2-dev"])]),
+        .target(name: "COATDeviceLazy"),
         // Rubber Band's and SpeexDSP's headers only (no link lines): COATDSPLazy loads the libraries
         // with dlopen on first use and defines the functions the package calls. No pkgConfig: its
         // libs would link them again (the headers are on the default include path).
@@ -78,7 +82,7 @@ let package = Package(
         .target(name: "AudioCore", swiftSettings: strict),
         .target(name: "AudioFiles", dependencies: ["AudioCore"], swiftSettings: strict),
         .target(name: "AudioConversion", dependencies: ["AudioCore", "CFFmpeg", "CFFmpegLazy", "CMPG123"], swiftSettings: strict),
-        .target(name: "AudioDevices", dependencies: ["AudioCore", "CPulseAudio", "CALSA"], swiftSettings: strict),
+        .target(name: "AudioDevices", dependencies: ["AudioCore", "CPulseAudio", "CALSA", "COATDeviceLazy"], swiftSettings: strict),
         .target(name: "AudioProcessing", dependencies: ["AudioCore", "CRubberBand", "CSpeexDSP", "COATDSPLazy"], swiftSettings: strict),
         .target(name: "AudioQueueEngine", dependencies: ["AudioCore", "AudioConversion", "AudioDevices", "AudioProcessing"], swiftSettings: strict),
         // The network layer below the player: byte sources (file, stdin, HTTP on libcurl, HLS), ICY,
@@ -113,7 +117,7 @@ let package = Package(
         .testTarget(name: "OpenAudioToolboxTests", dependencies: ["OpenAudioToolbox", "AudioStreaming", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioDevicesTests", dependencies: ["AudioDevices", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioQueueEngineTests", dependencies: ["AudioQueueEngine", "AudioFiles", "AudioTestSupport", "AudioProcessing"], swiftSettings: strict),
-        .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CFFmpegLazy", "CPulseAudio", "CALSA"], swiftSettings: strict),
+        .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CFFmpegLazy", "CPulseAudio", "CALSA", "COATDeviceLazy"], swiftSettings: strict),
         .testTarget(name: "AudioWritingTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),
         .testTarget(name: "CompatTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),

@@ -2,8 +2,8 @@
 # Builds a Debian package of the four tools: Scripts/package-deb.sh [OUTDIR] writes
 # OUTDIR/oat_VERSION_ARCH.deb (default OUTDIR: .build/deb) and prints its path.
 # The tools link the Swift runtime statically; Depends names the Debian packages of every shared
-# library the tools link or load at run time (FFmpeg, Rubber Band, SpeexDSP and libcurl are loaded
-# with dlopen on first use), found on this machine with ldconfig and dpkg. Install with
+# library the tools link or load at run time (FFmpeg, Rubber Band, SpeexDSP, libcurl, libpulse and
+# libasound are loaded with dlopen on first use), found on this machine with ldconfig and dpkg. Install with
 # `apt install ./oat_VERSION_ARCH.deb`. OAT_INSTALL_NO_BUILD=1 packs what .build/release holds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,7 @@ DESTDIR="$stage" Scripts/install.sh /usr >/dev/null
 # The libraries: what the ELF files need, and what the package dlopens (the sonames in the C
 # loaders under Sources/*Lazy and Sources/COATCurl; FFmpeg's are versioned by the installed major).
 needed=$(for t in "$stage"/usr/bin/*; do readelf -d "$t" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p'; done)
-dlopened=$(grep -rhoE '"lib[a-z0-9_]+\.so\.[0-9]*"' Sources/CFFmpegLazy Sources/COATDSPLazy Sources/COATCurl | tr -d '"' | sort -u)
+dlopened=$(grep -rhoE '"lib[a-z0-9_]+\.so\.[0-9]*"' Sources/CFFmpegLazy Sources/COATDSPLazy Sources/COATCurl Sources/COATDeviceLazy | tr -d '"' | sort -u)
 libs=()
 for soname in $needed $dlopened; do
   # "libavcodec.so." (major chosen at run time): the newest one installed.

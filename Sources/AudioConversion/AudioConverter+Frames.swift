@@ -32,7 +32,16 @@ extension AudioConverter {
         let start = base + Int(skip) * channels
         let frames = Int(count)
         if outPlanes == 1 {
-            fifo[0].append(UnsafeRawBufferPointer(start: start, count: frames * channels * 4))
+            var done = 0
+            if let d = direct, d.filled < d.capacity {
+                // Straight into the caller's buffer (fillComplexBuffer), as far as it has room.
+                done = Swift.min(frames, d.capacity - d.filled)
+                (d.base + d.filled * outBytesPerFrame).copyMemory(from: start, byteCount: done * channels * 4)
+                direct!.filled += done
+            }
+            if done < frames {
+                fifo[0].append(UnsafeRawBufferPointer(start: start + done * channels, count: (frames - done) * channels * 4))
+            }
             return
         }
         appendDeinterleaved(start, frames: frames, channels: channels)

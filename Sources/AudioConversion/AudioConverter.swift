@@ -105,6 +105,10 @@ public final class AudioConverter {
     var scratchFrames = 0
     let fifo: [PlaneFIFO]
     var fifoReadFrames = 0
+    /// While ``fillComplexBuffer(_:maxFrames:_:)`` decodes into an interleaved caller's buffer:
+    /// where the decoded frames go straight to (frames up to `capacity`; the FIFO takes the rest),
+    /// one copy where the FIFO needed two (its write and ``read(into:maxFrames:)``'s copy out).
+    var direct: (base: UnsafeMutableRawPointer, capacity: Int, filled: Int)?
     /// Packets pulled by ``fillComplexBuffer(_:maxFrames:_:)`` and the frames they gave (for
     /// the average packet length of variable-length formats).
     var pulledPackets = 0
@@ -379,6 +383,9 @@ public final class AudioConverter {
                                   _ input: (Int) throws(AudioError) -> AudioPacketBatch?) throws(AudioError) -> Int {
         let wanted = Swift.min(buffer.frameCapacity, maxFrames ?? buffer.frameCapacity)
         let holdback = validFrameCount == nil ? Int(primeInfo.trailingFrames) + 1 : 0
+        if canDecodeDirectly(holdback: holdback), wanted > 0 {
+            return try fillDirectly(buffer, wanted: wanted, input)
+        }
         while !drained && bufferedFrameCount < wanted + holdback {
             // Packets to ask for: the frames wanted over the frames per packet; when packets vary
             // (FLAC, Vorbis, Opus), the frames still missing over the average packet seen so far,
@@ -402,6 +409,49 @@ public final class AudioConverter {
             pulledFrames += Swift.max(0, bufferedFrameCount - before)
         }
         return read(into: buffer, maxFrames: wanted)
+    }
+
+    /// True when decoded frames may go straight into the caller's buffer: libmpg123 or a Float32
+    /// copy (decoders that deliver interleaved Float32 through ``appendInterleavedFloat(_:channels:)``)
+    /// into an interleaved destination, with nothing held back for trimming at the end (the
+    /// valid length is known, or there are no trailing frames), so every frame appended is final.
+    func canDecodeDirectly(holdback: Int) -> Bool {
+        holdback == 0 && outPlanes == 1 && !drained && (backend == .mpg123 || (backend == .copy && copyIsFloat))
+            && channelMap == nil
+    }
+
+    /// ``fillComplexBuffer(_:maxFrames:_:)`` decoding into `buffer` itself: what the FIFO holds
+    /// first, then frames as the decoder delivers them; only the last packet's overflow goes
+    /// through the FIFO. Asks for the packets the missing frames need, not `wanted` frames' worth
+    /// each time (which left up to a whole batch in the FIFO).
+    func fillDirectly(_ buffer: AudioPCMBuffer, wanted: Int,
+                      _ input: (Int) throws(AudioError) -> AudioPacketBatch?) throws(AudioError) -> Int {
+        let base = buffer.mutableBytes(0).baseAddress!
+        var filled = 0
+        if bufferedFrameCount > 0 {
+            filled = read(into: buffer, maxFrames: wanted)
+            if filled == wanted { return filled }
+        }
+        direct = (base + filled * outBytesPerFrame, wanted - filled, 0)
+        defer { direct = nil }
+        while !drained && filled + direct!.filled + bufferedFrameCount < wanted {
+            let missing = wanted - filled - direct!.filled - bufferedFrameCount
+            let perPacket = Int(sourceFormat.framesPerPacket)
+            let count = perPacket > 0 ? Swift.max(1, (missing + perPacket - 1) / perPacket) : 1
+            guard let batch = try input(count) else {
+                try endOfInput()
+                break
+            }
+            let before = direct!.filled + bufferedFrameCount
+            try decode(batch)
+            pulledPackets += batch.packetCount
+            pulledFrames += Swift.max(0, direct!.filled + bufferedFrameCount - before)
+        }
+        // The FIFO only takes frames once the buffer is full: they follow the buffer's last frame.
+        filled += direct!.filled
+        direct = nil
+        buffer.frameLength = filled
+        return filled
     }
 
     // MARK: Internals

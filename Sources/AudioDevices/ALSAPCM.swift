@@ -56,6 +56,7 @@ final class PCMHandle: @unchecked Sendable {
 
     private static func openRaw(_ name: String, stream: snd_pcm_stream_t, configText: String?) throws(AudioError) -> (OpaquePointer, OpaquePointer?) {
         let component = componentName(stream)
+        try DeviceLibraries.requireALSA(component: component)
         let what = stream == SND_PCM_STREAM_CAPTURE ? "capture PCM" : "PCM"
         // ALSA prints open failures to stderr; they become AudioErrors here, so keep this
         // thread's ALSA messages quiet while opening.
@@ -167,6 +168,8 @@ final class PCMHandle: @unchecked Sendable {
     /// The PCMs ALSA's configuration and cards offer for `direction` (`Output` or `Input`;
     /// PCMs that do both are listed too), as `snd_device_name_hint` names and describes them.
     static func nameHints(direction: String) -> [(name: String, description: String)] {
+        // Without libasound there are no ALSA devices to list.
+        guard DeviceLibraries.alsaLoadError == nil else { return [] }
         var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
         guard snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
         defer { snd_device_name_free_hint(hints) }

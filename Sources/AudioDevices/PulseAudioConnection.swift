@@ -117,6 +117,7 @@ final class PulseConnection: @unchecked Sendable {
 
     /// Starts the main loop and connects, waiting at most `timeout` seconds for the server.
     func open(timeout: Double) throws(AudioError) {
+        try DeviceLibraries.requirePulseAudio(component: component)
         guard let ml = pa_threaded_mainloop_new() else {
             throw AudioError(.deviceUnavailable, component: component, "cannot create a main loop")
         }

@@ -83,6 +83,7 @@ public final class PulseAudioDeviceWatcher: @unchecked Sendable {
         func fail(_ text: String, _ underlying: String? = nil) {
             shared.outcome.withLock { $0 = .failed(AudioError(.deviceUnavailable, component: "PulseAudio", text, underlying: underlying)) }
         }
+        if let why = DeviceLibraries.pulseAudioLoadError { fail("PulseAudio is not available", why); return }
         guard let ml = pa_mainloop_new() else { fail("cannot create a main loop"); return }
         shared.mainloop.withLock { $0 = UInt(bitPattern: Int(bitPattern: ml)) }
         defer {

@@ -35,6 +35,7 @@ enum PulseQuery {
     /// by `timeout`.
     private static func withContext(server: String?, timeout: Double,
                                     _ body: (OpaquePointer, () -> Bool) throws(AudioError) -> Void) throws(AudioError) {
+        try DeviceLibraries.requirePulseAudio(component: "PulseAudio")
         guard let ml = pa_mainloop_new() else {
             throw AudioError(.deviceUnavailable, component: "PulseAudio", "cannot create a main loop")
         }

@@ -63,6 +63,58 @@ import Testing
         #expect(value > (file.hasSuffix(".mp2") ? 75 : 110), "\(file): \(value) dB")
     }
 
+    /// fillComplexBuffer decodes straight into an interleaved caller's buffer (what the FIFO holds
+    /// first, then the decoder's frames, only the overflow through the FIFO): at every buffer size,
+    /// including ones smaller than a packet and ones no packet count fills exactly, the frames are
+    /// the ones the push side (decode every packet, then read) gives, in order, none lost or doubled.
+    @Test(.requires(TestResource.corpusMissing), arguments: [1, 577, 1152, 4096, 16_385, 100_000])
+    func fillingTheCallersBufferDirectlyKeepsEveryFrame(_ capacity: Int) throws {
+        let root = try TestResource.corpusRoot()
+        for name in ["ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3", "ffmpeg-generated/mp3/l3_mpeg2_22k_mono.mp3"] {
+            let file = try AudioFile(path: root + "/" + name)
+            let channels = Int(file.dataFormat.channelsPerFrame)
+            let out = AudioStreamBasicDescription.linearPCM(sampleRate: file.dataFormat.sampleRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
+            func converter() throws -> AudioConverter {
+                let c = try AudioConverter(from: file.dataFormat, to: out, magicCookie: file.magicCookie)
+                if let info = file.packetTableInfo {
+                    c.primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(max(0, info.primingFrames)), trailingFrames: UInt32(max(0, info.remainderFrames)))
+                    c.validFrameCount = info.numberValidFrames
+                }
+                return c
+            }
+            // Push side: every packet decoded, then everything read through the FIFO.
+            let push = try converter()
+            try push.decode(file.readPackets(0..<file.packetCount))
+            try push.endOfInput()
+            let all = try AudioPCMBuffer(format: out, frameCapacity: push.bufferedFrameCount + 1)
+            let total = push.read(into: all)
+            let expected = Array(all.floatChannel(0)![0..<(total * channels)])
+            // Pull side, directly into buffers of `capacity` frames.
+            let pull = try converter()
+            let buffer = try AudioPCMBuffer(format: out, frameCapacity: capacity)
+            var got: [Float] = []
+            var next: Int64 = 0
+            var calls = 0
+            while true {
+                let n = try pull.fillComplexBuffer(buffer) { (wanted: Int) throws(AudioError) -> AudioPacketBatch? in
+                    guard next < file.packetCount else { return nil }
+                    let batch = try file.readPackets(next..<(next + Int64(max(wanted, 1))))
+                    next += Int64(batch.packetCount)
+                    return batch
+                }
+                #expect(n <= capacity && buffer.frameLength == n)
+                if n == 0 { break }
+                calls += 1
+                got.append(contentsOf: buffer.floatChannel(0)![0..<(n * channels)])
+            }
+            #expect(total > 10_000, "\(name): \(total) frames")
+            #expect(got.count == expected.count, "\(name) at \(capacity): \(got.count / channels) frames, push side \(total)")
+            let worst = zip(got, expected).reduce(Float(0)) { max($0, abs($1.0 - $1.1)) }
+            #expect(worst == 0, "\(name) at \(capacity): largest difference \(worst)")
+            #expect(calls >= total / capacity, "\(name) at \(capacity): \(calls) reads for \(total) frames")
+        }
+    }
+
     @Test(.requires(TestResource.corpusMissing)) func resetLandsOnTheSameFrames() throws {
         let root = try TestResource.corpusRoot()
         let path = root + "/" + "ffmpeg-generated/mp3/l3_cbr128_44k_st_info.mp3"
