@@ -75,10 +75,11 @@ let package = Package(
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "COATCurl", dependencies: ["CCurl"]),
         // Apple's C structs that Apple's @convention(c) callback types point at (headers only), so the
-        // compat callback typealiases can be C function types as Apple's are: OpenAudioToolbox
-        // re-exports it.
-        .target(name: "CAudioToolboxTypes"),
-        .target(name: "AudioCore", swiftSettings: strict),
+        // compat callback typealiases can be C function types as Apple's are: CoreAudioTypes.h's
+        // (AudioCore re-exports it) and Audio Toolbox's and the HAL's (OpenAudioToolbox re-exports it).
+        .target(name: "CCoreAudioTypes"),
+        .target(name: "CAudioToolboxTypes", dependencies: ["CCoreAudioTypes"]),
+        .target(name: "AudioCore", dependencies: ["CCoreAudioTypes"], swiftSettings: strict),
         .target(name: "AudioFiles", dependencies: ["AudioCore"], swiftSettings: strict),
         .target(name: "AudioConversion", dependencies: ["AudioCore", "CFFmpeg", "CFFmpegLazy", "CMPG123"], swiftSettings: strict),
         .target(name: "AudioDevices", dependencies: ["AudioCore", "CPulseAudio", "CALSA"], swiftSettings: strict),

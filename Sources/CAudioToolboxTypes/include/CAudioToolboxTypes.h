@@ -7,6 +7,7 @@
 #define OAT_CAUDIOTOOLBOXTYPES_H
 
 #include <stdint.h>
+#include "CCoreAudioTypes.h"
 
 #pragma clang assume_nonnull begin
 
@@ -20,6 +21,33 @@ typedef struct AudioObjectPropertyAddress {
     /// The element (`kAudioObjectPropertyElementMain`).
     uint32_t mElement;
 } AudioObjectPropertyAddress;
+
+/// Flags passed to an AudioFileStream property listener (Apple's `AudioFileStreamPropertyFlags`).
+typedef OAT_OPTIONS(uint32_t, AudioFileStreamPropertyFlags) {
+    /// The parser keeps the value (always the case here).
+    kAudioFileStreamPropertyFlag_PropertyIsCached = 1,
+    /// The listener asks the parser to keep the value (always kept here).
+    kAudioFileStreamPropertyFlag_CacheProperty = 2
+} AudioFileStreamPropertyFlags;
+
+/// An audio queue buffer (Apple's `AudioQueueBuffer`, AudioQueue.h). The queue fills in the
+/// constant fields when it allocates the buffer.
+typedef struct AudioQueueBuffer {
+    /// Bytes `mAudioData` can hold.
+    const uint32_t mAudioDataBytesCapacity;
+    /// The audio data.
+    void * const mAudioData;
+    /// Bytes of valid data; set it before enqueuing.
+    uint32_t mAudioDataByteSize;
+    /// Free for the caller's use.
+    void * _Nullable mUserData;
+    /// Packet descriptions the buffer has room for.
+    const uint32_t mPacketDescriptionCapacity;
+    /// The buffer's own packet descriptions (null when allocated without).
+    AudioStreamPacketDescription * const _Nullable mPacketDescriptions;
+    /// Valid entries in `mPacketDescriptions`.
+    uint32_t mPacketDescriptionCount;
+} AudioQueueBuffer;
 
 #pragma clang assume_nonnull end
 

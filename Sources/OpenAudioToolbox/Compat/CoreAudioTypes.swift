@@ -259,20 +259,7 @@ extension AudioStreamBasicDescription {
 
 // MARK: - AudioStreamPacketDescription
 
-extension AudioStreamPacketDescription {
-    /// A zeroed description.
-    public init() { self.init(startOffset: 0, variableFramesInPacket: 0, dataByteSize: 0) }
-    /// Apple's memberwise initialiser.
-    public init(mStartOffset: Int64, mVariableFramesInPacket: UInt32, mDataByteSize: UInt32) {
-        self.init(startOffset: mStartOffset, variableFramesInPacket: mVariableFramesInPacket, dataByteSize: mDataByteSize)
-    }
-    /// Byte offset of the packet in its buffer (Apple's field).
-    public var mStartOffset: Int64 { get { startOffset } set { startOffset = newValue } }
-    /// Frames in the packet when they vary, else 0 (Apple's field).
-    public var mVariableFramesInPacket: UInt32 { get { variableFramesInPacket } set { variableFramesInPacket = newValue } }
-    /// Bytes in the packet (Apple's field).
-    public var mDataByteSize: UInt32 { get { dataByteSize } set { dataByteSize = newValue } }
-}
+// A C struct with Apple's fields and initialisers (CCoreAudioTypes, re-exported by AudioCore).
 
 // MARK: - AudioFilePacketTableInfo
 
