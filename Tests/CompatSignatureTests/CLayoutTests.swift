@@ -24,7 +24,78 @@ private func queueOutput(_ user: UnsafeMutableRawPointer?, _ queue: AudioQueueRe
     buffer.pointee.mAudioDataByteSize = buffer.pointee.mAudioDataBytesCapacity
 }
 
+private func render(_ refCon: UnsafeMutableRawPointer, _ flags: UnsafeMutablePointer<AudioUnitRenderActionFlags>,
+                    _ time: UnsafePointer<AudioTimeStamp>, _ bus: UInt32, _ frames: UInt32,
+                    _ data: UnsafeMutablePointer<AudioBufferList>?) -> OSStatus {
+    flags.pointee.insert(.unitRenderAction_OutputIsSilence)
+    data?.pointee.mBuffers.mDataByteSize = frames * 4
+    return OSStatus(time.pointee.mSampleTime)
+}
+
+private func converterInput(_ converter: AudioConverterRef, _ packets: UnsafeMutablePointer<UInt32>, _ data: UnsafeMutablePointer<AudioBufferList>,
+                            _ descriptions: UnsafeMutablePointer<UnsafeMutablePointer<AudioStreamPacketDescription>?>?,
+                            _ user: UnsafeMutableRawPointer?) -> OSStatus {
+    packets.pointee = 0
+    return noErr
+}
+
+private func queueInput(_ user: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ buffer: AudioQueueBufferRef,
+                        _ start: UnsafePointer<AudioTimeStamp>, _ packets: UInt32,
+                        _ descriptions: UnsafePointer<AudioStreamPacketDescription>?) {}
+
+private func tap(_ client: UnsafeMutableRawPointer, _ tap: AudioQueueProcessingTapRef, _ frames: UInt32,
+                 _ time: UnsafeMutablePointer<AudioTimeStamp>, _ flags: UnsafeMutablePointer<AudioQueueProcessingTapFlags>,
+                 _ outFrames: UnsafeMutablePointer<UInt32>, _ data: UnsafeMutablePointer<AudioBufferList>) {
+    outFrames.pointee = frames
+    flags.pointee.insert(.endOfStream)
+}
+
 @Suite struct CLayoutTests {
+    @Test func coreAudioStructsHaveApplesSizes() {
+        // Apple's 64-bit sizes (CoreAudioBaseTypes.h).
+        #expect(MemoryLayout<AudioTimeStamp>.size == 64)
+        #expect(MemoryLayout<SMPTETime>.size == 24)
+        #expect(MemoryLayout<AudioBuffer>.size == 16)
+        #expect(MemoryLayout<AudioBufferList>.size == 24)
+        #expect(MemoryLayout<AudioStreamPacketDescription>.size == 16)
+        #expect(MemoryLayout<AudioStreamBasicDescription>.size == 40)
+        #expect(MemoryLayout<AudioTimeStamp>.offset(of: \.mWordClockTime) == 24)
+        #expect(MemoryLayout<AudioTimeStamp>.offset(of: \.mSMPTETime) == 32)
+        #expect(MemoryLayout<AudioTimeStamp>.offset(of: \.mFlags) == 56)
+        #expect(MemoryLayout<AudioBufferList>.offset(of: \.mBuffers) == 8)
+        // The Swift API's names read and write Apple's fields; the zero value is Apple's.
+        var t = AudioTimeStamp(sampleTime: 480, hostTime: 7, flags: .sampleHostTimeValid)
+        #expect(t.mSampleTime == 480 && t.mHostTime == 7 && t.mRateScalar == 1 && t.mFlags == [.sampleTimeValid, .hostTimeValid])
+        t.mSMPTETime.mType = .type25
+        #expect(t != AudioTimeStamp(sampleTime: 480, hostTime: 7, flags: .sampleHostTimeValid))
+        #expect(AudioTimeStamp().mRateScalar == 0 && AudioTimeStamp().mFlags.isEmpty)
+        #expect(Set([t, t, AudioTimeStamp()]).count == 2)
+        #expect(kAudioTimeStampSampleHostTimeValid.rawValue == 3 && AudioTimeStampFlags.smpteTimeValid.rawValue == 16)
+    }
+
+    @Test func renderConverterInputAndTapCallbacksAreCFunctionPointers() {
+        let renderProc: AURenderCallback = render
+        let inputProc: AudioConverterComplexInputDataProc = converterInput
+        let inputCallback: AudioQueueInputCallback = queueInput
+        let tapCallback: AudioQueueProcessingTapCallback = tap
+        // Stored in a C-typed field and bit-cast back, as macOS code does.
+        let stored = AURenderCallbackStruct(inputProc: unsafeBitCast(unsafeBitCast(renderProc, to: UnsafeRawPointer.self), to: AURenderCallback.self),
+                                            inputProcRefCon: nil)
+        var flags: AudioUnitRenderActionFlags = []
+        var time = AudioTimeStamp(sampleTime: 256, flags: .sampleTimeValid)
+        var list = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: 2, mDataByteSize: 0, mData: nil))
+        var refCon = 0
+        #expect(stored.inputProc?(&refCon, &flags, &time, 0, 512, &list) == 256)
+        #expect(flags == .unitRenderAction_OutputIsSilence && list.mBuffers.mDataByteSize == 2048)
+        var packets: UInt32 = 9
+        #expect(inputProc(OpaquePointer(bitPattern: 1)!, &packets, &list, nil, nil) == noErr && packets == 0)
+        var tapFlags: AudioQueueProcessingTapFlags = [.preEffects]
+        var produced: UInt32 = 0
+        tapCallback(&refCon, OpaquePointer(bitPattern: 1)!, 64, &time, &tapFlags, &produced, &list)
+        #expect(produced == 64 && tapFlags == [.preEffects, .endOfStream] && tapFlags.rawValue == 0x201)
+        #expect(MemoryLayout.size(ofValue: inputCallback) == MemoryLayout<UnsafeRawPointer>.size)
+    }
+
     @Test func fileStreamProcsAreCFunctionPointers() {
         let listener: AudioFileStream_PropertyListenerProc = streamListener
         let packets: AudioFileStream_PacketsProc = streamPackets

@@ -49,6 +49,26 @@ typedef struct AudioQueueBuffer {
     uint32_t mPacketDescriptionCount;
 } AudioQueueBuffer;
 
+/// Render action flags (Apple's `AudioUnitRenderActionFlags`, AUComponent.h).
+typedef OAT_OPTIONS(uint32_t, AudioUnitRenderActionFlags) {
+    /// Before rendering (render notifications).
+    kAudioUnitRenderAction_PreRender = (1U << 2),
+    /// After rendering (render notifications).
+    kAudioUnitRenderAction_PostRender = (1U << 3),
+    /// The buffers hold silence.
+    kAudioUnitRenderAction_OutputIsSilence = (1U << 4),
+    /// Offline preflight (not used here).
+    kAudioOfflineUnitRenderAction_Preflight = (1U << 5),
+    /// Offline render (not used here).
+    kAudioOfflineUnitRenderAction_Render = (1U << 6),
+    /// Offline render complete (not used here).
+    kAudioOfflineUnitRenderAction_Complete = (1U << 7),
+    /// A post-render notification after a render error.
+    kAudioUnitRenderAction_PostRenderError = (1U << 8),
+    /// Skip argument checks (accepted, no effect here).
+    kAudioUnitRenderAction_DoNotCheckRenderArgs = (1U << 9)
+} AudioUnitRenderActionFlags;
+
 #pragma clang assume_nonnull end
 
 #endif
