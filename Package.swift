@@ -79,7 +79,12 @@ let package = Package(
         // defines the curl functions the package calls, and wraps curl_easy_setopt/getinfo and macros.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "COATCurl", dependencies: ["CCurl"]),
-        .target(name: "AudioCore", swiftSettings: strict),
+        // Apple's C structs that Apple's @convention(c) callback types point at (headers only), so the
+        // compat callback typealiases can be C function types as Apple's are: CoreAudioTypes.h's
+        // (AudioCore re-exports it) and Audio Toolbox's and the HAL's (OpenAudioToolbox re-exports it).
+        .target(name: "CCoreAudioTypes"),
+        .target(name: "CAudioToolboxTypes", dependencies: ["CCoreAudioTypes"]),
+        .target(name: "AudioCore", dependencies: ["CCoreAudioTypes"], swiftSettings: strict),
         .target(name: "AudioFiles", dependencies: ["AudioCore"], swiftSettings: strict),
         .target(name: "AudioConversion", dependencies: ["AudioCore", "CFFmpeg", "CFFmpegLazy", "CMPG123"], swiftSettings: strict),
         .target(name: "AudioDevices", dependencies: ["AudioCore", "CPulseAudio", "CALSA", "COATDeviceLazy"], swiftSettings: strict),
@@ -93,7 +98,7 @@ let package = Package(
         .target(name: "AudioUnits", dependencies: ["AudioCore", "AudioConversion", "AudioDevices", "AudioProcessing"], swiftSettings: strict),
         // The Swift API in one module; OpenAudioToolbox adds Apple's C-style names (and Foundation's URL).
         .target(name: "AudioToolboxKit", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioNetwork", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
-        .target(name: "OpenAudioToolbox", dependencies: ["AudioToolboxKit", "AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioNetwork", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
+        .target(name: "OpenAudioToolbox", dependencies: ["CAudioToolboxTypes", "AudioToolboxKit", "AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioNetwork", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
         // Apple's AVFAudio names (AVAudioFormat, AVAudioPCMBuffer, AVAudioFile, AVAudioConverter, ...)
         // over the C-style API, which it re-exports as AVFoundation re-exports AudioToolbox.
         .target(name: "OpenAVFAudio", dependencies: ["OpenAudioToolbox", "AudioUnits", "AudioDevices", "AudioCore"], swiftSettings: strict),

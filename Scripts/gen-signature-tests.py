@@ -59,7 +59,10 @@ def arity(functype):
 
 CALLBACK = re.compile(r"^\w+(Callback|Proc|CallbackBlock|Function)$")
 # Callback typealiases that are @convention(c) here as on Apple: C function pointers, never @escaping.
-C_CONVENTION = {"AudioUnitPropertyListenerProc", "AudioQueuePropertyListenerProc", "AudioFile_ReadProc", "AudioFile_WriteProc", "AudioFile_GetSizeProc", "AudioFile_SetSizeProc", "AudioOutputUnitStartProc", "AudioOutputUnitStopProc"}
+C_CONVENTION = {"AudioUnitPropertyListenerProc", "AudioQueuePropertyListenerProc", "AudioFile_ReadProc", "AudioFile_WriteProc", "AudioFile_GetSizeProc", "AudioFile_SetSizeProc", "AudioOutputUnitStartProc", "AudioOutputUnitStopProc",
+                "AudioObjectPropertyListenerProc", "AudioFileStream_PropertyListenerProc", "AudioFileStream_PacketsProc",
+                "AudioQueueOutputCallback", "AudioQueueInputCallback",
+                "AudioConverterComplexInputDataProc", "AudioQueueProcessingTapCallback", "AURenderCallback"}
 
 
 def escaping(functype):

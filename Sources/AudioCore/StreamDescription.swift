@@ -216,20 +216,41 @@ public struct AudioStreamBasicDescription: Hashable, Sendable, CustomStringConve
     }
 }
 
-/// Where one packet lies in a buffer of packets: Apple's `AudioStreamPacketDescription`.
-public struct AudioStreamPacketDescription: Hashable, Sendable {
-    /// Byte offset of the packet from the start of the buffer.
-    public var startOffset: Int64
-    /// Frames in the packet when the format's frames per packet varies, else 0.
-    public var variableFramesInPacket: UInt32
-    /// Size of the packet in bytes.
-    public var dataByteSize: UInt32
+// `AudioStreamPacketDescription` (where one packet lies in a buffer of packets) is Apple's C
+// struct, declared in CCoreAudioTypes with Apple's fields (`mStartOffset`, `mVariableFramesInPacket`,
+// `mDataByteSize`) so that C callback types can point at it; the Swift API's names are added here.
+@_exported import CCoreAudioTypes
 
+extension AudioStreamPacketDescription: @retroactive Equatable, @retroactive Hashable {
     /// Creates a packet description.
     public init(startOffset: Int64, variableFramesInPacket: UInt32 = 0, dataByteSize: UInt32) {
-        self.startOffset = startOffset
-        self.variableFramesInPacket = variableFramesInPacket
-        self.dataByteSize = dataByteSize
+        self.init(mStartOffset: startOffset, mVariableFramesInPacket: variableFramesInPacket, mDataByteSize: dataByteSize)
+    }
+    /// Byte offset of the packet from the start of the buffer (`mStartOffset`).
+    public var startOffset: Int64 {
+        get { mStartOffset }
+        set { mStartOffset = newValue }
+    }
+    /// Frames in the packet when the format's frames per packet varies, else 0 (`mVariableFramesInPacket`).
+    public var variableFramesInPacket: UInt32 {
+        get { mVariableFramesInPacket }
+        set { mVariableFramesInPacket = newValue }
+    }
+    /// Size of the packet in bytes (`mDataByteSize`).
+    public var dataByteSize: UInt32 {
+        get { mDataByteSize }
+        set { mDataByteSize = newValue }
+    }
+    /// Equal when offset, frames and size are.
+    public static func == (lhs: AudioStreamPacketDescription, rhs: AudioStreamPacketDescription) -> Bool {
+        lhs.mStartOffset == rhs.mStartOffset && lhs.mVariableFramesInPacket == rhs.mVariableFramesInPacket
+            && lhs.mDataByteSize == rhs.mDataByteSize
+    }
+    /// Hashes offset, frames and size.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(mStartOffset)
+        hasher.combine(mVariableFramesInPacket)
+        hasher.combine(mDataByteSize)
     }
 }
 

@@ -22,44 +22,79 @@ public enum HostTime {
     public static func seconds(ticks: UInt64) -> Double { Double(ticks) / 1e9 }
 }
 
-/// Which fields of an ``AudioTimeStamp`` are valid (Apple's `AudioTimeStampFlags`).
-public struct AudioTimeStampFlags: OptionSet, Hashable, Sendable {
-    /// The packed bits.
-    public var rawValue: UInt32
-    /// Creates flags from their bits.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    /// ``AudioTimeStamp/sampleTime`` is valid.
-    public static let sampleTimeValid = AudioTimeStampFlags(rawValue: 1 << 0)
-    /// ``AudioTimeStamp/hostTime`` is valid.
-    public static let hostTimeValid = AudioTimeStampFlags(rawValue: 1 << 1)
-    /// ``AudioTimeStamp/rateScalar`` is valid.
-    public static let rateScalarValid = AudioTimeStampFlags(rawValue: 1 << 2)
-    /// Sample and host time are valid.
-    public static let sampleHostTimeValid: AudioTimeStampFlags = [.sampleTimeValid, .hostTimeValid]
-}
+// `AudioTimeStamp`, `AudioTimeStampFlags` and `SMPTETime` are Apple's C structs (CCoreAudioTypes,
+// re-exported by AudioCore) so that C callback types can point at them; the Swift API's names are
+// added here.
 
-/// A point in time on a stream's sample timeline and on the host clock (Apple's
-/// `AudioTimeStamp`).
-public struct AudioTimeStamp: Hashable, Sendable {
-    /// Position in frames on the stream's timeline.
-    public var sampleTime: Double
-    /// The host time (``HostTime``, nanoseconds) that corresponds to ``sampleTime``.
-    public var hostTime: UInt64
-    /// Ratio of actual to nominal sample rate.
-    public var rateScalar: Double
-    /// Which fields are valid.
-    public var flags: AudioTimeStampFlags
+extension AudioTimeStamp: @retroactive Equatable, @retroactive Hashable {
+    /// Position in frames on the stream's timeline (`mSampleTime`).
+    public var sampleTime: Double {
+        get { mSampleTime }
+        set { mSampleTime = newValue }
+    }
+    /// The host time (``HostTime``, nanoseconds) that corresponds to ``sampleTime`` (`mHostTime`).
+    public var hostTime: UInt64 {
+        get { mHostTime }
+        set { mHostTime = newValue }
+    }
+    /// Ratio of actual to nominal sample rate (`mRateScalar`).
+    public var rateScalar: Double {
+        get { mRateScalar }
+        set { mRateScalar = newValue }
+    }
+    /// Which fields are valid (`mFlags`).
+    public var flags: AudioTimeStampFlags {
+        get { mFlags }
+        set { mFlags = newValue }
+    }
 
-    /// Creates a time stamp.
+    /// Creates a time stamp (no word-clock or SMPTE time). `AudioTimeStamp()` is Apple's zeroed
+    /// value (rate scalar 0).
     public init(sampleTime: Double = 0, hostTime: UInt64 = 0, rateScalar: Double = 1, flags: AudioTimeStampFlags = []) {
-        self.sampleTime = sampleTime
-        self.hostTime = hostTime
-        self.rateScalar = rateScalar
-        self.flags = flags
+        self.init(mSampleTime: sampleTime, mHostTime: hostTime, mRateScalar: rateScalar, mWordClockTime: 0,
+                  mSMPTETime: SMPTETime(), mFlags: flags, mReserved: 0)
+    }
+
+    /// Equal when every field is.
+    public static func == (lhs: AudioTimeStamp, rhs: AudioTimeStamp) -> Bool {
+        lhs.mSampleTime == rhs.mSampleTime && lhs.mHostTime == rhs.mHostTime && lhs.mRateScalar == rhs.mRateScalar
+            && lhs.mWordClockTime == rhs.mWordClockTime && lhs.mSMPTETime == rhs.mSMPTETime && lhs.mFlags == rhs.mFlags
+            && lhs.mReserved == rhs.mReserved
+    }
+    /// Hashes every field.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(mSampleTime)
+        hasher.combine(mHostTime)
+        hasher.combine(mRateScalar)
+        hasher.combine(mWordClockTime)
+        hasher.combine(mSMPTETime)
+        hasher.combine(mFlags.rawValue)
+        hasher.combine(mReserved)
     }
 
     /// A time stamp with only the sample time valid.
     public static func sample(_ time: Double) -> AudioTimeStamp { AudioTimeStamp(sampleTime: time, flags: .sampleTimeValid) }
     /// A time stamp with only the host time valid.
     public static func host(_ time: UInt64) -> AudioTimeStamp { AudioTimeStamp(hostTime: time, flags: .hostTimeValid) }
+}
+
+extension SMPTETime: @retroactive Equatable, @retroactive Hashable {
+    /// Equal when every field is.
+    public static func == (lhs: SMPTETime, rhs: SMPTETime) -> Bool {
+        lhs.mSubframes == rhs.mSubframes && lhs.mSubframeDivisor == rhs.mSubframeDivisor && lhs.mCounter == rhs.mCounter
+            && lhs.mType == rhs.mType && lhs.mFlags == rhs.mFlags && lhs.mHours == rhs.mHours && lhs.mMinutes == rhs.mMinutes
+            && lhs.mSeconds == rhs.mSeconds && lhs.mFrames == rhs.mFrames
+    }
+    /// Hashes every field.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(mSubframes)
+        hasher.combine(mSubframeDivisor)
+        hasher.combine(mCounter)
+        hasher.combine(mType.rawValue)
+        hasher.combine(mFlags.rawValue)
+        hasher.combine(mHours)
+        hasher.combine(mMinutes)
+        hasher.combine(mSeconds)
+        hasher.combine(mFrames)
+    }
 }

@@ -2,25 +2,9 @@ import AudioCore
 import AudioProcessing
 import Synchronization
 
-/// Where a processing tap sits and what it may do, plus the stream flags a tap sees (Apple's
-/// `AudioQueueProcessingTapFlags`, same bit values).
-public struct AudioQueueProcessingTapFlags: OptionSet, Sendable, Hashable {
-    /// The raw bits.
-    public let rawValue: UInt32
-    /// Creates flags from bits.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    /// The tap sees decoded audio before the queue's time-pitch stage (`kAudioQueueProcessingTap_PreEffects`).
-    public static let preEffects = AudioQueueProcessingTapFlags(rawValue: 1 << 0)
-    /// The tap sees audio after the time-pitch stage (`kAudioQueueProcessingTap_PostEffects`).
-    public static let postEffects = AudioQueueProcessingTapFlags(rawValue: 1 << 1)
-    /// The tap only observes: what it returns is ignored and the source passes on unchanged
-    /// (`kAudioQueueProcessingTap_Siphon`).
-    public static let siphon = AudioQueueProcessingTapFlags(rawValue: 1 << 2)
-    /// The first audio after start or reset (`kAudioQueueProcessingTap_StartOfStream`).
-    public static let startOfStream = AudioQueueProcessingTapFlags(rawValue: 1 << 8)
-    /// The last audio of the stream (`kAudioQueueProcessingTap_EndOfStream`).
-    public static let endOfStream = AudioQueueProcessingTapFlags(rawValue: 1 << 9)
-}
+// `AudioQueueProcessingTapFlags` (`.preEffects`, `.postEffects`, `.siphon`, `.startOfStream`,
+// `.endOfStream`) is Apple's C option set (CCoreAudioTypes, re-exported by AudioCore), shared with
+// the compat API's C callback type.
 
 /// A processing tap on an output queue (Apple's `AudioQueueProcessingTapRef`).
 ///

@@ -24,29 +24,8 @@ public typealias AudioUnitParameterID = UInt32
 /// A parameter value.
 public typealias AudioUnitParameterValue = Float32
 
-/// Render action flags (Apple's `AudioUnitRenderActionFlags`).
-public struct AudioUnitRenderActionFlags: OptionSet, Sendable, Hashable {
-    /// The raw bits.
-    public var rawValue: UInt32
-    /// Creates flags.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    /// Before rendering (render notifications).
-    public static let unitRenderAction_PreRender = AudioUnitRenderActionFlags(rawValue: 1 << 2)
-    /// After rendering (render notifications).
-    public static let unitRenderAction_PostRender = AudioUnitRenderActionFlags(rawValue: 1 << 3)
-    /// The buffers hold silence.
-    public static let unitRenderAction_OutputIsSilence = AudioUnitRenderActionFlags(rawValue: 1 << 4)
-    /// Preflight (not used here).
-    public static let unitRenderAction_Preflight = AudioUnitRenderActionFlags(rawValue: 1 << 5)
-    /// Render (not used here).
-    public static let unitRenderAction_Render = AudioUnitRenderActionFlags(rawValue: 1 << 6)
-    /// Complete (not used here).
-    public static let unitRenderAction_Complete = AudioUnitRenderActionFlags(rawValue: 1 << 7)
-    /// A post-render notification after a render error.
-    public static let unitRenderAction_PostRenderError = AudioUnitRenderActionFlags(rawValue: 1 << 8)
-    /// Skip argument checks (accepted, no effect here).
-    public static let unitRenderAction_DoNotCheckRenderArgs = AudioUnitRenderActionFlags(rawValue: 1 << 9)
-}
+// `AudioUnitRenderActionFlags` is Apple's C option set (CAudioToolboxTypes), so that
+// `AURenderCallback` can be a C function type.
 /// `kAudioUnitRenderAction_PreRender`.
 public let kAudioUnitRenderAction_PreRender = AudioUnitRenderActionFlags.unitRenderAction_PreRender
 /// `kAudioUnitRenderAction_PostRender`.
@@ -54,11 +33,11 @@ public let kAudioUnitRenderAction_PostRender = AudioUnitRenderActionFlags.unitRe
 /// `kAudioUnitRenderAction_OutputIsSilence`.
 public let kAudioUnitRenderAction_OutputIsSilence = AudioUnitRenderActionFlags.unitRenderAction_OutputIsSilence
 
-/// A render callback (Apple's `AURenderCallback`; a Swift function type here, as the Core Audio
-/// structs it takes are Swift types, see ``AudioQueueOutputCallback``). It runs on the render thread: fill `ioData` (in the stream
+/// A render callback (Apple's `AURenderCallback`, a C function type as on Apple: pass a global
+/// function or a closure that captures nothing, and reach your state through `inRefCon`). It runs on the render thread: fill `ioData` (in the stream
 /// format set on the input scope of that bus) with `inNumberFrames` frames, or point its
 /// buffers at your own memory, or set `mNumberBuffers` to 0 for silence.
-public typealias AURenderCallback = (_ inRefCon: UnsafeMutableRawPointer, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>,
+public typealias AURenderCallback = @convention(c) (_ inRefCon: UnsafeMutableRawPointer, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>,
                                      _ inTimeStamp: UnsafePointer<AudioTimeStamp>, _ inBusNumber: UInt32, _ inNumberFrames: UInt32,
                                      _ ioData: UnsafeMutablePointer<AudioBufferList>?) -> OSStatus
 
@@ -472,7 +451,7 @@ public func AudioUnitRemovePropertyListenerWithUserData(_ inUnit: AudioUnit, _ i
 /// a started output unit and ``AudioUnitRender(_:_:_:_:_:_:)``. Standalone units and a graph's
 /// output unit; other units inside a graph are not observed.
 @discardableResult
-public func AudioUnitAddRenderNotify(_ inUnit: AudioUnit, _ inProc: @escaping AURenderCallback, _ inProcUserData: UnsafeMutableRawPointer?) -> OSStatus {
+public func AudioUnitAddRenderNotify(_ inUnit: AudioUnit, _ inProc: AURenderCallback, _ inProcUserData: UnsafeMutableRawPointer?) -> OSStatus {
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     unit.extras.renderNotifies.append(AURenderCallbackStruct(inputProc: inProc, inputProcRefCon: inProcUserData))
     notifyGeneration.add(1, ordering: .relaxed)
@@ -483,7 +462,7 @@ public func AudioUnitAddRenderNotify(_ inUnit: AudioUnit, _ inProc: @escaping AU
 /// Removes a render notification added with the same function and user data (Apple's
 /// `AudioUnitRemoveRenderNotify`).
 @discardableResult
-public func AudioUnitRemoveRenderNotify(_ inUnit: AudioUnit, _ inProc: @escaping AURenderCallback, _ inProcUserData: UnsafeMutableRawPointer?) -> OSStatus {
+public func AudioUnitRemoveRenderNotify(_ inUnit: AudioUnit, _ inProc: AURenderCallback, _ inProcUserData: UnsafeMutableRawPointer?) -> OSStatus {
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     let x = unit.extras
     x.renderNotifies = removing(x.renderNotifies, inProc, inProcUserData)
@@ -492,7 +471,7 @@ public func AudioUnitRemoveRenderNotify(_ inUnit: AudioUnit, _ inProc: @escaping
     return noErr
 }
 
-func removing(_ list: [AURenderCallbackStruct], _ proc: @escaping AURenderCallback, _ refCon: UnsafeMutableRawPointer?) -> [AURenderCallbackStruct] {
+func removing(_ list: [AURenderCallbackStruct], _ proc: AURenderCallback, _ refCon: UnsafeMutableRawPointer?) -> [AURenderCallbackStruct] {
     var list = list
     let target = functionAddress(proc)
     let candidates = list.indices.filter { list[$0].inputProcRefCon == refCon }

@@ -347,7 +347,7 @@ public func AUGraphIsRunning(_ inGraph: AUGraph, _ outIsRunning: UnsafeMutablePo
 /// called around each render of the graph (device-driven after ``AUGraphStart(_:)``, or
 /// ``AudioUnitRender(_:_:_:_:_:_:)`` of its output unit).
 @discardableResult
-public func AUGraphAddRenderNotify(_ inGraph: AUGraph, _ inCallback: @escaping AURenderCallback, _ inRefCon: UnsafeMutableRawPointer?) -> OSStatus {
+public func AUGraphAddRenderNotify(_ inGraph: AUGraph, _ inCallback: AURenderCallback, _ inRefCon: UnsafeMutableRawPointer?) -> OSStatus {
     guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
     g.renderNotifies.append(AURenderCallbackStruct(inputProc: inCallback, inputProcRefCon: inRefCon))
     notifyGeneration.add(1, ordering: .relaxed)
@@ -357,7 +357,7 @@ public func AUGraphAddRenderNotify(_ inGraph: AUGraph, _ inCallback: @escaping A
 
 /// Removes a graph render notification (Apple's `AUGraphRemoveRenderNotify`).
 @discardableResult
-public func AUGraphRemoveRenderNotify(_ inGraph: AUGraph, _ inCallback: @escaping AURenderCallback, _ inRefCon: UnsafeMutableRawPointer?) -> OSStatus {
+public func AUGraphRemoveRenderNotify(_ inGraph: AUGraph, _ inCallback: AURenderCallback, _ inRefCon: UnsafeMutableRawPointer?) -> OSStatus {
     guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
     g.renderNotifies = removing(g.renderNotifies, inCallback, inRefCon)
     notifyGeneration.add(1, ordering: .relaxed)

@@ -15,11 +15,11 @@ public typealias AudioConverterRef = OpaquePointer
 public typealias AudioConverterPropertyID = UInt32
 
 /// Supplies input packets to ``AudioConverterFillComplexBuffer(_:_:_:_:_:_:)`` (Apple's
-/// `AudioConverterComplexInputDataProc`; a Swift function type here, see
-/// ``AudioQueueOutputCallback``). Set `*ioNumberDataPackets` to the packets supplied (0 at the
+/// `AudioConverterComplexInputDataProc`, a C function type as on Apple: pass a global function or a
+/// closure that captures nothing, and reach your state through the user data). Set `*ioNumberDataPackets` to the packets supplied (0 at the
 /// end), point `ioData`'s buffers at them and, for variable-size packets, `*outDataPacketDescription`
 /// at their descriptions. The data must stay valid until the next call.
-public typealias AudioConverterComplexInputDataProc = (AudioConverterRef, UnsafeMutablePointer<UInt32>, UnsafeMutablePointer<AudioBufferList>,
+public typealias AudioConverterComplexInputDataProc = @convention(c) (AudioConverterRef, UnsafeMutablePointer<UInt32>, UnsafeMutablePointer<AudioBufferList>,
                                                        UnsafeMutablePointer<UnsafeMutablePointer<AudioStreamPacketDescription>?>?,
                                                        UnsafeMutableRawPointer?) -> OSStatus
 
@@ -148,7 +148,7 @@ public func AudioConverterReset(_ inAudioConverter: AudioConverterRef) -> OSStat
 /// the input (call ``AudioConverterReset(_:)`` before reusing the converter).
 @discardableResult
 public func AudioConverterFillComplexBuffer(_ inAudioConverter: AudioConverterRef,
-                                            _ inInputDataProc: @escaping AudioConverterComplexInputDataProc,
+                                            _ inInputDataProc: AudioConverterComplexInputDataProc,
                                             _ inInputDataProcUserData: UnsafeMutableRawPointer?,
                                             _ ioOutputDataPacketSize: UnsafeMutablePointer<UInt32>,
                                             _ outOutputData: UnsafeMutablePointer<AudioBufferList>,

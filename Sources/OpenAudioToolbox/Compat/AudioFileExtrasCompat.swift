@@ -11,7 +11,7 @@ import Glibc
 // MARK: - Callbacks
 
 /// Reads `requestCount` bytes at `inPosition` into `buffer`, setting `*actualCount` (Apple's
-/// `AudioFile_ReadProc`; a Swift function type here).
+/// `AudioFile_ReadProc`, a C function type as on Apple).
 public typealias AudioFile_ReadProc = @convention(c) (_ inClientData: UnsafeMutableRawPointer, _ inPosition: Int64, _ requestCount: UInt32,
                                        _ buffer: UnsafeMutableRawPointer, _ actualCount: UnsafeMutablePointer<UInt32>) -> OSStatus
 /// Writes `requestCount` bytes at `inPosition` (Apple's `AudioFile_WriteProc`).

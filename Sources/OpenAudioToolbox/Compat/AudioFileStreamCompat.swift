@@ -13,17 +13,8 @@ public typealias AudioFileStreamPropertyID = UInt32
 /// A file type identifier (Apple's `AudioFileTypeID`); the Swift API's type is `AudioFileType`.
 public typealias AudioFileTypeID = UInt32
 
-/// Flags passed to the property listener (Apple's `AudioFileStreamPropertyFlags`).
-public struct AudioFileStreamPropertyFlags: OptionSet, Hashable, Sendable {
-    /// The bits.
-    public var rawValue: UInt32
-    /// Creates flags.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    /// The parser keeps the value (always the case here).
-    public static let propertyIsCached = AudioFileStreamPropertyFlags(rawValue: 1)
-    /// The listener asks the parser to keep the value (always kept here).
-    public static let cacheProperty = AudioFileStreamPropertyFlags(rawValue: 2)
-}
+// `AudioFileStreamPropertyFlags` (`.propertyIsCached`, `.cacheProperty`) is Apple's C option set,
+// declared in CAudioToolboxTypes so that `AudioFileStream_PropertyListenerProc` can be a C function type.
 
 /// Flags of ``AudioFileStreamSeek(_:_:_:_:)`` (Apple's `AudioFileStreamSeekFlags`).
 public struct AudioFileStreamSeekFlags: OptionSet, Hashable, Sendable {
@@ -45,16 +36,16 @@ public let kAudioFileStreamParseFlag_Discontinuity = AudioFileStreamParseFlags.d
 public let kAudioFileStreamSeekFlag_OffsetIsEstimated = AudioFileStreamSeekFlags.offsetIsEstimated
 
 /// Called synchronously from ``AudioFileStreamParseBytes(_:_:_:_:)`` when a property is found
-/// (Apple's `AudioFileStream_PropertyListenerProc`; a Swift function type here, see
-/// ``AudioQueueOutputCallback``). The client data is non-optional, as in Apple's SDK (the header is
+/// (Apple's `AudioFileStream_PropertyListenerProc`, a C function type as on Apple: pass a
+/// global function or a closure that captures nothing). The client data is non-optional, as in Apple's SDK (the header is
 /// inside `CF_ASSUME_NONNULL`); a stream opened with nil client data passes
 /// a placeholder block (never read it then).
-public typealias AudioFileStream_PropertyListenerProc = (UnsafeMutableRawPointer, AudioFileStreamID, AudioFileStreamPropertyID,
+public typealias AudioFileStream_PropertyListenerProc = @convention(c) (UnsafeMutableRawPointer, AudioFileStreamID, AudioFileStreamPropertyID,
                                                          UnsafeMutablePointer<AudioFileStreamPropertyFlags>) -> Void
 /// Called synchronously with parsed packets (Apple's `AudioFileStream_PacketsProc`): client
 /// data, byte count, packet count, the bytes, and packet descriptions (nil for constant-size
 /// packets such as PCM).
-public typealias AudioFileStream_PacketsProc = (UnsafeMutableRawPointer, UInt32, UInt32, UnsafeRawPointer,
+public typealias AudioFileStream_PacketsProc = @convention(c) (UnsafeMutableRawPointer, UInt32, UInt32, UnsafeRawPointer,
                                                 UnsafeMutablePointer<AudioStreamPacketDescription>?) -> Void
 
 /// Frame/packet translation (Apple's `AudioFramePacketTranslation`).
@@ -198,7 +189,7 @@ final class CompatFileStream {
     var descriptions: [AudioStreamPacketDescription] = []
 
     init(stream: AudioFileStream, clientData: UnsafeMutableRawPointer?,
-         listener: @escaping AudioFileStream_PropertyListenerProc, packets: @escaping AudioFileStream_PacketsProc) {
+         listener: AudioFileStream_PropertyListenerProc, packets: AudioFileStream_PacketsProc) {
         self.stream = stream
         self.clientData = clientData ?? compatNilClientData
         self.listener = listener
@@ -242,8 +233,8 @@ final class CompatFileStream {
 /// the container when the bytes do not say (raw MP3, ADTS).
 @discardableResult
 public func AudioFileStreamOpen(_ inClientData: UnsafeMutableRawPointer?,
-                                _ inPropertyListenerProc: @escaping AudioFileStream_PropertyListenerProc,
-                                _ inPacketsProc: @escaping AudioFileStream_PacketsProc,
+                                _ inPropertyListenerProc: AudioFileStream_PropertyListenerProc,
+                                _ inPacketsProc: AudioFileStream_PacketsProc,
                                 _ inFileTypeHint: AudioFileTypeID,
                                 _ outAudioFileStream: UnsafeMutablePointer<AudioFileStreamID?>) -> OSStatus {
     let stream = AudioFileStream(fileTypeHint: inFileTypeHint == 0 ? nil : AudioFileType(rawValue: inFileTypeHint))

@@ -21,29 +21,28 @@ public typealias AudioObjectPropertyScope = UInt32
 /// A property element (Apple's `AudioObjectPropertyElement`).
 public typealias AudioObjectPropertyElement = UInt32
 
-/// Names a property: selector, scope and element (Apple's `AudioObjectPropertyAddress`).
-public struct AudioObjectPropertyAddress: Hashable, Sendable {
-    /// The property.
-    public var mSelector: AudioObjectPropertySelector
-    /// The scope (global, input, output).
-    public var mScope: AudioObjectPropertyScope
-    /// The element (`kAudioObjectPropertyElementMain`).
-    public var mElement: AudioObjectPropertyElement
-    /// A zeroed address.
-    public init() { self.init(mSelector: 0, mScope: 0, mElement: 0) }
-    /// Apple's memberwise initialiser.
-    public init(mSelector: AudioObjectPropertySelector, mScope: AudioObjectPropertyScope, mElement: AudioObjectPropertyElement) {
-        self.mSelector = mSelector
-        self.mScope = mScope
-        self.mElement = mElement
+// `AudioObjectPropertyAddress` (selector, scope, element) is declared in C with Apple's layout
+// (CAudioToolboxTypes), so that `AudioObjectPropertyListenerProc` can be a C function type.
+
+extension AudioObjectPropertyAddress: @retroactive Equatable, @retroactive Hashable {
+    /// Equal when selector, scope and element are.
+    public static func == (lhs: AudioObjectPropertyAddress, rhs: AudioObjectPropertyAddress) -> Bool {
+        lhs.mSelector == rhs.mSelector && lhs.mScope == rhs.mScope && lhs.mElement == rhs.mElement
+    }
+    /// Hashes selector, scope and element.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(mSelector)
+        hasher.combine(mScope)
+        hasher.combine(mElement)
     }
 }
 
-/// Called when properties of an object change (Apple's `AudioObjectPropertyListenerProc`; a Swift
-/// function type here): the object, the number of changed addresses and the addresses, the client
-/// data. Called on the HAL's notification thread (never a render thread), with no lock held.
-public typealias AudioObjectPropertyListenerProc = (AudioObjectID, UInt32, UnsafePointer<AudioObjectPropertyAddress>,
-                                                    UnsafeMutableRawPointer?) -> OSStatus
+/// Called when properties of an object change (Apple's `AudioObjectPropertyListenerProc`, a C
+/// function type as on Apple: pass a global function or a closure that captures nothing): the
+/// object, the number of changed addresses and the addresses, the client data. Called on the HAL's
+/// notification thread (never a render thread), with no lock held.
+public typealias AudioObjectPropertyListenerProc = @convention(c) (AudioObjectID, UInt32, UnsafePointer<AudioObjectPropertyAddress>,
+                                                                   UnsafeMutableRawPointer?) -> OSStatus
 
 // MARK: - Objects, scopes, elements
 
@@ -181,7 +180,7 @@ public func AudioObjectSetPropertyData(_ inObjectID: AudioObjectID, _ inAddress:
 /// is reported), on the HAL's notification thread with no lock held.
 @discardableResult
 public func AudioObjectAddPropertyListener(_ inObjectID: AudioObjectID, _ inAddress: UnsafePointer<AudioObjectPropertyAddress>,
-                                           _ inListener: @escaping AudioObjectPropertyListenerProc,
+                                           _ inListener: AudioObjectPropertyListenerProc,
                                            _ inClientData: UnsafeMutableRawPointer?) -> OSStatus {
     guard HAL.exists(inObjectID) else { return kAudioHardwareBadObjectError }
     let key = HAL.ListenerKey(object: inObjectID, address: inAddress.pointee, clientData: inClientData.map { UInt(bitPattern: $0) } ?? 0)
@@ -196,7 +195,7 @@ public func AudioObjectAddPropertyListener(_ inObjectID: AudioObjectID, _ inAddr
 /// `AudioObjectRemovePropertyListener`).
 @discardableResult
 public func AudioObjectRemovePropertyListener(_ inObjectID: AudioObjectID, _ inAddress: UnsafePointer<AudioObjectPropertyAddress>,
-                                              _ inListener: @escaping AudioObjectPropertyListenerProc,
+                                              _ inListener: AudioObjectPropertyListenerProc,
                                               _ inClientData: UnsafeMutableRawPointer?) -> OSStatus {
     let key = HAL.ListenerKey(object: inObjectID, address: inAddress.pointee, clientData: inClientData.map { UInt(bitPattern: $0) } ?? 0)
     let status = HAL.state.withLock { state -> OSStatus in

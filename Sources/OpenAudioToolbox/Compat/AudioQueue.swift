@@ -22,46 +22,20 @@ public typealias AudioQueueParameterValue = Float32
 /// A queue timeline (Apple's `AudioQueueTimelineRef`); timelines are not separate objects here.
 public typealias AudioQueueTimelineRef = OpaquePointer
 
-/// An audio queue buffer in Apple's C shape (`AudioQueueBuffer`). `mAudioData` points at the
-/// memory of the Swift API's buffer (`AudioQueueEngine.AudioQueueBuffer`) that backs it; the
-/// pointer you get from ``AudioQueueAllocateBuffer(_:_:_:)`` is the one the output callback
-/// receives, and stays valid until the buffer is freed or the queue disposed.
-public struct AudioQueueBuffer {
-    /// Bytes `mAudioData` can hold.
-    public let mAudioDataBytesCapacity: UInt32
-    /// The audio data.
-    public let mAudioData: UnsafeMutableRawPointer
-    /// Bytes of valid data; set it before enqueuing.
-    public var mAudioDataByteSize: UInt32
-    /// Free for the caller's use.
-    public var mUserData: UnsafeMutableRawPointer?
-    /// Packet descriptions the buffer has room for.
-    public let mPacketDescriptionCapacity: UInt32
-    /// The buffer's own packet descriptions (nil when allocated without).
-    public let mPacketDescriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?
-    /// Valid entries in `mPacketDescriptions`.
-    public var mPacketDescriptionCount: UInt32
-
-    init(capacity: UInt32, data: UnsafeMutableRawPointer, descriptionCapacity: UInt32,
-         descriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?) {
-        mAudioDataBytesCapacity = capacity
-        mAudioData = data
-        mAudioDataByteSize = 0
-        mUserData = nil
-        mPacketDescriptionCapacity = descriptionCapacity
-        mPacketDescriptions = descriptions
-        mPacketDescriptionCount = 0
-    }
-}
+/// An audio queue buffer in Apple's C shape (`AudioQueueBuffer`, declared in C with Apple's layout
+/// so the callbacks can be C function types). `mAudioData` points at the memory of the Swift API's
+/// buffer (`AudioQueueEngine.AudioQueueBuffer`) that backs it; the pointer you get from
+/// ``AudioQueueAllocateBuffer(_:_:_:)`` is the one the output callback receives, and stays valid
+/// until the buffer is freed or the queue disposed.
+public typealias AudioQueueBuffer = CAudioToolboxTypes.AudioQueueBuffer
 
 /// A pointer to an ``AudioQueueBuffer`` (Apple's `AudioQueueBufferRef`).
 public typealias AudioQueueBufferRef = UnsafeMutablePointer<AudioQueueBuffer>
 
 /// Called on the queue's thread with a buffer the queue has finished with (Apple's
-/// `AudioQueueOutputCallback`). Apple's is `@convention(c)`; Swift cannot express C function
-/// pointers to Swift-declared structs, so callbacks here are Swift functions: pass a function
-/// or a non-capturing closure, as on Apple platforms.
-public typealias AudioQueueOutputCallback = (UnsafeMutableRawPointer?, AudioQueueRef, AudioQueueBufferRef) -> Void
+/// `AudioQueueOutputCallback`, a C function type as on Apple: pass a global function or a closure
+/// that captures nothing; the user data reaches your state).
+public typealias AudioQueueOutputCallback = @convention(c) (UnsafeMutableRawPointer?, AudioQueueRef, AudioQueueBufferRef) -> Void
 /// Called when a queue property changes (Apple's `AudioQueuePropertyListenerProc`).
 public typealias AudioQueuePropertyListenerProc = @convention(c) (UnsafeMutableRawPointer?, AudioQueueRef, AudioQueuePropertyID) -> Void
 /// Block form of the output callback (Apple's `AudioQueueOutputCallbackBlock`), called on the
@@ -319,7 +293,7 @@ func registerQueue(_ box: CompatQueue, _ out: UnsafeMutablePointer<AudioQueueRef
 /// by `OAT_OUTPUT` (see docs/PORTING.md), by default PulseAudio, else ALSA, else the null output.
 @discardableResult
 public func AudioQueueNewOutput(_ inFormat: UnsafePointer<AudioStreamBasicDescription>,
-                                _ inCallbackProc: @escaping AudioQueueOutputCallback,
+                                _ inCallbackProc: AudioQueueOutputCallback,
                                 _ inUserData: UnsafeMutableRawPointer?,
                                 _ inCallbackRunLoop: CFRunLoop?,
                                 _ inCallbackRunLoopMode: CFString?,
@@ -398,8 +372,9 @@ public func AudioQueueAllocateBufferWithPacketDescriptions(_ inAQ: AudioQueueRef
             descriptions!.initialize(repeating: AudioStreamPacketDescription(), count: Int(inNumberPacketDescriptions))
         }
         let c = AudioQueueBufferRef.allocate(capacity: 1)
-        c.initialize(to: AudioQueueBuffer(capacity: inBufferByteSize, data: b.audioData.baseAddress!,
-                                          descriptionCapacity: inNumberPacketDescriptions, descriptions: descriptions))
+        c.initialize(to: AudioQueueBuffer(mAudioDataBytesCapacity: inBufferByteSize, mAudioData: b.audioData.baseAddress!,
+                                          mAudioDataByteSize: 0, mUserData: nil, mPacketDescriptionCapacity: inNumberPacketDescriptions,
+                                          mPacketDescriptions: descriptions, mPacketDescriptionCount: 0))
         b.userData = Int(bitPattern: c)
         box.withState { $0.buffers[Int(bitPattern: c)] = b }
         outBuffer.pointee = c

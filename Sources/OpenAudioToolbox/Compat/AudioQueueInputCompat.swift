@@ -11,8 +11,8 @@ import Glibc
 /// Called on the queue's thread with a filled buffer (Apple's `AudioQueueInputCallback`): the
 /// buffer, when its first frame was captured, how many packets it holds, and their
 /// descriptions (nil for constant-size formats). Enqueue the buffer again to keep recording.
-/// As with ``AudioQueueOutputCallback``, pass a function or a non-capturing closure.
-public typealias AudioQueueInputCallback = (UnsafeMutableRawPointer?, AudioQueueRef, AudioQueueBufferRef,
+/// A C function type as on Apple: pass a global function or a closure that captures nothing.
+public typealias AudioQueueInputCallback = @convention(c) (UnsafeMutableRawPointer?, AudioQueueRef, AudioQueueBufferRef,
                                             UnsafePointer<AudioTimeStamp>, UInt32,
                                             UnsafePointer<AudioStreamPacketDescription>?) -> Void
 /// Block form of the input callback (Apple's `AudioQueueInputCallbackBlock`), called on the
@@ -155,7 +155,7 @@ private func makeInputQueue(_ format: UnsafePointer<AudioStreamBasicDescription>
 /// description (`kAudioQueueProperty_StreamDescription`) and magic cookie are available at once.
 @discardableResult
 public func AudioQueueNewInput(_ inFormat: UnsafePointer<AudioStreamBasicDescription>,
-                               _ inCallbackProc: @escaping AudioQueueInputCallback,
+                               _ inCallbackProc: AudioQueueInputCallback,
                                _ inUserData: UnsafeMutableRawPointer?,
                                _ inCallbackRunLoop: CFRunLoop?,
                                _ inCallbackRunLoopMode: CFString?,

@@ -89,9 +89,9 @@ public typealias AudioQueueProcessingTapRef = OpaquePointer
 /// The tap callback (Apple's `AudioQueueProcessingTapCallback`): client data, the tap, frames
 /// wanted, the time stamp and flags (in/out), frames produced (out) and the buffers
 /// (non-interleaved Float32, one `AudioBuffer` per channel, `AudioQueueProcessingTapNew` tells
-/// the maximum frames). Called on the queue's feeder thread. As with the queue's output callback,
-/// this is a Swift function type rather than `@convention(c)`.
-public typealias AudioQueueProcessingTapCallback = (UnsafeMutableRawPointer, AudioQueueProcessingTapRef, UInt32,
+/// the maximum frames). Called on the queue's feeder thread. A C function type as on Apple: pass a
+/// global function or a closure that captures nothing.
+public typealias AudioQueueProcessingTapCallback = @convention(c) (UnsafeMutableRawPointer, AudioQueueProcessingTapRef, UInt32,
                                                     UnsafeMutablePointer<AudioTimeStamp>,
                                                     UnsafeMutablePointer<AudioQueueProcessingTapFlags>,
                                                     UnsafeMutablePointer<UInt32>,
@@ -107,7 +107,7 @@ final class CompatTap: @unchecked Sendable {
     let channels: Int
     var ref: AudioQueueProcessingTapRef { AudioQueueProcessingTapRef(Unmanaged.passUnretained(self).toOpaque()) }
 
-    init(callback: @escaping AudioQueueProcessingTapCallback, clientData: UnsafeMutableRawPointer?, box: CompatQueue, channels: Int) {
+    init(callback: AudioQueueProcessingTapCallback, clientData: UnsafeMutableRawPointer?, box: CompatQueue, channels: Int) {
         self.callback = callback
         self.clientData = clientData
         self.box = box
@@ -159,7 +159,7 @@ final class CompatTap: @unchecked Sendable {
 /// and the processing format (Float32, non-interleaved, the queue's device rate and channels).
 /// The callback runs on the queue's feeder thread, never the device thread.
 @discardableResult
-public func AudioQueueProcessingTapNew(_ inAQ: AudioQueueRef, _ inCallback: @escaping AudioQueueProcessingTapCallback,
+public func AudioQueueProcessingTapNew(_ inAQ: AudioQueueRef, _ inCallback: AudioQueueProcessingTapCallback,
                                        _ inClientData: UnsafeMutableRawPointer?, _ inFlags: AudioQueueProcessingTapFlags,
                                        _ outMaxFrames: UnsafeMutablePointer<UInt32>,
                                        _ outProcessingFormat: UnsafeMutablePointer<AudioStreamBasicDescription>,

@@ -259,20 +259,7 @@ extension AudioStreamBasicDescription {
 
 // MARK: - AudioStreamPacketDescription
 
-extension AudioStreamPacketDescription {
-    /// A zeroed description.
-    public init() { self.init(startOffset: 0, variableFramesInPacket: 0, dataByteSize: 0) }
-    /// Apple's memberwise initialiser.
-    public init(mStartOffset: Int64, mVariableFramesInPacket: UInt32, mDataByteSize: UInt32) {
-        self.init(startOffset: mStartOffset, variableFramesInPacket: mVariableFramesInPacket, dataByteSize: mDataByteSize)
-    }
-    /// Byte offset of the packet in its buffer (Apple's field).
-    public var mStartOffset: Int64 { get { startOffset } set { startOffset = newValue } }
-    /// Frames in the packet when they vary, else 0 (Apple's field).
-    public var mVariableFramesInPacket: UInt32 { get { variableFramesInPacket } set { variableFramesInPacket = newValue } }
-    /// Bytes in the packet (Apple's field).
-    public var mDataByteSize: UInt32 { get { dataByteSize } set { dataByteSize = newValue } }
-}
+// A C struct with Apple's fields and initialisers (CCoreAudioTypes, re-exported by AudioCore).
 
 // MARK: - AudioFilePacketTableInfo
 
@@ -322,59 +309,8 @@ extension AudioQueueLevelMeterState {
 
 // MARK: - AudioTimeStamp
 
-/// SMPTE time (Apple's `SMPTETime`). OpenAudioToolbox time stamps carry no SMPTE time: it is
-/// always zero.
-public struct SMPTETime: Hashable, Sendable {
-    /// Subframes.
-    public var mSubframes: Int16 = 0
-    /// Subframes per frame.
-    public var mSubframeDivisor: Int16 = 0
-    /// Counter.
-    public var mCounter: UInt32 = 0
-    /// SMPTE type.
-    public var mType: UInt32 = 0
-    /// Flags.
-    public var mFlags: UInt32 = 0
-    /// Hours.
-    public var mHours: Int16 = 0
-    /// Minutes.
-    public var mMinutes: Int16 = 0
-    /// Seconds.
-    public var mSeconds: Int16 = 0
-    /// Frames.
-    public var mFrames: Int16 = 0
-    /// A zero time.
-    public init() {}
-}
-
-extension AudioTimeStampFlags {
-    /// The word-clock time is valid (never set by OpenAudioToolbox).
-    public static let wordClockTimeValid = AudioTimeStampFlags(rawValue: 1 << 3)
-    /// The SMPTE time is valid (never set by OpenAudioToolbox).
-    public static let smpteTimeValid = AudioTimeStampFlags(rawValue: 1 << 4)
-}
-
-extension AudioTimeStamp {
-    /// Apple's memberwise initialiser; word-clock and SMPTE times are not kept.
-    public init(mSampleTime: Float64, mHostTime: UInt64, mRateScalar: Float64, mWordClockTime: UInt64 = 0,
-                mSMPTETime: SMPTETime = SMPTETime(), mFlags: AudioTimeStampFlags, mReserved: UInt32 = 0) {
-        self.init(sampleTime: mSampleTime, hostTime: mHostTime, rateScalar: mRateScalar, flags: mFlags)
-    }
-    /// Sample time (Apple's field).
-    public var mSampleTime: Float64 { get { sampleTime } set { sampleTime = newValue } }
-    /// Host time in nanoseconds (Apple's field; Apple's host ticks are `mach_absolute_time`).
-    public var mHostTime: UInt64 { get { hostTime } set { hostTime = newValue } }
-    /// Rate scalar (Apple's field).
-    public var mRateScalar: Float64 { get { rateScalar } set { rateScalar = newValue } }
-    /// Word-clock time: always 0 here (Apple's field; setting it has no effect).
-    public var mWordClockTime: UInt64 { get { 0 } set { _ = newValue } }
-    /// SMPTE time: always zero here (Apple's field; setting it has no effect).
-    public var mSMPTETime: SMPTETime { get { SMPTETime() } set { _ = newValue } }
-    /// Which fields are valid (Apple's field).
-    public var mFlags: AudioTimeStampFlags { get { flags } set { flags = newValue } }
-    /// Padding (Apple's field): always 0.
-    public var mReserved: UInt32 { get { 0 } set { _ = newValue } }
-}
+// `SMPTETime`, `AudioTimeStampFlags` and `AudioTimeStamp` are Apple's C structs (CCoreAudioTypes,
+// re-exported by AudioCore), with Apple's fields and memberwise initialiser.
 
 /// Sample time is valid (Apple's `kAudioTimeStampSampleTimeValid`).
 public let kAudioTimeStampSampleTimeValid = AudioTimeStampFlags.sampleTimeValid
@@ -387,39 +323,10 @@ public let kAudioTimeStampSampleHostTimeValid = AudioTimeStampFlags.sampleHostTi
 
 // MARK: - AudioBuffer / AudioBufferList
 
-/// One buffer of audio (Apple's `AudioBuffer`).
-public struct AudioBuffer {
-    /// Interleaved channels in the buffer.
-    public var mNumberChannels: UInt32
-    /// Bytes in the buffer.
-    public var mDataByteSize: UInt32
-    /// The bytes.
-    public var mData: UnsafeMutableRawPointer?
-    /// A zeroed buffer.
-    public init() { self.init(mNumberChannels: 0, mDataByteSize: 0, mData: nil) }
-    /// Apple's memberwise initialiser.
-    public init(mNumberChannels: UInt32, mDataByteSize: UInt32, mData: UnsafeMutableRawPointer?) {
-        self.mNumberChannels = mNumberChannels
-        self.mDataByteSize = mDataByteSize
-        self.mData = mData
-    }
-}
-
-/// A variable-length list of buffers (Apple's `AudioBufferList`): `mNumberBuffers` buffers
-/// follow in memory, the first being `mBuffers`. Allocate lists of more than one buffer with
-/// ``allocate(maximumBuffers:)`` and reach them through ``UnsafeMutableAudioBufferListPointer``.
-public struct AudioBufferList {
-    /// Number of buffers.
-    public var mNumberBuffers: UInt32
-    /// The first buffer (the others follow it in memory).
-    public var mBuffers: (AudioBuffer)
-    /// A list of zero buffers.
-    public init() { self.init(mNumberBuffers: 0, mBuffers: AudioBuffer()) }
-    /// Apple's memberwise initialiser.
-    public init(mNumberBuffers: UInt32, mBuffers: (AudioBuffer)) {
-        self.mNumberBuffers = mNumberBuffers
-        self.mBuffers = mBuffers
-    }
+// `AudioBuffer` and `AudioBufferList` are Apple's C structs (CCoreAudioTypes, re-exported by
+// AudioCore): a list of more than one buffer is allocated with ``AudioBufferList/allocate(maximumBuffers:)``
+// and reached through ``UnsafeMutableAudioBufferListPointer``.
+extension AudioBufferList {
     /// Bytes needed for a list of `maximumBuffers` buffers.
     public static func sizeInBytes(maximumBuffers: Int) -> Int {
         MemoryLayout<AudioBufferList>.size - MemoryLayout<AudioBuffer>.size + max(1, maximumBuffers) * MemoryLayout<AudioBuffer>.stride

@@ -1,0 +1,139 @@
+// Core Audio's C structs (CoreAudioTypes.h) that Apple's @convention(c) callback types point at,
+// declared in C with Apple's field names, types and layout, so that those callback typealiases can
+// be C function types as Apple's are (Swift refuses Swift-declared structs in a C function type).
+// Headers only; AudioCore re-exports this module and adds the Swift API (``startOffset``, ...,
+// Hashable) in extensions.
+#ifndef OAT_CCOREAUDIOTYPES_H
+#define OAT_CCOREAUDIOTYPES_H
+
+#include <stdint.h>
+
+/// Declares an option set as Apple's CF_OPTIONS does: Swift imports it as an OptionSet struct whose
+/// members drop the enumerators' common prefix.
+#define OAT_OPTIONS(_type, _name) enum __attribute__((flag_enum, enum_extensibility(open))) _name : _type
+
+#pragma clang assume_nonnull begin
+
+/// Where one packet lies in a buffer of packets (Apple's `AudioStreamPacketDescription`).
+typedef struct AudioStreamPacketDescription {
+    /// Byte offset of the packet from the start of the buffer.
+    int64_t mStartOffset;
+    /// Frames in the packet when the format's frames per packet varies, else 0.
+    uint32_t mVariableFramesInPacket;
+    /// Size of the packet in bytes.
+    uint32_t mDataByteSize;
+} AudioStreamPacketDescription;
+
+/// Declares an enumeration as Apple's CF_ENUM does.
+#define OAT_ENUM(_type, _name) enum __attribute__((enum_extensibility(open))) _name : _type
+
+/// The SMPTE frame rate of a ``SMPTETime`` (Apple's `SMPTETimeType`).
+typedef OAT_ENUM(uint32_t, SMPTETimeType) {
+    kSMPTETimeType24 = 0,
+    kSMPTETimeType25 = 1,
+    kSMPTETimeType30Drop = 2,
+    kSMPTETimeType30 = 3,
+    kSMPTETimeType2997 = 4,
+    kSMPTETimeType2997Drop = 5,
+    kSMPTETimeType60 = 6,
+    kSMPTETimeType5994 = 7,
+    kSMPTETimeType60Drop = 8,
+    kSMPTETimeType5994Drop = 9,
+    kSMPTETimeType50 = 10,
+    kSMPTETimeType2398 = 11
+} SMPTETimeType;
+
+/// Flags of a ``SMPTETime`` (Apple's `SMPTETimeFlags`).
+typedef OAT_OPTIONS(uint32_t, SMPTETimeFlags) {
+    kSMPTETimeUnknown = 0,
+    kSMPTETimeValid = (1U << 0),
+    kSMPTETimeRunning = (1U << 1)
+} SMPTETimeFlags;
+
+/// SMPTE time (Apple's `SMPTETime`). OpenAudioToolbox time stamps carry no SMPTE time: it is
+/// always zero.
+typedef struct SMPTETime {
+    int16_t mSubframes;
+    int16_t mSubframeDivisor;
+    uint32_t mCounter;
+    SMPTETimeType mType;
+    SMPTETimeFlags mFlags;
+    int16_t mHours;
+    int16_t mMinutes;
+    int16_t mSeconds;
+    int16_t mFrames;
+} SMPTETime;
+
+/// Which fields of an ``AudioTimeStamp`` are valid (Apple's `AudioTimeStampFlags`).
+typedef OAT_OPTIONS(uint32_t, AudioTimeStampFlags) {
+    kAudioTimeStampNothingValid = 0,
+    /// `mSampleTime` is valid.
+    kAudioTimeStampSampleTimeValid = (1U << 0),
+    /// `mHostTime` is valid.
+    kAudioTimeStampHostTimeValid = (1U << 1),
+    /// `mRateScalar` is valid.
+    kAudioTimeStampRateScalarValid = (1U << 2),
+    /// `mWordClockTime` is valid (never set by OpenAudioToolbox).
+    kAudioTimeStampWordClockTimeValid = (1U << 3),
+    /// `mSMPTETime` is valid (never set by OpenAudioToolbox).
+    kAudioTimeStampSMPTETimeValid = (1U << 4),
+    /// Sample and host time are valid.
+    kAudioTimeStampSampleHostTimeValid = (kAudioTimeStampSampleTimeValid | kAudioTimeStampHostTimeValid)
+} AudioTimeStampFlags;
+
+/// A point in time on a stream's sample timeline and on the host clock (Apple's `AudioTimeStamp`).
+/// Host times here are nanoseconds of CLOCK_MONOTONIC (`HostTime`).
+typedef struct AudioTimeStamp {
+    /// Position in frames on the stream's timeline.
+    double mSampleTime;
+    /// The host time that corresponds to `mSampleTime`.
+    uint64_t mHostTime;
+    /// Ratio of actual to nominal sample rate.
+    double mRateScalar;
+    /// Word-clock time (never set by OpenAudioToolbox).
+    uint64_t mWordClockTime;
+    /// SMPTE time (never set by OpenAudioToolbox).
+    SMPTETime mSMPTETime;
+    /// Which fields are valid.
+    AudioTimeStampFlags mFlags;
+    /// Padding: 0.
+    uint32_t mReserved;
+} AudioTimeStamp;
+
+/// One buffer of audio (Apple's `AudioBuffer`).
+typedef struct AudioBuffer {
+    /// Interleaved channels in the buffer.
+    uint32_t mNumberChannels;
+    /// Bytes in the buffer.
+    uint32_t mDataByteSize;
+    /// The bytes.
+    void * _Nullable mData;
+} AudioBuffer;
+
+/// A variable-length list of buffers (Apple's `AudioBufferList`): `mNumberBuffers` buffers follow
+/// in memory, the first being `mBuffers`.
+typedef struct AudioBufferList {
+    /// Number of buffers.
+    uint32_t mNumberBuffers;
+    /// The first buffer (the others follow it in memory).
+    AudioBuffer mBuffers[1];
+} AudioBufferList;
+
+/// Where a processing tap sits and what it may do, plus the stream flags a tap sees (Apple's
+/// `AudioQueueProcessingTapFlags`, AudioQueue.h; the Swift queue API shares it).
+typedef OAT_OPTIONS(uint32_t, AudioQueueProcessingTapFlags) {
+    /// The tap sees decoded audio before the queue's time-pitch stage.
+    kAudioQueueProcessingTap_PreEffects = (1 << 0),
+    /// The tap sees audio after the time-pitch stage.
+    kAudioQueueProcessingTap_PostEffects = (1 << 1),
+    /// The tap only observes: what it returns is ignored and the source passes on unchanged.
+    kAudioQueueProcessingTap_Siphon = (1 << 2),
+    /// The first audio after start or reset.
+    kAudioQueueProcessingTap_StartOfStream = (1 << 8),
+    /// The last audio of the stream.
+    kAudioQueueProcessingTap_EndOfStream = (1 << 9)
+} AudioQueueProcessingTapFlags;
+
+#pragma clang assume_nonnull end
+
+#endif
