@@ -130,8 +130,10 @@ final class PulseConnection: @unchecked Sendable {
         }
         // The main-loop thread runs the stream's write/read callbacks, the device's render: it
         // runs real-time where the system allows it (ThreadPriority), like the server's threads.
-        pa_threaded_mainloop_once_unlocked(ml, { _, _ in ThreadPriority.makeCurrentThreadRealTime() }, nil)
+        // Under the lock: libpulse creates the one-shot defer event and sets its destructor in
+        // two steps, and the running main loop must not fire (and free) it in between.
         lock()
+        pa_threaded_mainloop_once_unlocked(ml, { _, _ in ThreadPriority.makeCurrentThreadRealTime() }, nil)
         let failure = connectContext()
         unlock()
         if let failure {
