@@ -80,7 +80,6 @@
     V(pulse, pa_threaded_mainloop_lock, (pa_threaded_mainloop *m), (m)) \
     V(pulse, pa_threaded_mainloop_once_unlocked, (pa_threaded_mainloop *m, void (*callback)(pa_threaded_mainloop *m, void *userdata), void *userdata), (m, callback, userdata)) \
     X(pulse, pa_threaded_mainloop *, pa_threaded_mainloop_new, (void), (), NULL) \
-    V(pulse, pa_threaded_mainloop_once_unlocked, (pa_threaded_mainloop *m, void (*callback)(pa_threaded_mainloop *m, void *userdata), void *userdata), (m, callback, userdata)) \
     V(pulse, pa_threaded_mainloop_set_name, (pa_threaded_mainloop *m, const char *name), (m, name)) \
     X(pulse, int, pa_threaded_mainloop_start, (pa_threaded_mainloop *m), (m), -1) \
     V(pulse, pa_threaded_mainloop_stop, (pa_threaded_mainloop *m), (m)) \
