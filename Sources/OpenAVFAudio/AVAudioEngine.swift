@@ -57,6 +57,8 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     var graph: AudioGraph?
     var dirty = true
     var running = false
+    /// Started in manual rendering mode (no device): ``isRunning`` reports it, as Apple does.
+    var manualStarted = false
     var manualMode: AVAudioEngineManualRenderingMode?
     var manualFormat: AVAudioFormat?
     var manualMaximum: AVAudioFrameCount = 0
@@ -93,8 +95,9 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// The nodes attached.
     open var attachedNodes: Set<AVAudioNode> { lock.lock(); defer { lock.unlock() }; return Set(attached) }
 
-    /// True while the engine renders to its device.
-    open var isRunning: Bool { lock.lock(); defer { lock.unlock() }; return running }
+    /// True between ``start()`` and ``pause()``/``stop()``: rendering to the device, or started in
+    /// manual rendering mode (as Apple reports).
+    open var isRunning: Bool { lock.lock(); defer { lock.unlock() }; return running || manualStarted }
 
     // MARK: Nodes and connections
 
@@ -375,6 +378,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
             // Manual rendering: starting builds the graph; renderOffline pulls it.
             if dirty || graph == nil { try build() }
             if manualMode == .realtime { startRealtimeManual() }
+            manualStarted = true
             return
         }
         try startDevice()
@@ -406,6 +410,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
             for (_, tap) in node.taps { tap.stop() }
         }
         running = false
+        manualStarted = false
     }
 
     func playerStarted(_ player: AVAudioPlayerNode) {
@@ -457,6 +462,8 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// Back to rendering to a device.
     open func disableManualRenderingMode() {
         lock.lock(); defer { lock.unlock() }
+        stopRealtimeManual()
+        manualStarted = false
         manualMode = nil
         manualFormat = nil
         dirty = true

@@ -60,4 +60,29 @@ import Glibc
         engine.disableManualRenderingMode()
         #expect(!engine.isInManualRenderingMode)
     }
+
+    /// Apple reports a manual-rendering engine as running between `start()` and `pause()`/`stop()`
+    /// (no device involved), in both manual modes.
+    @Test(arguments: [AVAudioEngineManualRenderingMode.offline, .realtime])
+    func isRunningFollowsStartAndStopInManualRenderingMode(_ mode: AVAudioEngineManualRenderingMode) throws {
+        let engine = AVAudioEngine()
+        let player = AVAudioPlayerNode()
+        engine.attach(player)
+        engine.connect(player, to: engine.mainMixerNode, format: nil)
+        let format = AVAudioFormat(standardFormatWithSampleRate: 48000, channels: 2)!
+        try engine.enableManualRenderingMode(mode, format: format, maximumFrameCount: 512)
+        #expect(!engine.isRunning, "running before start()")
+        try engine.start()
+        #expect(engine.isRunning, "\(mode.rawValue): not running after start()")
+        engine.pause()
+        #expect(!engine.isRunning, "\(mode.rawValue): still running after pause()")
+        try engine.start()
+        #expect(engine.isRunning, "\(mode.rawValue): not running after a second start()")
+        engine.stop()
+        #expect(!engine.isRunning, "\(mode.rawValue): still running after stop()")
+        try engine.start()
+        engine.stop()
+        engine.disableManualRenderingMode()
+        #expect(!engine.isRunning)
+    }
 }
