@@ -206,6 +206,24 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     // MARK: Building the graph
 
     var renderRate: Double { outputFormat.sampleRate }
+    /// The largest sum of node latencies on a path from `node` to the output node, plus the
+    /// device's latency (the device's alone when no connected path is found).
+    func latencyDownstream(of node: AVAudioNode) -> TimeInterval {
+        lock.lock()
+        let edges = connections
+        lock.unlock()
+        func walk(_ n: AVAudioNode, depth: Int) -> TimeInterval? {
+            if n === outputNode { return 0 }
+            guard depth < 64 else { return nil }
+            var best: TimeInterval?
+            for c in edges where c.source === n {
+                if let rest = walk(c.destination, depth: depth + 1) { best = max(best ?? 0, c.destination.latency + rest) }
+            }
+            return best
+        }
+        return (walk(node, depth: 0) ?? 0) + outputNode.presentationLatency
+    }
+
     /// The running device's latency in seconds (0 without one).
     var deviceLatency: Double { lock.lock(); defer { lock.unlock() }; return running ? (graph?.device?.latency ?? 0) : 0 }
     var isRendering: Bool { lock.lock(); defer { lock.unlock() }; return running || manualMode != nil }

@@ -51,6 +51,15 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
         return AVAudioTime(sampleTime: unit.renderedFrames, atRate: engine.renderRate)
     }
 
+    /// The node's processing latency in seconds: how far its output lags its input (0 for most
+    /// nodes; a time-pitch unit holds audio back).
+    open var latency: TimeInterval { 0 }
+
+    /// The largest processing latency on the way from this node's output to the device, plus
+    /// the device's presentation latency, in seconds (0 when the engine is not running on a
+    /// device). A player's `.dataPlayedBack` waits this long after its last frame is rendered.
+    open var outputPresentationLatency: TimeInterval { engine?.latencyDownstream(of: self) ?? 0 }
+
     /// Clears the node's state (a player's schedule, an effect's tails).
     open func reset() {}
 

@@ -340,8 +340,9 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     func deliverRendered(offline: Bool = false, pending: Int = 0) {
         guard let player = unit as? AUPlayerNode else { return }
         let played = player.playedFrames - playedBeforeStop + (offline ? Int64(pending) : 0)
-        // Played back: rendered, and the device's latency later (what it held has been heard).
-        let latency = offline ? 0 : (engine?.outputNode.presentationLatency ?? 0)
+        // Played back: rendered, and the latency downstream later (what the effects after the
+        // player and the device held has been heard).
+        let latency = offline ? 0 : outputPresentationLatency
         let now = AudioGetCurrentHostTime()
         lock.lock()
         var ready: [Waiting] = []

@@ -198,6 +198,17 @@ open class AVAudioUnitTimePitch: AVAudioUnitEffect, @unchecked Sendable {
         AUTimePitchNode(channels: outputChannels)
     }
 
+    /// The audio the stretcher holds back, in seconds of output. The stretcher reports its
+    /// latency in frames at normal speed and pitch; slowed down or pitched down, what it holds
+    /// lasts longer when played (measured at a sink: 0.5x and -1200 cents each hold about twice
+    /// as long).
+    open override var latency: TimeInterval {
+        guard let node = unit as? AUTimePitchNode, let engine else { return 0 }
+        let stretch = max(1, 1 / Double(min(32, max(1.0 / 32, rate))))
+        let lowered = max(1, 1 / pow(2, Double(min(2400, max(-2400, pitch))) / 1200))
+        return Double(node.latencyFrames) / engine.renderRate * stretch * lowered
+    }
+
     override func push() {
         guard let node = unit as? AUTimePitchNode else { return }
         node.rate.value = min(32, max(1.0 / 32, rate))
