@@ -25,6 +25,7 @@ let avfPortingPrograms: [(name: String, directory: String)] = [
     ("porting-avaudiofile-convert", "AVAudioFileConvert"),
     ("porting-avaudioengine-player", "AVAudioEnginePlayer"),
     ("porting-avaudioengine-tap-recorder", "AVAudioEngineTapRecorder"),
+    ("porting-avaudioengine-streamer", "AVAudioEngineStreamer"),
 ]
 
 let package = Package(
