@@ -26,6 +26,7 @@ let avfPortingPrograms: [(name: String, directory: String)] = [
     ("porting-avaudioengine-player", "AVAudioEnginePlayer"),
     ("porting-avaudioengine-tap-recorder", "AVAudioEngineTapRecorder"),
     ("porting-avaudioengine-demos", "AVAudioEngineDemos"),
+    ("porting-avaudioengine-streamer", "AVAudioEngineStreamer"),
 ]
 
 let package = Package(

@@ -1,0 +1,63 @@
+// The AVFAudio streamer porting program (AudioFileStream → AudioConverter → AVAudioPCMBuffers
+// scheduled on an AVAudioPlayerNode) played through a private PulseAudio null sink whose monitor
+// is recorded and checked against ffmpeg's decode.
+import AudioTestSupport
+import Foundation
+import Testing
+
+@Suite(.serialized, .requires(TestResource.first(TestResource.corpusMissing, TestResource.pulseAudioMissing, TestResource.ffmpegMissing)))
+struct PlaybackAVFAudioStreamerTests {
+    /// A corpus file and the network-sized chunk its bytes are fed in.
+    struct Case: CustomTestStringConvertible, Sendable {
+        var file: String
+        var chunk: Int
+        var testDescription: String { "\(file) in \(chunk)-byte chunks" }
+    }
+
+    @Test("AudioFileStream + AudioConverter into AVAudioPCMBuffers on an AVAudioPlayerNode play to the end at a PulseAudio sink",
+          arguments: [Case(file: "ffmpeg-generated/mp3/l3_vbr_q2_44k_st_xing.mp3", chunk: 1500),
+                      Case(file: "ffmpeg-generated/adts/aac_lc_44k_st.aac", chunk: 4096)])
+    func streamer(_ c: Case) throws {
+        let input = try TestResource.corpusFile(c.file)
+        let reference = try ffmpegDecode(input)
+        try #require(reference.channels == 2)
+        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+        defer { daemon.stop() }
+        let recording = try daemon.recordMonitor(to: scratchPath("monitor.raw"))
+        var env = daemon.environment
+        env["OAT_OUTPUT"] = "pulse"
+        let result = try run(try portingProgram("porting-avaudioengine-streamer"), [input, String(c.chunk)], environment: env, timeout: 60)
+        usleep(300_000)
+        let recorded = recording.stop()
+        #expect(result.status == 0, "\(result.output)")
+        let m = try #require(check(recorded, against: reference.samples, channels: 2), "the file is not in the recording: \(result.output)")
+        // The sounding span of the recording against ffmpeg's decode's.
+        let referenceFrames = reference.samples.count / 2
+        let referenceSpan = try #require(soundingSpan(reference.samples, channels: 2))
+        let heardSpan = try #require(soundingSpan(recorded, channels: 2), "nothing was heard: \(result.output)")
+        print("porting-avaudioengine-streamer \(c.testDescription): \(m); heard \(heardSpan.count) frames of sound for \(referenceSpan.count); \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+        // What is heard is the file (measured: 25.0 dB MP3, 24.1 dB AAC, the same whole-file
+        // fed in one chunk and with interleaved output, so neither the "needs more data" path
+        // nor the planar buffers cause it) ...
+        #expect(m.snr >= 20, "\(m)")
+        // ... but not yet as closely as the decoders match ffmpeg elsewhere (60 dB and more for
+        // porting-converter-decode): segments fall to 10 dB. Not found in the time of this
+        // change; the 40 dB target stays here as a known issue until it is.
+        withKnownIssue("streamer SNR against ffmpeg is about 25 dB, worst segments about 10 dB (cause not found yet)") {
+            #expect(m.snr >= 40, "\(m)")
+            #expect(m.worstSegmentSNR >= 30, "\(m)")
+        }
+        // The whole file was heard: `.dataPlayedBack` on the last buffer waited for the device.
+        #expect(m.producedFrames >= m.offset + referenceFrames, "\(m)")
+        #expect(abs(heardSpan.count - referenceSpan.count) <= 1024,
+                "heard \(heardSpan.count) frames of sound, ffmpeg's decode has \(referenceSpan.count)")
+    }
+}
+
+/// The frames from the first to the last one above -60 dBFS in any channel.
+private func soundingSpan(_ samples: [Float], channels: Int) -> Range<Int>? {
+    let frames = samples.count / channels
+    func loud(_ f: Int) -> Bool { (0..<channels).contains { abs(samples[f * channels + $0]) > 0.001 } }
+    guard let first = (0..<frames).first(where: loud), let last = (0..<frames).last(where: loud) else { return nil }
+    return first..<(last + 1)
+}
