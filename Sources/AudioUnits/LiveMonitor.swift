@@ -315,20 +315,36 @@ final class LatencyProbeNode: AUNode, @unchecked Sendable {
     }
 }
 
-/// The voice processor's reference: the monitor's output of the previous slice, mono.
-final class MonitorReferenceReturn: AUNode, @unchecked Sendable {
+/// The voice processor's reference: the output of the previous slice, mono (the monitor's,
+/// through ``MonitorReferenceSend``; an AVAudioEngine's, through ``keep(_:frames:)``).
+package final class MonitorReferenceReturn: AUNode, @unchecked Sendable {
     var buffer: UnsafeMutablePointer<Float>
     var frames = 0
 
-    init() {
+    package init(name: String = "monitor reference") {
         buffer = .allocate(capacity: 1)
         buffer.initialize(to: 0)
-        super.init(name: "monitor reference", inputChannels: [], outputChannels: [1])
+        super.init(name: name, inputChannels: [], outputChannels: [1])
+    }
+
+    /// Render thread: keeps the mono mix of the output just rendered (its last `maxFrames`).
+    package func keep(_ output: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, frames total: Int) {
+        let n = Swift.min(total, maxFrames)
+        let first = total - n
+        let width = output.count
+        guard width > 0 else { return }
+        let scale = 1 / Float(width)
+        for f in 0..<n {
+            var sum: Float = 0
+            for c in 0..<width { sum += output[c][first + f] }
+            buffer[f] = sum * scale
+        }
+        frames = n
     }
 
     deinit { buffer.deallocate() }
 
-    override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
+    package override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
         try super.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
         buffer.deallocate()
         buffer = .allocate(capacity: maxFrames)
@@ -336,7 +352,7 @@ final class MonitorReferenceReturn: AUNode, @unchecked Sendable {
         frames = 0
     }
 
-    override func render(_ context: AURenderContext) {
+    package override func render(_ context: AURenderContext) {
         let o = context.output(0)[0]
         let n = min(frames, context.frames)
         o.update(from: buffer, count: n)

@@ -118,7 +118,7 @@ open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
             g.muted = isVoiceProcessingInputMuted
             gate = g
             capture = AUInputNode(channels: 1, capacityFrames: max(8192, Int(rate)), name: "AVAudioInputNode capture")
-            reference = EchoReferenceNode()
+            reference = EchoReferenceNode(name: "AVAudioInputNode echo reference")
             return v
         }
         let input = AUInputNode(channels: max(1, outputChannels), capacityFrames: max(8192, Int(rate)), name: "AVAudioInputNode")
@@ -166,49 +166,8 @@ final class MuteGate: AudioUnits.AUNode, @unchecked Sendable {
 
 /// The echo reference for voice processing: what the engine sent to its output in the previous
 /// slice, mono (written by the graph's render observer after each render, read by the voice
-/// processor in the next; both on the render thread).
-final class EchoReferenceNode: AudioUnits.AUNode, @unchecked Sendable {
-    private var buffer: UnsafeMutablePointer<Float>
-    private var frames = 0
-
-    init() {
-        buffer = .allocate(capacity: 1)
-        buffer.initialize(to: 0)
-        super.init(name: "AVAudioInputNode echo reference", inputChannels: [], outputChannels: [1])
-    }
-
-    deinit { buffer.deallocate() }
-
-    override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
-        try super.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
-        buffer.deallocate()
-        buffer = .allocate(capacity: maxFrames)
-        buffer.initialize(repeating: 0, count: maxFrames)
-        frames = 0
-    }
-
-    /// Render thread: keeps the mono mix of the output just rendered (its last `maxFrames`).
-    func keep(_ output: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, frames total: Int) {
-        let n = Swift.min(total, maxFrames)
-        let first = total - n
-        let width = output.count
-        guard width > 0 else { return }
-        let scale = 1 / Float(width)
-        for f in 0..<n {
-            var sum: Float = 0
-            for c in 0..<width { sum += output[c][first + f] }
-            buffer[f] = sum * scale
-        }
-        frames = n
-    }
-
-    override func render(_ context: AURenderContext) {
-        let o = context.output(0)[0]
-        let n = min(frames, context.frames)
-        o.update(from: buffer, count: n)
-        if n < context.frames { (o + n).update(repeating: 0, count: context.frames - n) }
-    }
-}
+/// processor in the next; both on the render thread). The live monitor's reference node.
+typealias EchoReferenceNode = MonitorReferenceReturn
 
 // MARK: - Engine: input, session options, device watching
 
