@@ -21,9 +21,15 @@ if [[ ! -f "$OUT/stub/AudioCore.swiftmodule" ]]; then
         -emit-module-path "$OUT/stub/AudioCore.swiftmodule" "$OUT/stub/AudioCore.swift"
 fi
 
+# AudioCore re-exports the C declarations of the Core Audio structs (CCoreAudioTypes, a
+# headers-only SwiftPM target): a module map for it, as SwiftPM would generate.
+mkdir -p "$OUT/stub/CCoreAudioTypes"
+printf 'module CCoreAudioTypes {\n    header "%s"\n    export *\n}\n' \
+    "$ROOT/Sources/CCoreAudioTypes/include/CCoreAudioTypes.h" > "$OUT/stub/CCoreAudioTypes/module.modulemap"
+
 # -package-name: AudioCore declares `package` helpers (TextFormatting.swift).
 FLAGS=(-parse-as-library -O -g -swift-version 6 -enable-upcoming-feature ExistentialAny -package-name OpenAudioToolbox
-       -warnings-as-errors -I "$OUT/stub" -use-ld=lld "${FUZZ_SANITIZE[@]}")
+       -warnings-as-errors -I "$OUT/stub" -I "$OUT/stub/CCoreAudioTypes" -use-ld=lld "${FUZZ_SANITIZE[@]}")
 
 build_one() {
     local family="$1" exe="$OUT/fuzz-$1" stamp log extra

@@ -305,11 +305,18 @@ extension HTTPByteSource {
                     t.rawBytes = 0
                     let now = monotonicSeconds()
                     let quiet = now - max(t.lastProgress, waitStart)
-                    if t.available == 0 && t.metadata.isEmpty && !t.done && quiet > options.reconnect.stallTimeout {
-                        fault = TransferFault(error: AudioError(.timedOut, component: component,
-                            "no data from \(displayURL) for \(String(format1: quiet)) s at byte \(position)"), retryable: true)
-                    } else if t.available == 0 && t.metadata.isEmpty && !t.done {
-                        fault = trickleFault(now: now)
+                    if t.available == 0 && t.metadata.isEmpty && !t.done {
+                        // A trickle (some bytes in the window, too few) is reported as one even
+                        // when the gap before the next byte also reaches the stall timeout: at
+                        // 1 byte/s over a 1 s stall window the two checks race.
+                        if starvedBytes > 0, let slow = trickleFault(now: now) {
+                            fault = slow
+                        } else if quiet > options.reconnect.stallTimeout {
+                            fault = TransferFault(error: AudioError(.timedOut, component: component,
+                                "no data from \(displayURL) for \(String(format1: quiet)) s at byte \(position)"), retryable: true)
+                        } else {
+                            fault = trickleFault(now: now)
+                        }
                     }
                 }
                 guard let fault else { continue }
