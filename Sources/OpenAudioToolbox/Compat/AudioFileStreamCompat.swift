@@ -26,9 +26,9 @@ public struct AudioFileStreamSeekFlags: OptionSet, Hashable, Sendable {
     public static let offsetIsEstimated = AudioFileStreamSeekFlags(rawValue: 1)
 }
 
-/// The value is cached (C name of ``AudioFileStreamPropertyFlags/propertyIsCached``).
+/// The value is cached (C name of `AudioFileStreamPropertyFlags/propertyIsCached`).
 public let kAudioFileStreamPropertyFlag_PropertyIsCached = AudioFileStreamPropertyFlags.propertyIsCached
-/// Cache the value (C name of ``AudioFileStreamPropertyFlags/cacheProperty``).
+/// Cache the value (C name of `AudioFileStreamPropertyFlags/cacheProperty`).
 public let kAudioFileStreamPropertyFlag_CacheProperty = AudioFileStreamPropertyFlags.cacheProperty
 /// The bytes do not follow the previous ones (C name of `AudioFileStreamParseFlags.discontinuity`).
 public let kAudioFileStreamParseFlag_Discontinuity = AudioFileStreamParseFlags.discontinuity

@@ -29,7 +29,7 @@ public typealias AudioQueueTimelineRef = OpaquePointer
 /// until the buffer is freed or the queue disposed.
 public typealias AudioQueueBuffer = CAudioToolboxTypes.AudioQueueBuffer
 
-/// A pointer to an ``AudioQueueBuffer`` (Apple's `AudioQueueBufferRef`).
+/// A pointer to an `AudioQueueBuffer` (Apple's `AudioQueueBufferRef`).
 public typealias AudioQueueBufferRef = UnsafeMutablePointer<AudioQueueBuffer>
 
 /// Called on the queue's thread with a buffer the queue has finished with (Apple's

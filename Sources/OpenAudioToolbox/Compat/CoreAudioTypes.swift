@@ -324,7 +324,7 @@ public let kAudioTimeStampSampleHostTimeValid = AudioTimeStampFlags.sampleHostTi
 // MARK: - AudioBuffer / AudioBufferList
 
 // `AudioBuffer` and `AudioBufferList` are Apple's C structs (CCoreAudioTypes, re-exported by
-// AudioCore): a list of more than one buffer is allocated with ``AudioBufferList/allocate(maximumBuffers:)``
+// AudioCore): a list of more than one buffer is allocated with `AudioBufferList/allocate(maximumBuffers:)`
 // and reached through ``UnsafeMutableAudioBufferListPointer``.
 extension AudioBufferList {
     /// Bytes needed for a list of `maximumBuffers` buffers.
@@ -341,7 +341,7 @@ extension AudioBufferList {
     }
 }
 
-/// A collection view of an ``AudioBufferList``'s buffers (Apple's Swift overlay type).
+/// A collection view of an `AudioBufferList`'s buffers (Apple's Swift overlay type).
 public struct UnsafeMutableAudioBufferListPointer: MutableCollection, RandomAccessCollection {
     /// The list.
     public var unsafeMutablePointer: UnsafeMutablePointer<AudioBufferList>
