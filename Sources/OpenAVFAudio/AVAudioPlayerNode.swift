@@ -340,9 +340,17 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     func deliverRendered(offline: Bool = false, pending: Int = 0) {
         guard let player = unit as? AUPlayerNode else { return }
         let played = player.playedFrames - playedBeforeStop + (offline ? Int64(pending) : 0)
+        // The feeder calls this every few milliseconds: with no handler waiting there is nothing
+        // to do, and the path to the device is walked only when a `.dataPlayedBack` waits.
+        lock.lock()
+        let anyWaiting = !waiting.isEmpty
+        let needsLatency = !offline && waiting.contains { $0.type == .dataPlayedBack }
+        lock.unlock()
+        guard anyWaiting else { return }
         // Played back: rendered, and the latency downstream later (what the effects after the
-        // player and the device held has been heard).
-        let latency = offline ? 0 : outputPresentationLatency
+        // player and the device held has been heard). Read outside the player's lock: it takes
+        // the engine's.
+        let latency = needsLatency ? outputPresentationLatency : 0
         let now = AudioGetCurrentHostTime()
         lock.lock()
         var ready: [Waiting] = []
