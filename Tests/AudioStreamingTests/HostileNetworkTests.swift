@@ -170,7 +170,9 @@ import Testing
         #expect(buffered <= (128 << 10) + (256 << 10) + (64 << 10) + (256 << 10) + 4096, "\(buffered) bytes")
         #expect(rssPaused - rssBefore < 150 << 10, "RSS grew by \((rssPaused - rssBefore) / 1024) MiB while paused")
         #expect(titlesAfter < 100, "\(titlesAfter) titles reported in 1.5 s of backlog")
-        #expect(stopTime < 2)
+        // Prompt: about 10 ms alone; the bound leaves room for CI's parallel phase (2.26 s seen
+        // there with 600 tests on 2 cores) and still fails if stop waited for the backlog (~24 s).
+        #expect(stopTime < 6, "stop took \(stopTime) s")
         #expect(advanced > 0.5, "played \(advanced) s in 1.5 s after resume")
         #expect(log.stopReason == .stopped)
     }
