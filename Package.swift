@@ -70,13 +70,15 @@ let package = Package(
         // dependencies at launch.
         .systemLibrary(name: "CPulseAudio", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CALSA", providers: [.apt(["libasound2-dev"])]),
-        .target(name: "COATDeviceLazy"),
+        // The dlopen-on-first-use loader COATDeviceLazy and COATDSPLazy share (include/oat_lazy.h).
+        .target(name: "COATLazy"),
+        .target(name: "COATDeviceLazy", dependencies: ["COATLazy"]),
         // Rubber Band's and SpeexDSP's headers only (no link lines): COATDSPLazy loads the libraries
         // with dlopen on first use and defines the functions the package calls. No pkgConfig: its
         // libs would link them again (the headers are on the default include path).
         .systemLibrary(name: "CRubberBand", providers: [.apt(["librubberband-dev"])]),
         .systemLibrary(name: "CSpeexDSP", providers: [.apt(["libspeexdsp-dev"])]),
-        .target(name: "COATDSPLazy"),
+        .target(name: "COATDSPLazy", dependencies: ["COATLazy"]),
         // libcurl's headers only (no link line): COATCurl loads libcurl with dlopen on first use,
         // defines the curl functions the package calls, and wraps curl_easy_setopt/getinfo and macros.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),

@@ -21,6 +21,7 @@
 #include <pthread.h>
 
 #include "oat_device_lazy.h"
+#include "oat_lazy.h"
 
 /* X(library, return type, name, (parameters), (arguments), value when the library is missing)
    V(library, name, (parameters), (arguments)) for functions returning void. */
@@ -133,101 +134,12 @@
     X(alsa, snd_pcm_sframes_t, snd_pcm_writei, (snd_pcm_t *pcm, const void *buffer, snd_pcm_uframes_t size), (pcm, buffer, size), -ENODEV) \
     X(alsa, const char *, snd_strerror, (int errnum), (errnum), "ALSA is not loaded")
 
-#define OAT_FIELD(lib, ret, name, params, args, fail) ret (*name) params;
-#define OAT_VFIELD(lib, name, params, args) void (*name) params;
+OAT_LAZY_LOADER(pulse, OAT_PULSE_FUNCTIONS, "libpulse.so.0", "the PulseAudio client library (Debian: libpulse0)",
+                "OAT_PULSEAUDIO_LIBRARY", oat_pulse_load)
+/* dlsym without a version finds a symbol's default version (libasound keeps older ones of some
+   hw_params functions beside them), the one a link against the library would bind. */
+OAT_LAZY_LOADER(alsa, OAT_ALSA_FUNCTIONS, "libasound.so.2", "the ALSA library (Debian: libasound2)",
+                "OAT_ALSA_LIBRARY", oat_alsa_load)
 
-/* One loader per library: its function table, a once-flag, the error, and a loaded flag. */
-struct loader {
-    const char *soname;
-    const char *package;
-    const char *environment; /* the variable naming another file to load */
-    pthread_once_t once;
-    const char *error; /* written once inside pthread_once, read after it */
-    char error_text[512];
-    int loaded; /* atomic */
-    void *handle;
-};
-
-static struct { OAT_PULSE_FUNCTIONS(OAT_FIELD, OAT_VFIELD) } pulse_fn;
-static struct { OAT_ALSA_FUNCTIONS(OAT_FIELD, OAT_VFIELD) } alsa_fn;
-static struct loader pulse = { "libpulse.so.0", "the PulseAudio client library (Debian: libpulse0)", "OAT_PULSEAUDIO_LIBRARY",
-                               PTHREAD_ONCE_INIT, NULL, {0}, 0, NULL };
-static struct loader alsa = { "libasound.so.2", "the ALSA library (Debian: libasound2)", "OAT_ALSA_LIBRARY",
-                              PTHREAD_ONCE_INIT, NULL, {0}, 0, NULL };
-
-static int open_library(struct loader *l) {
-    const char *other = getenv(l->environment);
-    if (other && *other) l->soname = other;
-    /* RTLD_LOCAL: the library's symbols do not join the global namespace. */
-    l->handle = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
-    if (!l->handle) {
-        const char *why = dlerror();
-        snprintf(l->error_text, sizeof l->error_text, "%s is not installed or not loadable: cannot load %s (%s)",
-                 l->package, l->soname, why ? why : "unknown error");
-        l->error = l->error_text;
-        return 0;
-    }
-    return 1;
-}
-
-static void missing_function(struct loader *l, const char *name) {
-    snprintf(l->error_text, sizeof l->error_text, "the installed %s lacks the function %s (%s)", l->soname, name, l->package);
-    l->error = l->error_text;
-    dlclose(l->handle);
-    l->handle = NULL;
-}
-
-#define OAT_RESOLVE_AS(lib, name) \
-    if (!missing) { *(void **)(&lib##_fn.name) = dlsym(lib.handle, #name); if (!lib##_fn.name) missing = #name; }
-#define OAT_RESOLVE(lib, ret, name, params, args, fail) OAT_RESOLVE_AS(lib, name)
-#define OAT_VRESOLVE(lib, name, params, args) OAT_RESOLVE_AS(lib, name)
-
-static void load_pulse(void) {
-    if (!open_library(&pulse)) return;
-    const char *missing = NULL;
-    OAT_PULSE_FUNCTIONS(OAT_RESOLVE, OAT_VRESOLVE)
-    if (missing) { missing_function(&pulse, missing); return; }
-    __atomic_store_n(&pulse.loaded, 1, __ATOMIC_RELEASE);
-}
-
-static void load_alsa(void) {
-    if (!open_library(&alsa)) return;
-    /* dlsym without a version finds a symbol's default version (libasound keeps older ones of
-       some hw_params functions beside them), the one a link against the library would bind. */
-    const char *missing = NULL;
-    OAT_ALSA_FUNCTIONS(OAT_RESOLVE, OAT_VRESOLVE)
-    if (missing) { missing_function(&alsa, missing); return; }
-    __atomic_store_n(&alsa.loaded, 1, __ATOMIC_RELEASE);
-}
-
-const char *oat_pulse_load(void) {
-    pthread_once(&pulse.once, load_pulse);
-    return pulse.error;
-}
-
-const char *oat_alsa_load(void) {
-    pthread_once(&alsa.once, load_alsa);
-    return alsa.error;
-}
-
-int oat_pulse_is_loaded(void) { return __atomic_load_n(&pulse.loaded, __ATOMIC_ACQUIRE); }
-int oat_alsa_is_loaded(void) { return __atomic_load_n(&alsa.loaded, __ATOMIC_ACQUIRE); }
-
-/* After the first call one acquire load and an indirect call: nothing that blocks, so the
-   trampolines are as fit for the render and device threads as the functions they call. */
-static inline int pulse_ready(void) {
-    if (__builtin_expect(__atomic_load_n(&pulse.loaded, __ATOMIC_ACQUIRE), 1)) return 1;
-    return oat_pulse_load() == NULL;
-}
-
-static inline int alsa_ready(void) {
-    if (__builtin_expect(__atomic_load_n(&alsa.loaded, __ATOMIC_ACQUIRE), 1)) return 1;
-    return oat_alsa_load() == NULL;
-}
-
-#define OAT_DEFINE(lib, ret, name, params, args, fail) \
-    ret name params { if (!lib##_ready()) return fail; return lib##_fn.name args; }
-#define OAT_VDEFINE(lib, name, params, args) \
-    void name params { if (lib##_ready()) lib##_fn.name args; }
-OAT_PULSE_FUNCTIONS(OAT_DEFINE, OAT_VDEFINE)
-OAT_ALSA_FUNCTIONS(OAT_DEFINE, OAT_VDEFINE)
+int oat_pulse_is_loaded(void) { return oat_lazy_is_loaded(&pulse); }
+int oat_alsa_is_loaded(void) { return oat_lazy_is_loaded(&alsa); }
