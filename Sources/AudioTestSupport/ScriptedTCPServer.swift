@@ -35,12 +35,7 @@ public final class ScriptedTCPServer: @unchecked Sendable {
         let (fd, bound) = try listenOnLoopback(component: "ScriptedTCPServer", backlog: 16)
         port = bound
         listenFD = fd
-        do {
-            thread = try JoinableThread(name: "scripted-tcp") { [self] in serve() }
-        } catch {
-            Glibc.close(fd)
-            throw error
-        }
+        thread = try serveOnThread(listening: fd, name: "scripted-tcp") { [self] in serve() }
     }
 
     deinit { stop() }

@@ -133,12 +133,7 @@ public final class TestHTTPServer: @unchecked Sendable {
         let (fd, bound) = try listenOnLoopback(component: "TestHTTPServer", backlog: 64)
         port = bound
         listenFD = fd
-        do {
-            acceptThread = try JoinableThread(name: "test-http-accept") { [self] in acceptLoop() }
-        } catch {
-            Glibc.close(fd)
-            throw error
-        }
+        acceptThread = try serveOnThread(listening: fd, name: "test-http-accept") { [self] in acceptLoop() }
     }
 
     deinit { stop() }
@@ -620,4 +615,15 @@ func listenOnLoopback(component: String, backlog: Int32) throws(AudioError) -> (
     var len = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
     return (fd, Int(UInt16(bigEndian: bound.sin_port)))
+}
+
+/// Starts `body` (a server's accept loop) on a thread named `name`; closes the listening socket
+/// `fd` when the thread cannot start.
+func serveOnThread(listening fd: Int32, name: String, _ body: @escaping @Sendable () -> Void) throws(AudioError) -> JoinableThread {
+    do {
+        return try JoinableThread(name: name, body)
+    } catch {
+        Glibc.close(fd)
+        throw error
+    }
 }
