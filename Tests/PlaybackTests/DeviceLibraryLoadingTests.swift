@@ -14,11 +14,10 @@ import Glibc
     static let missingPulse = ["OAT_PULSEAUDIO_LIBRARY": "/nonexistent/libpulse.so.0"]
     static let missingALSA = ["OAT_ALSA_LIBRARY": "/nonexistent/libasound.so.2"]
 
-    /// A 0.25 s 8 kHz mono tone as a WAV file in `dir`.
-    static func tone(in dir: ScratchDirectory) -> String {
+    /// A 16-bit 8 kHz mono tone of `frames` frames (0.25 s by default) as a WAV file in `dir`.
+    static func tone(in dir: ScratchDirectory, frames: Int = 2000) -> String {
         let path = dir.path + "/tone.wav"
         var bytes = [UInt8]()
-        let frames = 2000
         func le32(_ v: UInt32) { bytes += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)] }
         func le16(_ v: UInt16) { bytes += [UInt8(v & 0xFF), UInt8(v >> 8)] }
         bytes += Array("RIFF".utf8); le32(UInt32(36 + frames * 2)); bytes += Array("WAVEfmt ".utf8)

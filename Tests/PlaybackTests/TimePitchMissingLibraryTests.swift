@@ -12,16 +12,7 @@ import Glibc
         let afplay = try #require(builtProduct("afplay"))
         let dir = try ScratchDirectory("tp-missing")
         // A short tone to play.
-        let wav = dir.path + "/tone.wav"
-        var bytes = [UInt8]()
-        let frames = 8000
-        func le32(_ v: UInt32) { bytes += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)] }
-        func le16(_ v: UInt16) { bytes += [UInt8(v & 0xFF), UInt8(v >> 8)] }
-        bytes += Array("RIFF".utf8); le32(UInt32(36 + frames * 2)); bytes += Array("WAVEfmt ".utf8)
-        le32(16); le16(1); le16(1); le32(8000); le32(16000); le16(2); le16(16)
-        bytes += Array("data".utf8); le32(UInt32(frames * 2))
-        for i in 0..<frames { le16(UInt16(bitPattern: Int16(8000 * sin(Double(i) * 0.3)))) }
-        #expect(writeFile(wav, bytes))
+        let wav = DeviceLibraryLoadingTests.tone(in: dir, frames: 8000)
         let out = dir.path + "/out.wav"
         let log = dir.path + "/log.txt"
         let p = try ToolProcess(afplay, ["-r", "1.5", "--output", "wav:" + out, wav],
@@ -42,16 +33,7 @@ import Glibc
         let afplay = try #require(builtProduct("afplay"))
         let dir = try ScratchDirectory("tp-lacks")
         defer { dir.remove() }
-        let wav = dir.path + "/tone.wav"
-        var bytes = [UInt8]()
-        let frames = 4000
-        func le32(_ v: UInt32) { bytes += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)] }
-        func le16(_ v: UInt16) { bytes += [UInt8(v & 0xFF), UInt8(v >> 8)] }
-        bytes += Array("RIFF".utf8); le32(UInt32(36 + frames * 2)); bytes += Array("WAVEfmt ".utf8)
-        le32(16); le16(1); le16(1); le32(8000); le32(16000); le16(2); le16(16)
-        bytes += Array("data".utf8); le32(UInt32(frames * 2))
-        for i in 0..<frames { le16(UInt16(bitPattern: Int16(8000 * sin(Double(i) * 0.3)))) }
-        #expect(writeFile(wav, bytes))
+        let wav = DeviceLibraryLoadingTests.tone(in: dir, frames: 4000)
         let p = try ToolProcess(afplay, ["-r", "1.5", "--output", "wav:" + dir.path + "/out.wav", wav],
                                 environment: ["OAT_RUBBERBAND_LIBRARY": "libm.so.6"], outputPath: dir.path + "/log.txt")
         let status = p.wait(timeout: 30)
