@@ -46,8 +46,8 @@ def owner(name):
         n = int(m.group(1))
         mod = m.group(2)[:n]
         return {"s": "Swift stdlib"}.get(mod, mod)
-    if name.startswith("$ss") or name.startswith("_$ss"):
-        return "Swift stdlib"
+    if name.startswith("$s") or name.startswith("_$s"):
+        return "Swift stdlib"  # $ss..., $sS<substitution>...: the standard library's types
     if name.startswith("swift_") or name.startswith("_swift_") or "swift" in name[:12].lower():
         return "Swift runtime (C++)"
     if "dispatch" in name[:20] or name.startswith("_dispatch"):
