@@ -18,6 +18,18 @@ import Testing
         #expect(DecodePump.cut(1000, at: 5000, before: at(5999)) == 999)
     }
 
+    /// A large chunk (a server's 32 KiB burst) is parsed in slices of at most 8 KiB, so the
+    /// converter's FIFO holds one slice's PCM, not 2 s of it; metadata inside a slice still cuts
+    /// it where the metadata begins.
+    @Test func slicesLargeChunks() {
+        let at = { (offset: Int64) in StreamMetadata(title: "t", audioByteOffset: offset) }
+        #expect(DecodePump.cut(32 << 10, at: 0, before: nil) <= 8 << 10)
+        #expect(DecodePump.cut(32 << 10, at: 0, before: nil) >= 4 << 10, "not so small that parse calls multiply")
+        #expect(DecodePump.cut(32 << 10, at: 0, before: at(100)) == 100)
+        #expect(DecodePump.cut(32 << 10, at: 0, before: at(20_000)) <= 8 << 10, "the slice first, the metadata cut later")
+        #expect(DecodePump.cut(32 << 10, at: 0, before: nil, limit: 1000) == 1000)
+    }
+
     /// A new decoder for another codec, rate, channel count, a replaced codec setup or a new
     /// Ogg link; not for the same stream or a cookie that arrives late.
     @Test func newDecoderOnlyForRealFormatChanges() {

@@ -34,9 +34,17 @@ struct DecodePump {
         maximumBytesWithoutAudio = max(64 << 10, Int64(policy.maximumBytesWithoutAudio))
     }
 
+    /// The most bytes parsed (and their packets decoded) at a time. The decoded PCM waits in
+    /// the converter's FIFO until the queue takes it, so the FIFO grows to one parse call's
+    /// worth: a 32 KiB chunk of a 128 kbps MP3 (a server's burst) is 2 s of audio, 700 KB of
+    /// Float32 stereo and a 1 MiB FIFO; 8 KiB keeps it at 256 KiB (docs/PERFORMANCE.md, "The
+    /// stream's footprint").
+    static let maximumParseBytes = 8 << 10
+
     /// The bytes of a `count`-byte chunk at audio byte `offset` to parse before `metadata`
-    /// applies: all of them unless the metadata begins inside the chunk.
-    static func cut(_ count: Int, at offset: Int64, before metadata: StreamMetadata?) -> Int {
+    /// applies: all of them unless the metadata begins inside the chunk, and at most `limit`.
+    static func cut(_ count: Int, at offset: Int64, before metadata: StreamMetadata?, limit: Int = maximumParseBytes) -> Int {
+        let count = min(count, max(1, limit))
         guard let m = metadata, m.audioByteOffset > offset, m.audioByteOffset < offset + Int64(count) else { return count }
         return Int(m.audioByteOffset - offset)
     }
@@ -237,7 +245,8 @@ extension DecoderThread {
         var bytes = bytes
         var offset = offset
         while !bytes.isEmpty {
-            // Split at the next metadata boundary inside this chunk.
+            // Split at the next metadata boundary inside this chunk, and into slices of at most
+            // `maximumParseBytes`.
             let cut = DecodePump.cut(bytes.count, at: offset, before: item.pendingMetadata.first)
             let generation = item.seekGeneration
             item.unfed = (Array(bytes[cut...]), offset + Int64(cut))
