@@ -339,17 +339,33 @@ extension AudioFilePacketTableInfo: @retroactive Equatable, @retroactive Hashabl
     }
 }
 
-/// One entry of a format list (Apple's `AudioFormatListItem`): a stream description with the
-/// channel layout tag it applies to. Layered formats (HE-AAC) list the richest first.
-public struct AudioFormatListItem: Hashable, Sendable {
-    /// The stream description.
-    public var format: AudioStreamBasicDescription
-    /// The channel layout tag for this layer.
-    public var channelLayoutTag: AudioChannelLayoutTag
+// `AudioFormatListItem` (one entry of a format list: a stream description with the channel layout
+// tag it applies to; layered formats such as HE-AAC list the richest first) is Apple's C struct,
+// declared in CCoreAudioTypes with Apple's fields (`mASBD`, `mChannelLayoutTag`); the Swift API's
+// names are added here.
+extension AudioFormatListItem: @retroactive Equatable, @retroactive Hashable {
+    /// The stream description (`mASBD`).
+    public var format: AudioStreamBasicDescription {
+        get { mASBD }
+        set { mASBD = newValue }
+    }
+    /// The channel layout tag for this layer (`mChannelLayoutTag`).
+    public var channelLayoutTag: AudioChannelLayoutTag {
+        get { AudioChannelLayoutTag(rawValue: mChannelLayoutTag) }
+        set { mChannelLayoutTag = newValue.rawValue }
+    }
 
     /// Creates a format list item.
     public init(format: AudioStreamBasicDescription, channelLayoutTag: AudioChannelLayoutTag) {
-        self.format = format
-        self.channelLayoutTag = channelLayoutTag
+        self.init(mASBD: format, mChannelLayoutTag: channelLayoutTag.rawValue)
+    }
+    /// Equal when both fields are.
+    public static func == (lhs: AudioFormatListItem, rhs: AudioFormatListItem) -> Bool {
+        lhs.mASBD == rhs.mASBD && lhs.mChannelLayoutTag == rhs.mChannelLayoutTag
+    }
+    /// Hashes both fields.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(mASBD)
+        hasher.combine(mChannelLayoutTag)
     }
 }

@@ -1,12 +1,12 @@
 // Code written as macOS programs write it against the Core Audio and Audio Toolbox structs that are
 // declared in C with Apple's fields (AudioStreamBasicDescription, AudioFilePacketTableInfo,
-// AudioConverterPrimeInfo, AudioQueueLevelMeterState, ScheduledAudioSlice, ScheduledAudioFileRegion)
-// and the option sets Swift imports from C (AudioFileStreamParseFlags, AudioChannelBitmap,
-// AUScheduledAudioSliceFlags). That this file compiles is most of the test: zeroed `init()` where
-// Apple's Swift has one, memberwise initialisers in Apple's field order with every label, the
-// option sets' imported member names, and completion procs that are C function pointers (a global
-// function and a closure that captures nothing convert to them). The run-time checks read the
-// bytes back at Apple's offsets.
+// AudioFormatListItem, AudioConverterPrimeInfo, AudioQueueLevelMeterState, ScheduledAudioSlice,
+// ScheduledAudioFileRegion) and the option sets Swift imports from C (AudioFileStreamParseFlags,
+// AudioChannelBitmap, AUScheduledAudioSliceFlags). That this file compiles is most of the test:
+// zeroed `init()` where Apple's Swift has one, memberwise initialisers in Apple's field order with
+// every label, the option sets' imported member names, and completion procs that are C function
+// pointers (a global function and a closure that captures nothing convert to them). The run-time
+// checks read the bytes back at Apple's offsets.
 
 import OpenAudioToolbox
 import Testing
@@ -77,6 +77,12 @@ private func regionDone(_ userData: UnsafeMutableRawPointer?, _ region: UnsafeMu
         prime.trailingFrames = 576
         #expect(prime == AudioConverterPrimeInfo(leadingFrames: 2112, trailingFrames: 576))
         #expect(MemoryLayout<AudioConverterPrimeInfo>.size == 8)
+
+        var items = [AudioFormatListItem](repeating: AudioFormatListItem(), count: 2)
+        items[0] = AudioFormatListItem(mASBD: AudioStreamBasicDescription(), mChannelLayoutTag: kAudioChannelLayoutTag_Stereo)
+        items[1].mASBD.mFormatID = kAudioFormatMPEG4AAC
+        #expect(items[0].mChannelLayoutTag == kAudioChannelLayoutTag_Stereo && items[1].mASBD.mFormatID == kAudioFormatMPEG4AAC)
+        #expect(UInt32(items.count * MemoryLayout<AudioFormatListItem>.size) == 96)
 
         var levels = [AudioQueueLevelMeterState](repeating: AudioQueueLevelMeterState(), count: 2)
         levels[1] = AudioQueueLevelMeterState(mAveragePower: 0.25, mPeakPower: 0.5)

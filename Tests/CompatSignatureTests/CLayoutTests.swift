@@ -159,6 +159,8 @@ private func tap(_ client: UnsafeMutableRawPointer, _ tap: AudioQueueProcessingT
         #expect(MemoryLayout<AudioQueueLevelMeterState>.size == 8)
         #expect(MemoryLayout<AudioQueueLevelMeterState>.offset(of: \.mPeakPower) == 4)
         #expect(MemoryLayout<AudioFileStreamParseFlags>.size == 4 && MemoryLayout<AudioChannelBitmap>.size == 4)
+        #expect(MemoryLayout<AudioFormatListItem>.size == 48 && MemoryLayout<AudioFormatListItem>.stride == 48)
+        #expect(MemoryLayout<AudioFormatListItem>.offset(of: \.mChannelLayoutTag) == 40)
         // The Swift API's names and richer types read and write Apple's fields.
         var d = AudioStreamBasicDescription.linearPCM(sampleRate: 48000, channels: 2, bitsPerChannel: 24)
         #expect(d.mSampleRate == 48000 && d.mFormatID == kAudioFormatLinearPCM && d.mBytesPerFrame == 6 && d.mReserved == 0)

@@ -159,6 +159,15 @@ typedef struct AudioStreamBasicDescription {
     uint32_t mReserved;
 } AudioStreamBasicDescription;
 
+/// One entry of a format list (Apple's `AudioFormatListItem`, AudioFormat.h): a stream description
+/// with the channel layout tag (Apple's `AudioChannelLayoutTag`) it applies to.
+typedef struct AudioFormatListItem {
+    /// The stream description.
+    AudioStreamBasicDescription mASBD;
+    /// The channel layout tag for this layer.
+    uint32_t mChannelLayoutTag;
+} AudioFormatListItem;
+
 /// Priming and remainder frames of an encoded stream (Apple's `AudioFilePacketTableInfo`,
 /// AudioFile.h): valid + priming + remainder frames are the frames the packets decode to.
 typedef struct AudioFilePacketTableInfo {

@@ -224,21 +224,7 @@ public let kAppleLosslessFormatFlag_32BitSourceData: AudioFormatFlags = 4
 
 // MARK: - AudioFormatListItem
 
-extension AudioFormatListItem {
-    /// A zeroed item.
-    public init() { self.init(format: AudioStreamBasicDescription(), channelLayoutTag: AudioCore.AudioChannelLayoutTag(rawValue: 0)) }
-    /// Apple's memberwise initialiser.
-    public init(mASBD: AudioStreamBasicDescription, mChannelLayoutTag: AudioChannelLayoutTag) {
-        self.init(format: mASBD, channelLayoutTag: AudioCore.AudioChannelLayoutTag(rawValue: mChannelLayoutTag))
-    }
-    /// The stream description (Apple's field).
-    public var mASBD: AudioStreamBasicDescription { get { format } set { format = newValue } }
-    /// The layout tag (Apple's field).
-    public var mChannelLayoutTag: AudioChannelLayoutTag {
-        get { channelLayoutTag.rawValue }
-        set { channelLayoutTag = AudioCore.AudioChannelLayoutTag(rawValue: newValue) }
-    }
-}
+// Apple's C struct (CCoreAudioTypes), with Apple's fields and initialisers.
 
 // MARK: - AudioQueueLevelMeterState
 
