@@ -37,7 +37,8 @@ build_one() {
     mapfile -t SOURCES < <(library_sources "$family")
     mapfile -t extra < <(family_sources "$family")
     stamp="$( { "$SWIFTC_BIN" --version 2>&1; echo "${FLAGS[*]} ${FUZZ_EXTRA_LINK[*]}";
-                cat "${SOURCES[@]}" "${extra[@]}" "$FUZZ_DIR/Targets/$family.swift"; } | sha256sum | cut -c1-16)"
+                cat "${SOURCES[@]}" "${extra[@]}" "$FUZZ_DIR/Targets/$family.swift" "$ROOT/Sources/CCoreAudioTypes/include/CCoreAudioTypes.h"; } \
+                | sha256sum | cut -c1-16)"
     if [[ -x "$exe" && -f "$exe.stamp" && "$(cat "$exe.stamp")" == "$stamp" ]]; then
         echo "fuzz-$family: up to date"
         return 0

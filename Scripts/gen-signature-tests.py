@@ -62,7 +62,8 @@ CALLBACK = re.compile(r"^\w+(Callback|Proc|CallbackBlock|Function)$")
 C_CONVENTION = {"AudioUnitPropertyListenerProc", "AudioQueuePropertyListenerProc", "AudioFile_ReadProc", "AudioFile_WriteProc", "AudioFile_GetSizeProc", "AudioFile_SetSizeProc", "AudioOutputUnitStartProc", "AudioOutputUnitStopProc",
                 "AudioObjectPropertyListenerProc", "AudioFileStream_PropertyListenerProc", "AudioFileStream_PacketsProc",
                 "AudioQueueOutputCallback", "AudioQueueInputCallback",
-                "AudioConverterComplexInputDataProc", "AudioQueueProcessingTapCallback", "AURenderCallback"}
+                "AudioConverterComplexInputDataProc", "AudioQueueProcessingTapCallback", "AURenderCallback",
+                "ScheduledAudioSliceCompletionProc", "ScheduledAudioFileRegionCompletionProc"}
 
 
 def escaping(functype):

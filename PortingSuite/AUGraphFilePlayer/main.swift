@@ -63,16 +63,12 @@ func PrepareFileAU(_ player: inout MyAUGraphPlayer) -> Double {
     CheckError(AudioFileGetProperty(player.inputFile!, kAudioFilePropertyAudioDataPacketCount, &propsize, &nPackets),
                "AudioFileGetProperty[kAudioFilePropertyAudioDataPacketCount] failed")
 
-    var rgn = ScheduledAudioFileRegion()
-    memset(&rgn.mTimeStamp, 0, MemoryLayout<AudioTimeStamp>.size)
+    // The struct's file pointer is non-optional in Swift: no zeroed init(), the memberwise one.
+    var rgn = ScheduledAudioFileRegion(mTimeStamp: AudioTimeStamp(), mCompletionProc: nil, mCompletionProcUserData: nil,
+                                       mAudioFile: player.inputFile!, mLoopCount: 0, mStartFrame: 0,
+                                       mFramesToPlay: UInt32(nPackets) * player.inputFormat.mFramesPerPacket)
     rgn.mTimeStamp.mFlags = .sampleTimeValid
     rgn.mTimeStamp.mSampleTime = 0
-    rgn.mCompletionProc = nil
-    rgn.mCompletionProcUserData = nil
-    rgn.mAudioFile = player.inputFile
-    rgn.mLoopCount = 0
-    rgn.mStartFrame = 0
-    rgn.mFramesToPlay = UInt32(nPackets) * player.inputFormat.mFramesPerPacket
     CheckError(AudioUnitSetProperty(player.fileAU!, kAudioUnitProperty_ScheduledFileRegion, kAudioUnitScope_Global, 0,
                                     &rgn, UInt32(MemoryLayout<ScheduledAudioFileRegion>.size)),
                "AudioUnitSetProperty[kAudioUnitProperty_ScheduledFileRegion] failed")

@@ -27,16 +27,18 @@ public enum SampleRateConverterQuality: UInt32, Sendable, CaseIterable {
     }
 }
 
-/// Frames an encoder added at the start and end (Apple's `AudioConverterPrimeInfo`).
-public struct AudioConverterPrimeInfo: Hashable, Sendable {
-    /// Frames to drop at the start of the decoded audio.
-    public var leadingFrames: UInt32
-    /// Frames to drop at the end.
-    public var trailingFrames: UInt32
-    /// Creates prime info.
-    public init(leadingFrames: UInt32 = 0, trailingFrames: UInt32 = 0) {
-        self.leadingFrames = leadingFrames
-        self.trailingFrames = trailingFrames
+// `AudioConverterPrimeInfo` (frames an encoder added at the start and end) is Apple's C struct,
+// declared in CCoreAudioTypes with Apple's fields (`leadingFrames`, `trailingFrames`) and
+// initialisers (`init()`, `init(leadingFrames:trailingFrames:)`).
+extension AudioConverterPrimeInfo: @retroactive Equatable, @retroactive Hashable {
+    /// Equal when both fields are.
+    public static func == (lhs: AudioConverterPrimeInfo, rhs: AudioConverterPrimeInfo) -> Bool {
+        lhs.leadingFrames == rhs.leadingFrames && lhs.trailingFrames == rhs.trailingFrames
+    }
+    /// Hashes both fields.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(leadingFrames)
+        hasher.combine(trailingFrames)
     }
 }
 

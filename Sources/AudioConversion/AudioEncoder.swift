@@ -228,7 +228,7 @@ public final class AudioEncoder {
         if codec.pointee.extradata_size > 0, let e = codec.pointee.extradata {
             magicCookie = Array(UnsafeBufferPointer(start: e, count: Int(codec.pointee.extradata_size)))
         }
-        primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(max(0, codec.pointee.initial_padding)))
+        primeInfo = AudioConverterPrimeInfo(leadingFrames: UInt32(max(0, codec.pointee.initial_padding)), trailingFrames: 0)
         switch destination.formatID {
         case .linearPCM, .ulaw, .alaw:
             var f = destination

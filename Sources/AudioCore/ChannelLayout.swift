@@ -259,14 +259,9 @@ public struct AudioChannelLabel: RawRepresentable, Hashable, Sendable {
     }
 }
 
-/// The channel bitmap of a layout (Apple's `AudioChannelBitmap`, the same bits as a WAVE
-/// `dwChannelMask`).
-public struct AudioChannelBitmap: OptionSet, Hashable, Sendable {
-    /// The packed bits.
-    public var rawValue: UInt32
-    /// Creates a bitmap from its bits.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-
+// `AudioChannelBitmap` (the channel bitmap of a layout, the same bits as a WAVE `dwChannelMask`)
+// is Apple's C option set, declared in CCoreAudioTypes with Apple's members (`bit_Left`, ...).
+extension AudioChannelBitmap: @retroactive Hashable {
     /// The labels of the set bits, in bit order.
     public var labels: [AudioChannelLabel] {
         AudioChannelLabel.bitmapOrder.enumerated().compactMap { i, label in

@@ -1,6 +1,6 @@
 /// The range of stream parameters OpenAudioToolbox accepts from input (files, streams, the
 /// command line). A description outside it is refused with a clear error before anything is
-/// sized from it: every container parser's data format goes through ``AudioStreamBasicDescription/plausibilityFailure``
+/// sized from it: every container parser's data format goes through `AudioStreamBasicDescription.plausibilityFailure`
 /// (in `AudioFileStream`), and so do `AudioConverter`'s and `AudioFile`'s formats.
 public enum FormatLimits {
     /// Most channels in a stream (the audio graph, the output queue and ALSA take 64).

@@ -1,4 +1,4 @@
-/// A buffer of linear PCM audio in a given ``AudioStreamBasicDescription``, with storage
+/// A buffer of linear PCM audio in a given `AudioStreamBasicDescription`, with storage
 /// allocated once at creation (Apple's `AudioBufferList` with an owner).
 ///
 /// Interleaved formats use one buffer; non-interleaved formats one buffer per channel.

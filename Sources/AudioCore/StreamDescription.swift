@@ -89,44 +89,90 @@ public struct AudioFormatFlags: OptionSet, Hashable, Sendable {
     public static func mpeg4ObjectType(_ type: UInt32) -> AudioFormatFlags { AudioFormatFlags(rawValue: type) }
 }
 
-/// The description of an audio stream: Apple's `AudioStreamBasicDescription` (ASBD).
-///
-/// Fields keep Apple's meaning: a *packet* is the smallest indivisible unit of the format
-/// (one frame for linear PCM, one MP3 frame, one AAC access unit); a *frame* is one sample per
-/// channel. A zero in ``bytesPerPacket`` means packet sizes vary (VBR, described by packet
-/// descriptions); a zero in ``framesPerPacket`` means the frame count varies per packet.
-public struct AudioStreamBasicDescription: Hashable, Sendable, CustomStringConvertible {
-    /// Frames per second of the stream at normal playback rate.
-    public var sampleRate: Double
-    /// The format of the data in the stream.
-    public var formatID: AudioFormatID
-    /// Format-specific flags (``AudioFormatFlags``).
-    public var formatFlags: AudioFormatFlags
-    /// Bytes in a packet, or 0 when packet sizes vary.
-    public var bytesPerPacket: UInt32
-    /// Frames in a packet, or 0 when it varies.
-    public var framesPerPacket: UInt32
-    /// Bytes from the start of one frame to the next in one buffer (0 for compressed formats).
-    public var bytesPerFrame: UInt32
-    /// Channels in each frame.
-    public var channelsPerFrame: UInt32
-    /// Bits of sample data per channel (0 for compressed formats).
-    public var bitsPerChannel: UInt32
-    /// Pads the structure to an even size; always 0.
-    public var reserved: UInt32 = 0
+// `AudioStreamBasicDescription` (ASBD) is Apple's C struct, declared in CCoreAudioTypes with
+// Apple's fields (`mSampleRate`, `mFormatID`, ... as `Float64`/`UInt32`) and layout (40 bytes), so
+// that C callback types and C code can point at it; the Swift API's names and richer types
+// (``AudioFormatID``, ``AudioFormatFlags``) are added here. Fields keep Apple's meaning: a
+// *packet* is the smallest indivisible unit of the format (one frame for linear PCM, one MP3
+// frame, one AAC access unit); a *frame* is one sample per channel. A zero in `bytesPerPacket`
+// means packet sizes vary (VBR, described by packet descriptions); a zero in `framesPerPacket`
+// means the frame count varies per packet.
+extension AudioStreamBasicDescription: @retroactive Equatable, @retroactive Hashable, @retroactive CustomStringConvertible {
+    /// Frames per second of the stream at normal playback rate (`mSampleRate`).
+    @inlinable public var sampleRate: Double {
+        get { mSampleRate }
+        set { mSampleRate = newValue }
+    }
+    /// The format of the data in the stream (`mFormatID`).
+    @inlinable public var formatID: AudioFormatID {
+        get { AudioFormatID(rawValue: mFormatID) }
+        set { mFormatID = newValue.rawValue }
+    }
+    /// Format-specific flags (`mFormatFlags`).
+    @inlinable public var formatFlags: AudioFormatFlags {
+        get { AudioFormatFlags(rawValue: mFormatFlags) }
+        set { mFormatFlags = newValue.rawValue }
+    }
+    /// Bytes in a packet, or 0 when packet sizes vary (`mBytesPerPacket`).
+    @inlinable public var bytesPerPacket: UInt32 {
+        get { mBytesPerPacket }
+        set { mBytesPerPacket = newValue }
+    }
+    /// Frames in a packet, or 0 when it varies (`mFramesPerPacket`).
+    @inlinable public var framesPerPacket: UInt32 {
+        get { mFramesPerPacket }
+        set { mFramesPerPacket = newValue }
+    }
+    /// Bytes from the start of one frame to the next in one buffer, 0 for compressed formats
+    /// (`mBytesPerFrame`).
+    @inlinable public var bytesPerFrame: UInt32 {
+        get { mBytesPerFrame }
+        set { mBytesPerFrame = newValue }
+    }
+    /// Channels in each frame (`mChannelsPerFrame`).
+    @inlinable public var channelsPerFrame: UInt32 {
+        get { mChannelsPerFrame }
+        set { mChannelsPerFrame = newValue }
+    }
+    /// Bits of sample data per channel, 0 for compressed formats (`mBitsPerChannel`).
+    @inlinable public var bitsPerChannel: UInt32 {
+        get { mBitsPerChannel }
+        set { mBitsPerChannel = newValue }
+    }
+    /// Pads the structure to an even size; always 0 (`mReserved`).
+    @inlinable public var reserved: UInt32 {
+        get { mReserved }
+        set { mReserved = newValue }
+    }
 
-    /// Creates a description with every field given.
+    /// Creates a description with every field given (`reserved` is 0).
+    @inlinable
     public init(sampleRate: Double, formatID: AudioFormatID, formatFlags: AudioFormatFlags = [],
                 bytesPerPacket: UInt32, framesPerPacket: UInt32, bytesPerFrame: UInt32,
                 channelsPerFrame: UInt32, bitsPerChannel: UInt32) {
-        self.sampleRate = sampleRate
-        self.formatID = formatID
-        self.formatFlags = formatFlags
-        self.bytesPerPacket = bytesPerPacket
-        self.framesPerPacket = framesPerPacket
-        self.bytesPerFrame = bytesPerFrame
-        self.channelsPerFrame = channelsPerFrame
-        self.bitsPerChannel = bitsPerChannel
+        self.init(mSampleRate: sampleRate, mFormatID: formatID.rawValue, mFormatFlags: formatFlags.rawValue,
+                  mBytesPerPacket: bytesPerPacket, mFramesPerPacket: framesPerPacket, mBytesPerFrame: bytesPerFrame,
+                  mChannelsPerFrame: channelsPerFrame, mBitsPerChannel: bitsPerChannel, mReserved: 0)
+    }
+
+    /// Equal when every field is (the sample rates compare as `Double`s).
+    public static func == (lhs: AudioStreamBasicDescription, rhs: AudioStreamBasicDescription) -> Bool {
+        lhs.mSampleRate == rhs.mSampleRate && lhs.mFormatID == rhs.mFormatID && lhs.mFormatFlags == rhs.mFormatFlags
+            && lhs.mBytesPerPacket == rhs.mBytesPerPacket && lhs.mFramesPerPacket == rhs.mFramesPerPacket
+            && lhs.mBytesPerFrame == rhs.mBytesPerFrame && lhs.mChannelsPerFrame == rhs.mChannelsPerFrame
+            && lhs.mBitsPerChannel == rhs.mBitsPerChannel && lhs.mReserved == rhs.mReserved
+    }
+    /// Hashes every field.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(mSampleRate)
+        hasher.combine(mFormatID)
+        hasher.combine(mFormatFlags)
+        hasher.combine(mBytesPerPacket)
+        hasher.combine(mFramesPerPacket)
+        hasher.combine(mBytesPerFrame)
+        hasher.combine(mChannelsPerFrame)
+        hasher.combine(mBitsPerChannel)
+        hasher.combine(mReserved)
     }
 
     /// A linear PCM description. Interleaved PCM has one frame per packet of
@@ -254,37 +300,72 @@ extension AudioStreamPacketDescription: @retroactive Equatable, @retroactive Has
     }
 }
 
-/// Priming and remainder frames of an encoded stream: Apple's `AudioFilePacketTableInfo`.
-///
-/// `numberValidFrames + primingFrames + remainderFrames` equals the frames the packets decode
-/// to; a gapless player drops `primingFrames` at the start and `remainderFrames` at the end.
-public struct AudioFilePacketTableInfo: Hashable, Sendable {
-    /// Frames of real audio.
-    public var numberValidFrames: Int64
-    /// Frames of encoder delay at the start to discard.
-    public var primingFrames: Int32
-    /// Frames of padding at the end to discard.
-    public var remainderFrames: Int32
+// `AudioFilePacketTableInfo` (priming and remainder frames of an encoded stream) is Apple's C
+// struct, declared in CCoreAudioTypes with Apple's fields; the Swift API's names are added here.
+// `numberValidFrames + primingFrames + remainderFrames` equals the frames the packets decode to; a
+// gapless player drops `primingFrames` at the start and `remainderFrames` at the end.
+extension AudioFilePacketTableInfo: @retroactive Equatable, @retroactive Hashable {
+    /// Frames of real audio (`mNumberValidFrames`).
+    @inlinable public var numberValidFrames: Int64 {
+        get { mNumberValidFrames }
+        set { mNumberValidFrames = newValue }
+    }
+    /// Frames of encoder delay at the start to discard (`mPrimingFrames`).
+    @inlinable public var primingFrames: Int32 {
+        get { mPrimingFrames }
+        set { mPrimingFrames = newValue }
+    }
+    /// Frames of padding at the end to discard (`mRemainderFrames`).
+    @inlinable public var remainderFrames: Int32 {
+        get { mRemainderFrames }
+        set { mRemainderFrames = newValue }
+    }
 
     /// Creates packet-table info.
+    @inlinable
     public init(numberValidFrames: Int64, primingFrames: Int32, remainderFrames: Int32) {
-        self.numberValidFrames = numberValidFrames
-        self.primingFrames = primingFrames
-        self.remainderFrames = remainderFrames
+        self.init(mNumberValidFrames: numberValidFrames, mPrimingFrames: primingFrames, mRemainderFrames: remainderFrames)
+    }
+    /// Equal when every field is.
+    public static func == (lhs: AudioFilePacketTableInfo, rhs: AudioFilePacketTableInfo) -> Bool {
+        lhs.mNumberValidFrames == rhs.mNumberValidFrames && lhs.mPrimingFrames == rhs.mPrimingFrames
+            && lhs.mRemainderFrames == rhs.mRemainderFrames
+    }
+    /// Hashes every field.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(mNumberValidFrames)
+        hasher.combine(mPrimingFrames)
+        hasher.combine(mRemainderFrames)
     }
 }
 
-/// One entry of a format list (Apple's `AudioFormatListItem`): a stream description with the
-/// channel layout tag it applies to. Layered formats (HE-AAC) list the richest first.
-public struct AudioFormatListItem: Hashable, Sendable {
-    /// The stream description.
-    public var format: AudioStreamBasicDescription
-    /// The channel layout tag for this layer.
-    public var channelLayoutTag: AudioChannelLayoutTag
+// `AudioFormatListItem` (one entry of a format list: a stream description with the channel layout
+// tag it applies to; layered formats such as HE-AAC list the richest first) is Apple's C struct,
+// declared in CCoreAudioTypes with Apple's fields (`mASBD`, `mChannelLayoutTag`); the Swift API's
+// names are added here.
+extension AudioFormatListItem: @retroactive Equatable, @retroactive Hashable {
+    /// The stream description (`mASBD`).
+    public var format: AudioStreamBasicDescription {
+        get { mASBD }
+        set { mASBD = newValue }
+    }
+    /// The channel layout tag for this layer (`mChannelLayoutTag`).
+    public var channelLayoutTag: AudioChannelLayoutTag {
+        get { AudioChannelLayoutTag(rawValue: mChannelLayoutTag) }
+        set { mChannelLayoutTag = newValue.rawValue }
+    }
 
     /// Creates a format list item.
     public init(format: AudioStreamBasicDescription, channelLayoutTag: AudioChannelLayoutTag) {
-        self.format = format
-        self.channelLayoutTag = channelLayoutTag
+        self.init(mASBD: format, mChannelLayoutTag: channelLayoutTag.rawValue)
+    }
+    /// Equal when both fields are.
+    public static func == (lhs: AudioFormatListItem, rhs: AudioFormatListItem) -> Bool {
+        lhs.mASBD == rhs.mASBD && lhs.mChannelLayoutTag == rhs.mChannelLayoutTag
+    }
+    /// Hashes both fields.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(mASBD)
+        hasher.combine(mChannelLayoutTag)
     }
 }

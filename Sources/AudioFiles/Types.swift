@@ -134,15 +134,10 @@ public enum AudioFileStreamProperty: UInt32, Sendable, CaseIterable, CustomStrin
     }
 }
 
-/// Flags for ``AudioFileStream/parse(_:flags:)`` (Apple's `AudioFileStreamParseFlags`).
-public struct AudioFileStreamParseFlags: OptionSet, Hashable, Sendable {
-    /// The packed bits.
-    public var rawValue: UInt32
-    /// Creates flags from their bits.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    /// The bytes do not follow the previous ones (after a seek, or data was lost).
-    public static let discontinuity = AudioFileStreamParseFlags(rawValue: 1)
-}
+// `AudioFileStreamParseFlags` (flags for ``AudioFileStream/parse(_:flags:)``) is Apple's C option
+// set, declared in CCoreAudioTypes with Apple's member `discontinuity` (the bytes do not follow
+// the previous ones: after a seek, or data was lost).
+extension AudioFileStreamParseFlags: @retroactive Hashable {}
 
 /// One thing an ``AudioFileStream`` reports while parsing, in input order.
 public enum AudioFileStreamEvent: Hashable, Sendable {

@@ -66,16 +66,30 @@ public struct AudioQueueEnqueueOptions: Hashable, Sendable {
     }
 }
 
-/// Level of one channel (Apple's `AudioQueueLevelMeterState`), over the last render period.
-public struct AudioQueueLevelMeterState: Hashable, Sendable {
-    /// RMS level (linear 0...1, or dB when asked for dB).
-    public var averagePower: Float
-    /// Peak level (linear 0...1, or dB).
-    public var peakPower: Float
+// `AudioQueueLevelMeterState` (the level of one channel over the last render period) is Apple's C
+// struct, declared in CCoreAudioTypes with Apple's fields (`mAveragePower`, `mPeakPower`); the
+// Swift API's names are added here.
+extension AudioQueueLevelMeterState: @retroactive Equatable, @retroactive Hashable {
+    /// RMS level, linear 0...1 or dB when asked for dB (`mAveragePower`).
+    public var averagePower: Float {
+        get { mAveragePower }
+        set { mAveragePower = newValue }
+    }
+    /// Peak level, linear 0...1 or dB (`mPeakPower`).
+    public var peakPower: Float {
+        get { mPeakPower }
+        set { mPeakPower = newValue }
+    }
     /// Creates a level.
-    public init(averagePower: Float = 0, peakPower: Float = 0) {
-        self.averagePower = averagePower
-        self.peakPower = peakPower
+    public init(averagePower: Float, peakPower: Float) { self.init(mAveragePower: averagePower, mPeakPower: peakPower) }
+    /// Equal when both levels are.
+    public static func == (lhs: AudioQueueLevelMeterState, rhs: AudioQueueLevelMeterState) -> Bool {
+        lhs.mAveragePower == rhs.mAveragePower && lhs.mPeakPower == rhs.mPeakPower
+    }
+    /// Hashes both levels.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(mAveragePower)
+        hasher.combine(mPeakPower)
     }
 }
 

@@ -233,7 +233,7 @@ open class AVAudioFormat: NSObject, @unchecked Sendable {
         let bytesPerFrame = bits / 8 * (deinterleaved ? 1 : channels)
         return AudioStreamBasicDescription(mSampleRate: sampleRate, mFormatID: kAudioFormatLinearPCM, mFormatFlags: flags,
                                            mBytesPerPacket: bytesPerFrame, mFramesPerPacket: 1, mBytesPerFrame: bytesPerFrame,
-                                           mChannelsPerFrame: channels, mBitsPerChannel: bits)
+                                           mChannelsPerFrame: channels, mBitsPerChannel: bits, mReserved: 0)
     }
 
     static func commonFormat(of d: AudioStreamBasicDescription) -> AVAudioCommonFormat {
@@ -271,7 +271,7 @@ open class AVAudioFormat: NSObject, @unchecked Sendable {
             let bytesPerFrame = bits / 8 * (nonInterleaved ? 1 : UInt32(channels))
             return AudioStreamBasicDescription(mSampleRate: rate, mFormatID: id, mFormatFlags: flags, mBytesPerPacket: bytesPerFrame,
                                                mFramesPerPacket: 1, mBytesPerFrame: bytesPerFrame, mChannelsPerFrame: UInt32(channels),
-                                               mBitsPerChannel: bits)
+                                               mBitsPerChannel: bits, mReserved: 0)
         }
         var d = AudioStreamBasicDescription()
         d.mFormatID = id

@@ -138,6 +138,59 @@ private func tap(_ client: UnsafeMutableRawPointer, _ tap: AudioQueueProcessingT
         #expect(buffer.mAudioDataByteSize == 64)
     }
 
+    @Test func streamDescriptionAndFileConverterQueueStructsHaveApplesLayout() {
+        // Apple's 64-bit AudioStreamBasicDescription: stored C fields at C's offsets (computed
+        // properties have no offset).
+        #expect(MemoryLayout<AudioStreamBasicDescription>.size == 40)
+        #expect(MemoryLayout<AudioStreamBasicDescription>.offset(of: \.mSampleRate) == 0)
+        #expect(MemoryLayout<AudioStreamBasicDescription>.offset(of: \.mFormatID) == 8)
+        #expect(MemoryLayout<AudioStreamBasicDescription>.offset(of: \.mFormatFlags) == 12)
+        #expect(MemoryLayout<AudioStreamBasicDescription>.offset(of: \.mBytesPerPacket) == 16)
+        #expect(MemoryLayout<AudioStreamBasicDescription>.offset(of: \.mFramesPerPacket) == 20)
+        #expect(MemoryLayout<AudioStreamBasicDescription>.offset(of: \.mBytesPerFrame) == 24)
+        #expect(MemoryLayout<AudioStreamBasicDescription>.offset(of: \.mChannelsPerFrame) == 28)
+        #expect(MemoryLayout<AudioStreamBasicDescription>.offset(of: \.mBitsPerChannel) == 32)
+        #expect(MemoryLayout<AudioStreamBasicDescription>.offset(of: \.mReserved) == 36)
+        #expect(MemoryLayout<AudioFilePacketTableInfo>.size == 16)
+        #expect(MemoryLayout<AudioFilePacketTableInfo>.offset(of: \.mPrimingFrames) == 8)
+        #expect(MemoryLayout<AudioFilePacketTableInfo>.offset(of: \.mRemainderFrames) == 12)
+        #expect(MemoryLayout<AudioConverterPrimeInfo>.size == 8)
+        #expect(MemoryLayout<AudioConverterPrimeInfo>.offset(of: \.trailingFrames) == 4)
+        #expect(MemoryLayout<AudioQueueLevelMeterState>.size == 8)
+        #expect(MemoryLayout<AudioQueueLevelMeterState>.offset(of: \.mPeakPower) == 4)
+        #expect(MemoryLayout<AudioFileStreamParseFlags>.size == 4 && MemoryLayout<AudioChannelBitmap>.size == 4)
+        #expect(MemoryLayout<AudioFormatListItem>.size == 48 && MemoryLayout<AudioFormatListItem>.stride == 48)
+        #expect(MemoryLayout<AudioFormatListItem>.offset(of: \.mChannelLayoutTag) == 40)
+        // The Swift API's names and richer types read and write Apple's fields.
+        var d = AudioStreamBasicDescription.linearPCM(sampleRate: 48000, channels: 2, bitsPerChannel: 24)
+        #expect(d.mSampleRate == 48000 && d.mFormatID == kAudioFormatLinearPCM && d.mBytesPerFrame == 6 && d.mReserved == 0)
+        d.formatID = .mpegLayer3
+        #expect(d.mFormatID == 0x2E6D_7033 && d.formatFlags.rawValue == d.mFormatFlags)
+        #expect(AudioFilePacketTableInfo(numberValidFrames: 9, primingFrames: 2, remainderFrames: 1).mRemainderFrames == 1)
+        #expect(AudioQueueLevelMeterState(averagePower: 0.5, peakPower: 1).mPeakPower == 1)
+    }
+
+    @Test func scheduledSliceAndFileRegionHaveApplesLayout() {
+        // Apple's 64-bit ScheduledAudioSlice and ScheduledAudioFileRegion (AudioUnitProperties.h):
+        // C function pointers of one word, tail padding included in C's sizeof.
+        #expect(MemoryLayout<ScheduledAudioSlice>.size == 112)
+        #expect(MemoryLayout<ScheduledAudioSlice>.offset(of: \.mCompletionProc) == 64)
+        #expect(MemoryLayout<ScheduledAudioSlice>.offset(of: \.mCompletionProcUserData) == 72)
+        #expect(MemoryLayout<ScheduledAudioSlice>.offset(of: \.mFlags) == 80)
+        #expect(MemoryLayout<ScheduledAudioSlice>.offset(of: \.mReserved) == 84)
+        #expect(MemoryLayout<ScheduledAudioSlice>.offset(of: \.mReserved2) == 88)
+        #expect(MemoryLayout<ScheduledAudioSlice>.offset(of: \.mNumberFrames) == 96)
+        #expect(MemoryLayout<ScheduledAudioSlice>.offset(of: \.mBufferList) == 104)
+        #expect(MemoryLayout<ScheduledAudioFileRegion>.size == 112)
+        #expect(MemoryLayout<ScheduledAudioFileRegion>.offset(of: \.mCompletionProc) == 64)
+        #expect(MemoryLayout<ScheduledAudioFileRegion>.offset(of: \.mCompletionProcUserData) == 72)
+        #expect(MemoryLayout<ScheduledAudioFileRegion>.offset(of: \.mAudioFile) == 80)
+        #expect(MemoryLayout<ScheduledAudioFileRegion>.offset(of: \.mLoopCount) == 88)
+        #expect(MemoryLayout<ScheduledAudioFileRegion>.offset(of: \.mStartFrame) == 96)
+        #expect(MemoryLayout<ScheduledAudioFileRegion>.offset(of: \.mFramesToPlay) == 104)
+        #expect(MemoryLayout<AUScheduledAudioSliceFlags>.size == 4)
+    }
+
     @Test func halListenerIsACFunctionPointer() {
         let proc: AudioObjectPropertyListenerProc = halListener
         // A C function pointer is one machine word and round-trips through a raw pointer, as code

@@ -180,17 +180,14 @@ private func newUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = k
         #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_ScheduledFileIDs, kAudioUnitScope_Global, 0, &ids,
                                      UInt32(MemoryLayout<AudioFileID>.size)) == noErr)
         let doneBox = DoneFlag()
-        var region = ScheduledAudioFileRegion()
+        var region = ScheduledAudioFileRegion(mTimeStamp: AudioTimeStamp(), mCompletionProc: nil, mCompletionProcUserData: nil,
+                                              mAudioFile: file, mLoopCount: 0, mStartFrame: 1000, mFramesToPlay: 100_000)
         region.mTimeStamp.mFlags = kAudioTimeStampSampleTimeValid
         region.mTimeStamp.mSampleTime = 0
         region.mCompletionProc = { user, _, status in
             Unmanaged<DoneFlag>.fromOpaque(user!).takeUnretainedValue().done.withLock { $0 = status == noErr }
         }
         region.mCompletionProcUserData = Unmanaged.passUnretained(doneBox).toOpaque()
-        region.mAudioFile = file
-        region.mLoopCount = 0
-        region.mStartFrame = 1000
-        region.mFramesToPlay = 100_000
         #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_ScheduledFileRegion, kAudioUnitScope_Global, 0, &region,
                                      UInt32(MemoryLayout<ScheduledAudioFileRegion>.size)) == noErr)
         var prime: UInt32 = 120_000
@@ -225,13 +222,13 @@ private func newUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = k
         var l = (0..<4096).map { Float($0) / 4096 }, r = (0..<4096).map { -Float($0) / 4096 }
         let list = AudioBufferList.allocate(maximumBuffers: 2)
         defer { free(list.unsafeMutablePointer) }
-        var slice = ScheduledAudioSlice()
+        // Apple's Swift types the user data non-optional: any pointer does when there is no proc.
+        var slice = ScheduledAudioSlice(mTimeStamp: AudioTimeStamp(), mCompletionProc: nil, mCompletionProcUserData: list.unsafeMutablePointer,
+                                        mFlags: [], mReserved: 0, mReserved2: nil, mNumberFrames: 4096, mBufferList: list.unsafeMutablePointer)
         let status = l.withUnsafeMutableBytes { lb in
             r.withUnsafeMutableBytes { rb -> OSStatus in
                 list[0] = AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(lb.count), mData: lb.baseAddress)
                 list[1] = AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(rb.count), mData: rb.baseAddress)
-                slice.mNumberFrames = 4096
-                slice.mBufferList = list.unsafeMutablePointer
                 return AudioUnitSetProperty(unit, kAudioUnitProperty_ScheduleAudioSlice, kAudioUnitScope_Global, 0, &slice,
                                             UInt32(MemoryLayout<ScheduledAudioSlice>.size))
             }
@@ -330,10 +327,9 @@ extension AudioUnitExtrasCompatTests {
         var packets: UInt64 = 0
         var size = UInt32(8)
         #expect(AudioFileGetProperty(file, kAudioFilePropertyAudioDataPacketCount, &size, &packets) == noErr)
-        var region = ScheduledAudioFileRegion()
+        var region = ScheduledAudioFileRegion(mTimeStamp: AudioTimeStamp(), mCompletionProc: nil, mCompletionProcUserData: nil,
+                                              mAudioFile: file, mLoopCount: 0, mStartFrame: 0, mFramesToPlay: UInt32(packets))
         region.mTimeStamp.mFlags = kAudioTimeStampSampleTimeValid
-        region.mAudioFile = file
-        region.mFramesToPlay = UInt32(packets)
         #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFileRegion, kAudioUnitScope_Global, 0, &region,
                                      UInt32(MemoryLayout<ScheduledAudioFileRegion>.size)) == noErr)
         var prime: UInt32 = 65536   // more than the test renders: no dependence on the feeder's pace

@@ -81,17 +81,15 @@ final class QuarterNode: AudioUnits.AUNode, @unchecked Sendable {
         // The slice lives until the unit is done with it, as Apple requires.
         let slice = UnsafeMutablePointer<ScheduledAudioSlice>.allocate(capacity: 1)
         defer { slice.deallocate() }
-        slice.initialize(to: ScheduledAudioSlice())
         let done = SliceCompletions()
-        slice.pointee.mNumberFrames = UInt32(frames)
-        slice.pointee.mBufferList = list.unsafeMutablePointer
-        slice.pointee.mTimeStamp.mFlags = kAudioTimeStampSampleTimeValid
-        slice.pointee.mCompletionProcUserData = Unmanaged.passUnretained(done).toOpaque()
-        slice.pointee.mCompletionProc = { user, s in
+        // A closure that captures nothing converts to the C function pointer type, as on Apple.
+        slice.initialize(to: ScheduledAudioSlice(mTimeStamp: AudioTimeStamp(), mCompletionProc: { user, s in
             let d = Unmanaged<SliceCompletions>.fromOpaque(user!).takeUnretainedValue()
             d.flagsAtCall.store(s.pointee.mFlags.rawValue, ordering: .relaxed)
             d.calls.add(1, ordering: .relaxed)
-        }
+        }, mCompletionProcUserData: Unmanaged.passUnretained(done).toOpaque(), mFlags: [], mReserved: 0, mReserved2: nil,
+           mNumberFrames: UInt32(frames), mBufferList: list.unsafeMutablePointer))
+        slice.pointee.mTimeStamp.mFlags = kAudioTimeStampSampleTimeValid
         #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_ScheduleAudioSlice, kAudioUnitScope_Global, 0, slice,
                                      UInt32(MemoryLayout<ScheduledAudioSlice>.size)) == noErr)
         // Copied, not played: not complete, not begun, no call.
@@ -136,13 +134,10 @@ final class QuarterNode: AudioUnits.AUNode, @unchecked Sendable {
         #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_ScheduledFileIDs, kAudioUnitScope_Global, 0, &ids,
                                      UInt32(MemoryLayout<AudioFileID>.size)) == noErr)
         let offset = 3000, played = 20_000
-        var region = ScheduledAudioFileRegion()
+        var region = ScheduledAudioFileRegion(mTimeStamp: AudioTimeStamp(), mCompletionProc: nil, mCompletionProcUserData: nil,
+                                              mAudioFile: file, mLoopCount: 0, mStartFrame: 500, mFramesToPlay: UInt32(played))
         region.mTimeStamp.mFlags = kAudioTimeStampSampleTimeValid
         region.mTimeStamp.mSampleTime = Double(offset)
-        region.mAudioFile = file
-        region.mLoopCount = 0
-        region.mStartFrame = 500
-        region.mFramesToPlay = UInt32(played)
         #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_ScheduledFileRegion, kAudioUnitScope_Global, 0, &region,
                                      UInt32(MemoryLayout<ScheduledAudioFileRegion>.size)) == noErr)
         var prime: UInt32 = 0

@@ -111,10 +111,10 @@ private func streamFormat(_ path: String) throws -> AudioStreamBasicDescription 
         #expect(AUGraphInitialize(graph!) == noErr)
         #expect(AudioUnitSetProperty(fileAU!, kAudioUnitProperty_ScheduledFileIDs, kAudioUnitScope_Global, 0, &inputFile,
                                      UInt32(MemoryLayout<AudioFileID?>.size)) == noErr)
-        var region = ScheduledAudioFileRegion()
+        var region = ScheduledAudioFileRegion(mTimeStamp: AudioTimeStamp(), mCompletionProc: nil, mCompletionProcUserData: nil,
+                                              mAudioFile: inputFile!, mLoopCount: 0, mStartFrame: 0,
+                                              mFramesToPlay: UInt32(packets) * format.mFramesPerPacket)
         region.mTimeStamp.mFlags = .sampleTimeValid
-        region.mAudioFile = inputFile
-        region.mFramesToPlay = UInt32(packets) * format.mFramesPerPacket
         #expect(region.mFramesToPlay > 0, "packets \(packets) x frames per packet \(format.mFramesPerPacket)")
         #expect(AudioUnitSetProperty(fileAU!, kAudioUnitProperty_ScheduledFileRegion, kAudioUnitScope_Global, 0, &region,
                                      UInt32(MemoryLayout<ScheduledAudioFileRegion>.size)) == noErr)

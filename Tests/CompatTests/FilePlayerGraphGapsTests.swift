@@ -52,10 +52,10 @@ extension CompatSeedTests {
 
         #expect(AudioUnitSetProperty(fileAU!, kAudioUnitProperty_ScheduledFileIDs, kAudioUnitScope_Global, 0, &inputFile,
                                      UInt32(MemoryLayout<AudioFileID?>.size)) == noErr)
-        var region = ScheduledAudioFileRegion()
+        var region = ScheduledAudioFileRegion(mTimeStamp: AudioTimeStamp(), mCompletionProc: nil, mCompletionProcUserData: nil,
+                                              mAudioFile: inputFile!, mLoopCount: 0, mStartFrame: 0,
+                                              mFramesToPlay: UInt32(packets) * format.mFramesPerPacket)
         region.mTimeStamp.mFlags = .sampleTimeValid
-        region.mAudioFile = inputFile
-        region.mFramesToPlay = UInt32(packets) * format.mFramesPerPacket
         #expect(AudioUnitSetProperty(fileAU!, kAudioUnitProperty_ScheduledFileRegion, kAudioUnitScope_Global, 0, &region,
                                      UInt32(MemoryLayout<ScheduledAudioFileRegion>.size)) == noErr)
         var prime: UInt32 = 0

@@ -69,6 +69,78 @@ typedef OAT_OPTIONS(uint32_t, AudioUnitRenderActionFlags) {
     kAudioUnitRenderAction_DoNotCheckRenderArgs = (1U << 9)
 } AudioUnitRenderActionFlags;
 
+/// Flags of a scheduled slice (Apple's `AUScheduledAudioSliceFlags`, AudioUnitProperties.h).
+typedef OAT_OPTIONS(uint32_t, AUScheduledAudioSliceFlags) {
+    /// The unit has rendered all of the slice (set by the unit, with the completion proc).
+    kScheduledAudioSliceFlag_Complete = 0x01,
+    /// The unit has rendered part of the slice.
+    kScheduledAudioSliceFlag_BeganToRender = 0x02,
+    /// The slice began late.
+    kScheduledAudioSliceFlag_BeganToRenderLate = 0x04,
+    /// Loop the slice.
+    kScheduledAudioSliceFlag_Loop = 0x08,
+    /// Interrupt the current slice.
+    kScheduledAudioSliceFlag_Interrupt = 0x10,
+    /// Interrupt at the next loop point.
+    kScheduledAudioSliceFlag_InterruptAtLoop = 0x20
+} AUScheduledAudioSliceFlags;
+
+typedef struct ScheduledAudioSlice ScheduledAudioSlice;
+
+/// Called when the unit has rendered all of a slice (Apple's `ScheduledAudioSliceCompletionProc`):
+/// the slice's user data and the slice.
+typedef void (*ScheduledAudioSliceCompletionProc)(void * _Nullable userData, ScheduledAudioSlice *bufferList);
+
+/// A slice of audio for a scheduled sound player (Apple's `ScheduledAudioSlice`,
+/// AudioUnitProperties.h): `mNumberFrames` frames in `mBufferList`, in the player's output stream
+/// format. The slice's memory must stay valid until the unit marks it complete.
+struct ScheduledAudioSlice {
+    /// When the slice plays.
+    AudioTimeStamp mTimeStamp;
+    /// Called once the unit has rendered all of the slice (may be null).
+    ScheduledAudioSliceCompletionProc _Nullable mCompletionProc;
+    /// Passed to the completion proc.
+    void *mCompletionProcUserData;
+    /// State flags (set by the unit).
+    AUScheduledAudioSliceFlags mFlags;
+    /// Reserved: 0.
+    uint32_t mReserved;
+    /// Reserved (the unit's own use).
+    void * _Nullable mReserved2;
+    /// Frames in the slice.
+    uint32_t mNumberFrames;
+    /// The audio.
+    AudioBufferList *mBufferList;
+};
+
+/// An audio file as Apple's `AudioFileID` points at it (Apple's `OpaqueAudioFileID`).
+struct OpaqueAudioFileID;
+
+typedef struct ScheduledAudioFileRegion ScheduledAudioFileRegion;
+
+/// Called when a file region has been read (Apple's `ScheduledAudioFileRegionCompletionProc`): the
+/// region's user data, the region and a result code.
+typedef void (*ScheduledAudioFileRegionCompletionProc)(void * _Nullable userData, ScheduledAudioFileRegion *fileRegion,
+                                                       int32_t result);
+
+/// A region of a file for a file player (Apple's `ScheduledAudioFileRegion`, AudioUnitProperties.h).
+struct ScheduledAudioFileRegion {
+    /// Where on the player's timeline the region starts (a valid sample time).
+    AudioTimeStamp mTimeStamp;
+    /// Called once the region has been read (may be null).
+    ScheduledAudioFileRegionCompletionProc _Nullable mCompletionProc;
+    /// Passed to the completion proc.
+    void * _Nullable mCompletionProcUserData;
+    /// The file (one of the unit's scheduled file IDs).
+    struct OpaqueAudioFileID *mAudioFile;
+    /// Extra repetitions (`UInt32.max`, C's -1: forever).
+    uint32_t mLoopCount;
+    /// First frame (file rate).
+    int64_t mStartFrame;
+    /// Frames to play (`UInt32.max`: to the end).
+    uint32_t mFramesToPlay;
+};
+
 #pragma clang assume_nonnull end
 
 #endif

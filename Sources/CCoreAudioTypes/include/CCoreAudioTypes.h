@@ -134,6 +134,107 @@ typedef OAT_OPTIONS(uint32_t, AudioQueueProcessingTapFlags) {
     kAudioQueueProcessingTap_EndOfStream = (1 << 9)
 } AudioQueueProcessingTapFlags;
 
+/// The description of an audio stream (Apple's `AudioStreamBasicDescription`, 40 bytes). A
+/// *packet* is the smallest indivisible unit of the format, a *frame* one sample per channel; 0 in
+/// `mBytesPerPacket` or `mFramesPerPacket` means the value varies. AudioCore adds the Swift API's
+/// names (`sampleRate`, `formatID`, ...) in an extension.
+typedef struct AudioStreamBasicDescription {
+    /// Frames per second at normal playback rate.
+    double mSampleRate;
+    /// The format (Apple's `AudioFormatID`, a four-character code).
+    uint32_t mFormatID;
+    /// Format-specific flags (Apple's `AudioFormatFlags`).
+    uint32_t mFormatFlags;
+    /// Bytes in a packet, or 0 when packet sizes vary.
+    uint32_t mBytesPerPacket;
+    /// Frames in a packet, or 0 when it varies.
+    uint32_t mFramesPerPacket;
+    /// Bytes from the start of one frame to the next in one buffer (0 for compressed formats).
+    uint32_t mBytesPerFrame;
+    /// Channels in each frame.
+    uint32_t mChannelsPerFrame;
+    /// Bits of sample data per channel (0 for compressed formats).
+    uint32_t mBitsPerChannel;
+    /// Pads the structure to an even size; 0.
+    uint32_t mReserved;
+} AudioStreamBasicDescription;
+
+/// One entry of a format list (Apple's `AudioFormatListItem`, AudioFormat.h): a stream description
+/// with the channel layout tag (Apple's `AudioChannelLayoutTag`) it applies to.
+typedef struct AudioFormatListItem {
+    /// The stream description.
+    AudioStreamBasicDescription mASBD;
+    /// The channel layout tag for this layer.
+    uint32_t mChannelLayoutTag;
+} AudioFormatListItem;
+
+/// Priming and remainder frames of an encoded stream (Apple's `AudioFilePacketTableInfo`,
+/// AudioFile.h): valid + priming + remainder frames are the frames the packets decode to.
+typedef struct AudioFilePacketTableInfo {
+    /// Frames of real audio.
+    int64_t mNumberValidFrames;
+    /// Frames of encoder delay at the start to discard.
+    int32_t mPrimingFrames;
+    /// Frames of padding at the end to discard.
+    int32_t mRemainderFrames;
+} AudioFilePacketTableInfo;
+
+/// Frames an encoder added at the start and end (Apple's `AudioConverterPrimeInfo`,
+/// AudioConverter.h; Apple's fields have no `m` prefix).
+typedef struct AudioConverterPrimeInfo {
+    /// Frames to drop at the start of the decoded audio.
+    uint32_t leadingFrames;
+    /// Frames to drop at the end.
+    uint32_t trailingFrames;
+} AudioConverterPrimeInfo;
+
+/// Level of one channel over the last render period (Apple's `AudioQueueLevelMeterState`,
+/// AudioQueue.h): linear 0...1, or dB when asked for dB.
+typedef struct AudioQueueLevelMeterState {
+    /// RMS level.
+    float mAveragePower;
+    /// Peak level.
+    float mPeakPower;
+} AudioQueueLevelMeterState;
+
+/// Flags for parsing a stream's bytes (Apple's `AudioFileStreamParseFlags`, AudioFileStream.h).
+typedef OAT_OPTIONS(uint32_t, AudioFileStreamParseFlags) {
+    /// The bytes do not follow the previous ones (after a seek, or data was lost).
+    kAudioFileStreamParseFlag_Discontinuity = 1
+} AudioFileStreamParseFlags;
+
+/// The channels present in a layout, one bit each in USB (WAVE `dwChannelMask`) order (Apple's
+/// `AudioChannelBitmap`).
+typedef OAT_OPTIONS(uint32_t, AudioChannelBitmap) {
+    kAudioChannelBit_Left = (1U << 0),
+    kAudioChannelBit_Right = (1U << 1),
+    kAudioChannelBit_Center = (1U << 2),
+    kAudioChannelBit_LFEScreen = (1U << 3),
+    kAudioChannelBit_LeftSurround = (1U << 4),
+    kAudioChannelBit_RightSurround = (1U << 5),
+    kAudioChannelBit_LeftCenter = (1U << 6),
+    kAudioChannelBit_RightCenter = (1U << 7),
+    kAudioChannelBit_CenterSurround = (1U << 8),
+    kAudioChannelBit_LeftSurroundDirect = (1U << 9),
+    kAudioChannelBit_RightSurroundDirect = (1U << 10),
+    kAudioChannelBit_TopCenterSurround = (1U << 11),
+    kAudioChannelBit_VerticalHeightLeft = (1U << 12),
+    kAudioChannelBit_VerticalHeightCenter = (1U << 13),
+    kAudioChannelBit_VerticalHeightRight = (1U << 14),
+    kAudioChannelBit_TopBackLeft = (1U << 15),
+    kAudioChannelBit_TopBackCenter = (1U << 16),
+    kAudioChannelBit_TopBackRight = (1U << 17),
+    kAudioChannelBit_LeftTopFront = kAudioChannelBit_VerticalHeightLeft,
+    kAudioChannelBit_CenterTopFront = kAudioChannelBit_VerticalHeightCenter,
+    kAudioChannelBit_RightTopFront = kAudioChannelBit_VerticalHeightRight,
+    kAudioChannelBit_LeftTopMiddle = (1U << 21),
+    kAudioChannelBit_CenterTopMiddle = kAudioChannelBit_TopCenterSurround,
+    kAudioChannelBit_RightTopMiddle = (1U << 23),
+    kAudioChannelBit_LeftTopRear = (1U << 24),
+    kAudioChannelBit_CenterTopRear = (1U << 25),
+    kAudioChannelBit_RightTopRear = (1U << 26)
+} AudioChannelBitmap;
+
 #pragma clang assume_nonnull end
 
 #endif

@@ -365,7 +365,7 @@ public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     return status
 }
 
-/// Sets `kAudioUnitProperty_ScheduledFileRegion` from a ``ScheduledAudioFileRegion``: the
+/// Sets `kAudioUnitProperty_ScheduledFileRegion` from a `ScheduledAudioFileRegion`: the
 /// overload `&region` picks, since the struct holds a Swift function here.
 @discardableResult
 public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
@@ -373,7 +373,7 @@ public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     AudioUnitSetProperty(inUnit, inID, inScope, inElement, Optional(UnsafeRawPointer(inData)), inDataSize)
 }
 
-/// Sets `kAudioUnitProperty_ScheduleAudioSlice` from a ``ScheduledAudioSlice`` (its flags are
+/// Sets `kAudioUnitProperty_ScheduleAudioSlice` from a `ScheduledAudioSlice` (its flags are
 /// updated): the overload `&slice` picks.
 @discardableResult
 public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,

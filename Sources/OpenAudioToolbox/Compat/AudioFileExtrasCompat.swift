@@ -372,7 +372,7 @@ private let fileTypeInfo: [FileTypeInfo] = [
 private func candidateDescriptions(_ format: AudioFormatID) -> [AudioStreamBasicDescription] {
     func compressed(_ rate: Double, _ fpp: UInt32) -> AudioStreamBasicDescription {
         AudioStreamBasicDescription(mSampleRate: rate, mFormatID: format, mFormatFlags: 0, mBytesPerPacket: 0, mFramesPerPacket: fpp,
-                                    mBytesPerFrame: 0, mChannelsPerFrame: 2, mBitsPerChannel: 0)
+                                    mBytesPerFrame: 0, mChannelsPerFrame: 2, mBitsPerChannel: 0, mReserved: 0)
     }
     switch format {
     case kAudioFormatLinearPCM:
@@ -383,10 +383,10 @@ private func candidateDescriptions(_ format: AudioFormatID) -> [AudioStreamBasic
                 var flags = float ? kAudioFormatFlagIsFloat : kAudioFormatFlagIsSignedInteger
                 flags |= kAudioFormatFlagIsPacked | (bigEndian && bits > 8 ? kAudioFormatFlagIsBigEndian : 0)
                 out.append(AudioStreamBasicDescription(mSampleRate: 44100, mFormatID: format, mFormatFlags: flags, mBytesPerPacket: bytes * 2,
-                                                       mFramesPerPacket: 1, mBytesPerFrame: bytes * 2, mChannelsPerFrame: 2, mBitsPerChannel: UInt32(bits)))
+                                                       mFramesPerPacket: 1, mBytesPerFrame: bytes * 2, mChannelsPerFrame: 2, mBitsPerChannel: UInt32(bits), mReserved: 0))
                 if bits == 8 {
                     out.append(AudioStreamBasicDescription(mSampleRate: 44100, mFormatID: format, mFormatFlags: kAudioFormatFlagIsPacked, mBytesPerPacket: 2,
-                                                           mFramesPerPacket: 1, mBytesPerFrame: 2, mChannelsPerFrame: 2, mBitsPerChannel: 8))
+                                                           mFramesPerPacket: 1, mBytesPerFrame: 2, mChannelsPerFrame: 2, mBitsPerChannel: 8, mReserved: 0))
                     break
                 }
             }
@@ -394,7 +394,7 @@ private func candidateDescriptions(_ format: AudioFormatID) -> [AudioStreamBasic
         return out
     case kAudioFormatULaw, kAudioFormatALaw:
         return [AudioStreamBasicDescription(mSampleRate: 8000, mFormatID: format, mFormatFlags: 0, mBytesPerPacket: 2, mFramesPerPacket: 1,
-                                            mBytesPerFrame: 2, mChannelsPerFrame: 2, mBitsPerChannel: 8)]
+                                            mBytesPerFrame: 2, mChannelsPerFrame: 2, mBitsPerChannel: 8, mReserved: 0)]
     case kAudioFormatMPEG4AAC: return [compressed(44100, 1024)]
     case kAudioFormatAppleLossless: return [compressed(44100, 4096)]
     case kAudioFormatFLAC: return [compressed(44100, 4096)]

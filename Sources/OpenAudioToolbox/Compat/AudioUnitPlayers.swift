@@ -77,7 +77,7 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
         guard let data, Int(size) >= MemoryLayout<ScheduledAudioFileRegion>.size else { return kAudio_ParamError }
         guard unit.initialized else { return kAudioUnitErr_Uninitialized }
         let r = data.assumingMemoryBound(to: ScheduledAudioFileRegion.self).pointee
-        guard let f = r.mAudioFile, x.fileIDs.contains(f) else { return kAudioUnitErr_FileNotSpecified }
+        guard let f = r.audioFileIfSet, x.fileIDs.contains(f) else { return kAudioUnitErr_FileNotSpecified }
         x.region = r
         x.primed = false
         return noErr
@@ -131,7 +131,7 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
 /// Starts the feeder that reads the scheduled region (looping as asked) into the player, held
 /// until its start time stamp, and waits until the prime frames are buffered (at most 5 s).
 private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSStatus {
-    guard let region = unit.extras.region, let id = region.mAudioFile, let box = CompatAudioFile.from(id) else { return kAudioUnitErr_FileNotSpecified }
+    guard let region = unit.extras.region, let id = region.audioFileIfSet, let box = CompatAudioFile.from(id) else { return kAudioUnitErr_FileNotSpecified }
     let format = unit.format(kAudioUnitScope_Output, 0)
     let channels = player.channels
     let client = AudioStreamBasicDescription.linearPCM(sampleRate: format.mSampleRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
@@ -203,7 +203,7 @@ private final class UncheckedState: @unchecked Sendable {
 /// has rendered all of it, not when it was copied (see ``SliceTracker``). The slice's memory
 /// must stay valid until then, as on Apple.
 private func scheduleSlice(_ unit: CompatUnit, _ player: AUPlayerNode, _ slice: UnsafeMutablePointer<ScheduledAudioSlice>) -> OSStatus {
-    guard let listPointer = slice.pointee.mBufferList else { return kAudio_ParamError }
+    guard let listPointer = slice.pointee.bufferListIfSet else { return kAudio_ParamError }
     let list = UnsafeMutableAudioBufferListPointer(listPointer)
     let format = unit.format(kAudioUnitScope_Output, 0)
     guard format.isFloat, format.mBitsPerChannel == 32 else { return kAudioUnitErr_FormatNotSupported }
@@ -308,7 +308,7 @@ final class SliceTracker: @unchecked Sendable {
         for address in done {
             guard let slice = UnsafeMutablePointer<ScheduledAudioSlice>(bitPattern: address) else { continue }
             slice.pointee.mFlags.insert(.scheduledAudioSliceFlag_Complete)
-            slice.pointee.mCompletionProc?(slice.pointee.mCompletionProcUserData, slice)
+            slice.pointee.mCompletionProc?(slice.pointee.completionProcUserDataIfSet, slice)
         }
     }
 

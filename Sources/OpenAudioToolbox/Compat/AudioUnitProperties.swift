@@ -68,104 +68,34 @@ public let kAudioUnitProperty_ScheduledFileNumberBuffers: AudioUnitPropertyID = 
 
 // MARK: - Types
 
-/// Called when a file region has been read (Apple's `ScheduledAudioFileRegionCompletionProc`; a
-/// Swift function type here). It runs on the player's feeder thread.
-public typealias ScheduledAudioFileRegionCompletionProc = (UnsafeMutableRawPointer?, UnsafeMutablePointer<ScheduledAudioFileRegion>, OSStatus) -> Void
+// `ScheduledAudioFileRegion`, `ScheduledAudioSlice`, `AUScheduledAudioSliceFlags` and their
+// completion procs are Apple's C declarations (CAudioToolboxTypes, re-exported by this module), with
+// Apple's fields, optionality and layout; the procs are C function pointers (`@convention(c)`), as on
+// Apple: a global function or a closure that captures nothing converts to them. The unit calls a
+// region's proc on the player's feeder thread and a slice's on its tracker thread, never on a
+// device's render thread.
 
-/// A region of a file to play (Apple's `ScheduledAudioFileRegion`).
-public struct ScheduledAudioFileRegion {
-    /// Where on the player's timeline the region starts: a valid sample time, frames after the
-    /// start time stamp (the frames before it play silence).
-    public var mTimeStamp: AudioTimeStamp
-    /// Called once the region has been read.
-    public var mCompletionProc: ScheduledAudioFileRegionCompletionProc?
-    /// Passed to the completion proc.
-    public var mCompletionProcUserData: UnsafeMutableRawPointer?
-    /// The file (one of ``kAudioUnitProperty_ScheduledFileIDs``).
-    public var mAudioFile: AudioFileID?
-    /// Extra repetitions (`UInt32.max`, C's -1: forever).
-    public var mLoopCount: UInt32
-    /// First frame (file rate).
-    public var mStartFrame: Int64
-    /// Frames to play (`UInt32.max`: to the end).
-    public var mFramesToPlay: UInt32
-    /// A zeroed region.
-    public init() {
-        self.init(mTimeStamp: AudioTimeStamp(), mCompletionProc: nil, mCompletionProcUserData: nil, mAudioFile: nil, mLoopCount: 0,
-                  mStartFrame: 0, mFramesToPlay: 0)
-    }
-    /// Apple's memberwise initialiser.
-    public init(mTimeStamp: AudioTimeStamp, mCompletionProc: ScheduledAudioFileRegionCompletionProc?, mCompletionProcUserData: UnsafeMutableRawPointer?,
-                mAudioFile: AudioFileID?, mLoopCount: UInt32, mStartFrame: Int64, mFramesToPlay: UInt32) {
-        self.mTimeStamp = mTimeStamp
-        self.mCompletionProc = mCompletionProc
-        self.mCompletionProcUserData = mCompletionProcUserData
-        self.mAudioFile = mAudioFile
-        self.mLoopCount = mLoopCount
-        self.mStartFrame = mStartFrame
-        self.mFramesToPlay = mFramesToPlay
+// Apple's Swift types these pointer fields non-optional, but C callers (and Swift code that
+// starts from the zeroed `init()`) may leave them null: the unit reads them as C does.
+extension ScheduledAudioFileRegion {
+    /// `mAudioFile`, or nil when it is null.
+    var audioFileIfSet: AudioFileID? {
+        withUnsafeBytes(of: self) { $0.load(fromByteOffset: MemoryLayout<Self>.offset(of: \.mAudioFile)!, as: AudioFileID?.self) }
     }
 }
 
-/// Called when a slice has been taken (Apple's `ScheduledAudioSliceCompletionProc`).
-public typealias ScheduledAudioSliceCompletionProc = (UnsafeMutableRawPointer?, UnsafeMutablePointer<ScheduledAudioSlice>) -> Void
-
-/// Flags of a scheduled slice (Apple's `AUScheduledAudioSliceFlags`).
-public struct AUScheduledAudioSliceFlags: OptionSet, Hashable, Sendable {
-    /// The bits.
-    public var rawValue: UInt32
-    /// Creates flags.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    /// The unit has rendered all of the slice (set by the unit, with the completion proc).
-    public static let scheduledAudioSliceFlag_Complete = AUScheduledAudioSliceFlags(rawValue: 0x01)
-    /// The unit has rendered part of the slice.
-    public static let scheduledAudioSliceFlag_BeganToRender = AUScheduledAudioSliceFlags(rawValue: 0x02)
-    /// The slice began late.
-    public static let scheduledAudioSliceFlag_BeganToRenderLate = AUScheduledAudioSliceFlags(rawValue: 0x04)
-    /// Loop the slice.
-    public static let scheduledAudioSliceFlag_Loop = AUScheduledAudioSliceFlags(rawValue: 0x08)
-    /// Interrupt the current slice.
-    public static let scheduledAudioSliceFlag_Interrupt = AUScheduledAudioSliceFlags(rawValue: 0x10)
-    /// Interrupt at the next loop point.
-    public static let scheduledAudioSliceFlag_InterruptAtLoop = AUScheduledAudioSliceFlags(rawValue: 0x20)
-}
-
-/// A slice of audio to play (Apple's `ScheduledAudioSlice`): `mNumberFrames` frames in
-/// `mBufferList`, in the player's output stream format (non-interleaved Float32 by default).
-public struct ScheduledAudioSlice {
-    /// When the slice plays (only the order matters here).
-    public var mTimeStamp: AudioTimeStamp
-    /// Called once the unit has rendered all of the slice (not on a render thread here).
-    public var mCompletionProc: ScheduledAudioSliceCompletionProc?
-    /// Passed to the completion proc.
-    public var mCompletionProcUserData: UnsafeMutableRawPointer?
-    /// State flags (set by the player).
-    public var mFlags: AUScheduledAudioSliceFlags
-    /// Reserved.
-    public var mReserved: UInt32
-    /// Reserved.
-    public var mReserved2: UnsafeMutableRawPointer?
-    /// Frames in the slice.
-    public var mNumberFrames: UInt32
-    /// The audio.
-    public var mBufferList: UnsafeMutablePointer<AudioBufferList>?
-    /// A zeroed slice.
-    public init() {
-        self.init(mTimeStamp: AudioTimeStamp(), mCompletionProc: nil, mCompletionProcUserData: nil, mFlags: [], mReserved: 0, mReserved2: nil,
-                  mNumberFrames: 0, mBufferList: nil)
+extension ScheduledAudioSlice {
+    /// `mBufferList`, or nil when it is null.
+    var bufferListIfSet: UnsafeMutablePointer<AudioBufferList>? {
+        withUnsafeBytes(of: self) {
+            $0.load(fromByteOffset: MemoryLayout<Self>.offset(of: \.mBufferList)!, as: UnsafeMutablePointer<AudioBufferList>?.self)
+        }
     }
-    /// Apple's memberwise initialiser.
-    public init(mTimeStamp: AudioTimeStamp, mCompletionProc: ScheduledAudioSliceCompletionProc?, mCompletionProcUserData: UnsafeMutableRawPointer?,
-                mFlags: AUScheduledAudioSliceFlags, mReserved: UInt32, mReserved2: UnsafeMutableRawPointer?, mNumberFrames: UInt32,
-                mBufferList: UnsafeMutablePointer<AudioBufferList>?) {
-        self.mTimeStamp = mTimeStamp
-        self.mCompletionProc = mCompletionProc
-        self.mCompletionProcUserData = mCompletionProcUserData
-        self.mFlags = mFlags
-        self.mReserved = mReserved
-        self.mReserved2 = mReserved2
-        self.mNumberFrames = mNumberFrames
-        self.mBufferList = mBufferList
+    /// `mCompletionProcUserData`, or nil when it is null.
+    var completionProcUserDataIfSet: UnsafeMutableRawPointer? {
+        withUnsafeBytes(of: self) {
+            $0.load(fromByteOffset: MemoryLayout<Self>.offset(of: \.mCompletionProcUserData)!, as: UnsafeMutableRawPointer?.self)
+        }
     }
 }
 

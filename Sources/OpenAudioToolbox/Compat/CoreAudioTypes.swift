@@ -1,8 +1,9 @@
 // Audio Toolbox–compatible C-style API: the Core Audio base types as Swift sees Apple's headers.
 //
-// The Swift API's value types (AudioStreamBasicDescription, AudioStreamPacketDescription,
-// AudioTimeStamp, ...) are the same types here: they gain Apple's `m`-prefixed fields as computed
-// properties with the C integer types, and Apple's memberwise initialisers. Scalar type names that
+// The Core Audio structs (AudioStreamBasicDescription, AudioStreamPacketDescription,
+// AudioTimeStamp, ...) are Apple's C structs, declared in C (CCoreAudioTypes, re-exported by
+// AudioCore) with Apple's `m`-prefixed fields, C integer types, layout and memberwise
+// initialisers; the Swift API shares them and adds its own names in extensions. Scalar type names that
 // the Swift API uses for richer types (AudioFormatID, AudioFormatFlags, AudioChannelLayoutTag,
 // AudioChannelLabel) are redeclared here as Apple's `UInt32` typealiases; a file that imports only
 // `OpenAudioToolbox` sees these (a module's own declarations shadow those of the modules it
@@ -216,96 +217,18 @@ public let kAppleLosslessFormatFlag_24BitSourceData: AudioFormatFlags = 3
 /// Apple Lossless: 32-bit source.
 public let kAppleLosslessFormatFlag_32BitSourceData: AudioFormatFlags = 4
 
-// MARK: - AudioStreamBasicDescription
+// MARK: - AudioStreamBasicDescription, AudioStreamPacketDescription, AudioFilePacketTableInfo
 
-extension AudioStreamBasicDescription {
-    /// A zeroed description (Apple's `AudioStreamBasicDescription()`), to be filled in or
-    /// passed to a `GetProperty` call.
-    public init() {
-        self.init(sampleRate: 0, formatID: AudioCore.AudioFormatID(rawValue: 0), formatFlags: [], bytesPerPacket: 0,
-                  framesPerPacket: 0, bytesPerFrame: 0, channelsPerFrame: 0, bitsPerChannel: 0)
-    }
-
-    /// Apple's memberwise initialiser.
-    public init(mSampleRate: Float64, mFormatID: AudioFormatID, mFormatFlags: AudioFormatFlags, mBytesPerPacket: UInt32,
-                mFramesPerPacket: UInt32, mBytesPerFrame: UInt32, mChannelsPerFrame: UInt32, mBitsPerChannel: UInt32,
-                mReserved: UInt32 = 0) {
-        self.init(sampleRate: mSampleRate, formatID: AudioCore.AudioFormatID(rawValue: mFormatID),
-                  formatFlags: AudioCore.AudioFormatFlags(rawValue: mFormatFlags), bytesPerPacket: mBytesPerPacket,
-                  framesPerPacket: mFramesPerPacket, bytesPerFrame: mBytesPerFrame, channelsPerFrame: mChannelsPerFrame,
-                  bitsPerChannel: mBitsPerChannel)
-        reserved = mReserved
-    }
-
-    /// Frames per second (Apple's field).
-    public var mSampleRate: Float64 { get { sampleRate } set { sampleRate = newValue } }
-    /// The format identifier as a four-character code (Apple's field).
-    public var mFormatID: AudioFormatID { get { formatID.rawValue } set { formatID = AudioCore.AudioFormatID(rawValue: newValue) } }
-    /// The format flags (Apple's field).
-    public var mFormatFlags: AudioFormatFlags { get { formatFlags.rawValue } set { formatFlags = AudioCore.AudioFormatFlags(rawValue: newValue) } }
-    /// Bytes per packet, 0 when variable (Apple's field).
-    public var mBytesPerPacket: UInt32 { get { bytesPerPacket } set { bytesPerPacket = newValue } }
-    /// Frames per packet, 0 when variable (Apple's field).
-    public var mFramesPerPacket: UInt32 { get { framesPerPacket } set { framesPerPacket = newValue } }
-    /// Bytes per frame (Apple's field).
-    public var mBytesPerFrame: UInt32 { get { bytesPerFrame } set { bytesPerFrame = newValue } }
-    /// Channels per frame (Apple's field).
-    public var mChannelsPerFrame: UInt32 { get { channelsPerFrame } set { channelsPerFrame = newValue } }
-    /// Bits per channel (Apple's field).
-    public var mBitsPerChannel: UInt32 { get { bitsPerChannel } set { bitsPerChannel = newValue } }
-    /// Padding, 0 (Apple's field).
-    public var mReserved: UInt32 { get { reserved } set { reserved = newValue } }
-}
-
-// MARK: - AudioStreamPacketDescription
-
-// A C struct with Apple's fields and initialisers (CCoreAudioTypes, re-exported by AudioCore).
-
-// MARK: - AudioFilePacketTableInfo
-
-extension AudioFilePacketTableInfo {
-    /// A zeroed value.
-    public init() { self.init(numberValidFrames: 0, primingFrames: 0, remainderFrames: 0) }
-    /// Apple's memberwise initialiser.
-    public init(mNumberValidFrames: Int64, mPrimingFrames: Int32, mRemainderFrames: Int32) {
-        self.init(numberValidFrames: mNumberValidFrames, primingFrames: mPrimingFrames, remainderFrames: mRemainderFrames)
-    }
-    /// Frames of real audio (Apple's field).
-    public var mNumberValidFrames: Int64 { get { numberValidFrames } set { numberValidFrames = newValue } }
-    /// Encoder delay frames (Apple's field).
-    public var mPrimingFrames: Int32 { get { primingFrames } set { primingFrames = newValue } }
-    /// Padding frames at the end (Apple's field).
-    public var mRemainderFrames: Int32 { get { remainderFrames } set { remainderFrames = newValue } }
-}
+// Apple's C structs (CCoreAudioTypes, re-exported by AudioCore), with Apple's fields, layout and
+// initialisers (`init()` zeroed, and the memberwise one in Apple's field order).
 
 // MARK: - AudioFormatListItem
 
-extension AudioFormatListItem {
-    /// A zeroed item.
-    public init() { self.init(format: AudioStreamBasicDescription(), channelLayoutTag: AudioCore.AudioChannelLayoutTag(rawValue: 0)) }
-    /// Apple's memberwise initialiser.
-    public init(mASBD: AudioStreamBasicDescription, mChannelLayoutTag: AudioChannelLayoutTag) {
-        self.init(format: mASBD, channelLayoutTag: AudioCore.AudioChannelLayoutTag(rawValue: mChannelLayoutTag))
-    }
-    /// The stream description (Apple's field).
-    public var mASBD: AudioStreamBasicDescription { get { format } set { format = newValue } }
-    /// The layout tag (Apple's field).
-    public var mChannelLayoutTag: AudioChannelLayoutTag {
-        get { channelLayoutTag.rawValue }
-        set { channelLayoutTag = AudioCore.AudioChannelLayoutTag(rawValue: newValue) }
-    }
-}
+// Apple's C struct (CCoreAudioTypes), with Apple's fields and initialisers.
 
 // MARK: - AudioQueueLevelMeterState
 
-extension AudioQueueLevelMeterState {
-    /// Apple's memberwise initialiser.
-    public init(mAveragePower: Float32, mPeakPower: Float32) { self.init(averagePower: mAveragePower, peakPower: mPeakPower) }
-    /// RMS power (Apple's field).
-    public var mAveragePower: Float32 { get { averagePower } set { averagePower = newValue } }
-    /// Peak power (Apple's field).
-    public var mPeakPower: Float32 { get { peakPower } set { peakPower = newValue } }
-}
+// Apple's C struct (CCoreAudioTypes), with Apple's fields and initialisers.
 
 // MARK: - AudioTimeStamp
 
