@@ -111,7 +111,7 @@ public let kAudioUnitSubType_NewTimePitch: UInt32 = fourCC("nutp")
 public let kAudioUnitSubType_TimePitch: UInt32 = fourCC("tmpt")
 /// Plays regions of audio files (`'afpl'`, a generator): `AUPlayerNode` fed from the file.
 public let kAudioUnitSubType_AudioFilePlayer: UInt32 = fourCC("afpl")
-/// Plays scheduled slices of audio (`'sspl'`, a generator): `AUPlayerNode`.
+/// Plays scheduled slices of audio (`'sspl'`, a generator), each at its time stamp.
 public let kAudioUnitSubType_ScheduledSoundPlayer: UInt32 = fourCC("sspl")
 /// DLS synth (`'dls '`): not available here.
 public let kAudioUnitSubType_DLSSynth: UInt32 = fourCC("dls ")

@@ -49,7 +49,12 @@ func getPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ out: Uns
         return noErr
     case kAudioUnitProperty_ScheduleStartTimeStamp: return writeProperty(x.startTime, ioSize, out, sizeError: e)
     case kAudioUnitProperty_CurrentPlayTime:
-        let played = x.started ? Double((unit.node as? AUPlayerNode)?.playedFrames ?? 0) : -1
+        let played: Double
+        if let slices = unit.node as? ScheduledSlicePlayerNode {
+            played = Double(slices.timelineSampleTime)   // -1 before the start, as Apple's
+        } else {
+            played = x.started ? Double((unit.node as? AUPlayerNode)?.playedFrames ?? 0) : -1
+        }
         return writeProperty(AudioTimeStamp(sampleTime: played, hostTime: 0, rateScalar: 1, flags: .sampleTimeValid), ioSize, out, sizeError: e)
     case kAudioUnitProperty_ScheduledFilePrime: return writeProperty(x.primeFrames, ioSize, out, sizeError: e)
     case kAudioUnitProperty_ScheduledFileBufferSizeFrames: return writeProperty(x.bufferFrames, ioSize, out, sizeError: e)
@@ -102,23 +107,29 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
         return data != nil && size >= 4 ? noErr : kAudio_ParamError
     case kAudioUnitProperty_ScheduleStartTimeStamp:
         guard let data, Int(size) >= MemoryLayout<AudioTimeStamp>.size else { return kAudio_ParamError }
-        guard unit.initialized, let player = unit.node as? AUPlayerNode else { return kAudioUnitErr_Uninitialized }
+        guard unit.initialized else { return kAudioUnitErr_Uninitialized }
         x.startTime = data.loadUnaligned(as: AudioTimeStamp.self)
         x.started = true
+        let t = x.startTime
+        let at: Int64? = t.mFlags.contains(.sampleTimeValid) && t.mSampleTime >= 0 ? Int64(t.mSampleTime) : nil
+        if let slices = unit.node as? ScheduledSlicePlayerNode {
+            slices.start(atSampleTime: at)
+            return noErr
+        }
+        guard let player = unit.node as? AUPlayerNode else { return kAudioUnitErr_Uninitialized }
         if unit.component.description.componentSubType == kAudioUnitSubType_AudioFilePlayer {
             if !x.primed {
                 let status = startFileRegion(unit, player)
                 guard status == noErr else { return status }
             }
             x.primed = false
-            let t = x.startTime
-            player.scheduleStart(atSampleTime: t.mFlags.contains(.sampleTimeValid) && t.mSampleTime >= 0 ? Int64(t.mSampleTime) : nil)
+            player.scheduleStart(atSampleTime: at)
         }
         return noErr
     case kAudioUnitProperty_ScheduleAudioSlice:
         guard unit.component.description.componentSubType == kAudioUnitSubType_ScheduledSoundPlayer else { return kAudioUnitErr_InvalidProperty }
         guard let data, Int(size) >= MemoryLayout<ScheduledAudioSlice>.size else { return kAudio_ParamError }
-        guard unit.initialized, let player = unit.node as? AUPlayerNode else { return kAudioUnitErr_Uninitialized }
+        guard unit.initialized, let player = unit.node as? ScheduledSlicePlayerNode else { return kAudioUnitErr_Uninitialized }
         let slice = UnsafeMutablePointer(mutating: data.assumingMemoryBound(to: ScheduledAudioSlice.self))
         return scheduleSlice(unit, player, slice)
     case kAudioUnitProperty_CurrentPlayTime:
@@ -197,126 +208,112 @@ private final class UncheckedState: @unchecked Sendable {
     init(region: ScheduledAudioFileRegion) { self.region = region }
 }
 
-/// Copies a slice (in the unit's output format: Float32, planar or interleaved) into the player.
-/// The slice is marked and its completion proc called as Apple's scheduled sound player does:
-/// `BeganToRender` once the unit has rendered a frame of it, `Complete` (and the proc) once it
-/// has rendered all of it, not when it was copied (see ``SliceTracker``). The slice's memory
-/// must stay valid until then, as on Apple.
-private func scheduleSlice(_ unit: CompatUnit, _ player: AUPlayerNode, _ slice: UnsafeMutablePointer<ScheduledAudioSlice>) -> OSStatus {
-    guard let listPointer = slice.pointee.mBufferList else { return kAudio_ParamError }
+/// Queues a slice on the scheduled sound player (not copied: the render thread reads the
+/// slice's buffers when its time comes, as Apple's; see ``ScheduledSlicePlayerNode``). The slice
+/// is marked and its completion proc called as Apple's unit does: `BeganToRender` (and
+/// `BeganToRenderLate`) once the unit has rendered part of it, `Complete` and the proc once the
+/// unit is done with it (see ``SliceTracker``). Its memory must stay valid until then.
+private func scheduleSlice(_ unit: CompatUnit, _ player: ScheduledSlicePlayerNode, _ slice: UnsafeMutablePointer<ScheduledAudioSlice>) -> OSStatus {
+    // (Optional here, a non-optional pointer in Apple's SDK: either converts.)
+    guard let raw = UnsafeMutableRawPointer(slice.pointee.mBufferList) as UnsafeMutableRawPointer? else { return kAudio_ParamError }
+    let listPointer = raw.assumingMemoryBound(to: AudioBufferList.self)
     let list = UnsafeMutableAudioBufferListPointer(listPointer)
     let format = unit.format(kAudioUnitScope_Output, 0)
     guard format.isFloat, format.mBitsPerChannel == 32 else { return kAudioUnitErr_FormatNotSupported }
     let channels = player.channels
     let frames = Int(slice.pointee.mNumberFrames)
-    var interleaved = [Float](repeating: 0, count: frames * channels)
-    if format.isInterleaved {
-        guard list.count >= 1, let p = list[0].mData, Int(list[0].mDataByteSize) >= frames * channels * 4 else { return kAudio_ParamError }
-        interleaved.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: p, byteCount: frames * channels * 4) }
+    let interleaved = format.isInterleaved && channels > 1
+    if interleaved {
+        guard list.count >= 1, list[0].mData != nil, Int(list[0].mDataByteSize) >= frames * channels * 4 else { return kAudio_ParamError }
     } else {
-        guard list.count >= channels else { return kAudio_ParamError }
-        for c in 0..<channels {
-            guard let p = list[c].mData?.assumingMemoryBound(to: Float.self), Int(list[c].mDataByteSize) >= frames * 4 else { return kAudio_ParamError }
-            for f in 0..<frames { interleaved[f * channels + c] = p[f] }
+        guard list.count >= 1 else { return kAudio_ParamError }
+        for c in 0..<min(channels, list.count) {
+            guard list[c].mData != nil, Int(list[c].mDataByteSize) >= frames * 4 else { return kAudio_ParamError }
         }
     }
     slice.pointee.mFlags.remove([.scheduledAudioSliceFlag_Complete, .scheduledAudioSliceFlag_BeganToRender, .scheduledAudioSliceFlag_BeganToRenderLate])
+    let t = slice.pointee.mTimeStamp
+    let start = t.mFlags.contains(.sampleTimeValid) ? Int64(t.mSampleTime.rounded()) : Int64.min
     let tracker = unit.extras.slices ?? SliceTracker()
     unit.extras.slices = tracker
-    // Wait (at most 1 s) for room when the player's buffer is full.
-    var offset = 0
-    let deadline = Date().addingTimeInterval(1)
-    let first = tracker.queuedFrames
-    while offset < frames && Date() < deadline {
-        let wrote = interleaved.withUnsafeBufferPointer { player.schedule(UnsafeBufferPointer(rebasing: $0[(offset * channels)...])) }
-        offset += wrote
-        if offset < frames { usleep(1000) }
-    }
-    tracker.queuedFrames += Int64(offset)
-    guard offset == frames else { return kAudioUnitErr_CannotDoInCurrentContext }
-    return tracker.track(slice, from: first, to: first + Int64(frames), player: player)
+    guard tracker.attach(player) == noErr else { return kAudioUnitErr_CannotDoInCurrentContext }
+    let entry = ScheduledSlicePlayerNode.Entry(address: UInt(bitPattern: slice), list: listPointer, frames: frames, start: start,
+                                               flags: slice.pointee.mFlags.rawValue, interleaved: interleaved)
+    // The player holds ScheduledSlicePlayerNode.capacity slices; more wait (at most 1 s) for room.
+    let deadline = HostTime.now() + HostTime.ticks(seconds: 1)
+    return pollWithBackoff(until: deadline) { player.schedule(entry) } ? noErr : kAudioUnitErr_CannotDoInCurrentContext
 }
 
-/// Watches a scheduled sound player's played frames and marks its slices as Apple's unit does:
-/// `kScheduledAudioSliceFlag_BeganToRender` when the unit has rendered part of a slice,
-/// `kScheduledAudioSliceFlag_Complete` and the slice's completion proc when it has rendered all
-/// of it. The render thread only counts frames (``AUPlayerNode/playedFrames``); the flags and the
-/// procs are set and called from this tracker's thread (every 2 ms while slices are pending,
-/// asleep otherwise) and from ``AudioUnitRender(_:_:_:_:_:_:)`` on the unit, so an offline
-/// render sees its slices complete when the call returns. Never on a device's render thread.
+/// Sets a scheduled sound player's slice flags and calls its completion procs, as the render
+/// thread reports them (``ScheduledSlicePlayerNode/events``): `BeganToRender` /
+/// `BeganToRenderLate` when the unit has rendered part of a slice (or skipped its late part),
+/// `Complete` and the completion proc when it is done with the slice. Called from this
+/// tracker's thread, which sleeps on a semaphore the render thread posts after a render that
+/// had something to report (no polling), and from ``AudioUnitRender(_:_:_:_:_:_:)`` on the unit,
+/// so an offline render sees its slices marked when the call returns. Never on a device's
+/// render thread.
 final class SliceTracker: @unchecked Sendable {
-    private struct Pending {
-        /// The slice's address (the caller's memory, valid until it is complete, as on Apple).
-        var address: UInt
-        var start: Int64
-        var end: Int64
-        var began: Bool
-    }
-    private let pending = Locked<[Pending]>([])
-    private let wake = DispatchSemaphore(value: 0)
+    /// What the render thread posts.
+    let signal = SliceSignal()
     private let stopped = Atomic<Bool>(false)
     private let thread = Locked<JoinableThread?>(nil)
-    private let playerRef = Locked<AUPlayerNode?>(nil)
-    /// Frames copied into the player so far (the scheduling thread only).
-    var queuedFrames: Int64 = 0
+    /// The player whose events are drained (the consumer side of its queue: under this lock).
+    private let player = Locked<ScheduledSlicePlayerNode?>(nil)
+    /// Times the thread woke (tests: it sleeps while nothing happens).
+    let wakeups = Atomic<Int>(0)
 
-    /// Tracks a slice occupying the player's frames `from ..< to`.
-    func track(_ slice: UnsafeMutablePointer<ScheduledAudioSlice>, from: Int64, to: Int64, player: AUPlayerNode) -> OSStatus {
-        playerRef.withLock { $0 = player }
-        let address = UInt(bitPattern: slice)
-        pending.withLock { $0.append(Pending(address: address, start: from, end: to, began: false)) }
+    /// Drains `node`'s events from now on (and the previous player's last ones); starts the
+    /// thread on first use.
+    func attach(_ node: ScheduledSlicePlayerNode) -> OSStatus {
+        let old = player.withLock { p -> ScheduledSlicePlayerNode? in
+            defer { p = node }
+            return p === node ? nil : p
+        }
+        if let old { drain(old) }
         let running = thread.withLock { $0 != nil }
-        if !running {
-            do throws(AudioError) {
-                let t = try JoinableThread(name: "oat-slice-tracker") { [self] in
-                    while !stopped.load(ordering: .acquiring) {
-                        if pending.withLock({ $0.isEmpty }) { wake.wait(); continue }
-                        sweep()
-                        usleep(2000)
-                    }
+        guard !running else { return noErr }
+        do throws(AudioError) {
+            let t = try JoinableThread(name: "oat-slice-tracker") { [self] in
+                // Named for tools and tests (15 characters at most; pthread_setname_np is
+                // not in Swift's Glibc module).
+                let fd = open("/proc/thread-self/comm", O_WRONLY)
+                if fd >= 0 { _ = write(fd, "oat-slice-track", 15); close(fd) }
+                while true {
+                    signal.wait()
+                    if stopped.load(ordering: .acquiring) { break }
+                    wakeups.add(1, ordering: .relaxed)
+                    sweep()
                 }
-                thread.withLock { $0 = t }
-            } catch {
-                return kAudioUnitErr_CannotDoInCurrentContext
             }
+            thread.withLock { $0 = t }
+            return noErr
+        } catch {
+            return kAudioUnitErr_CannotDoInCurrentContext
         }
-        wake.signal()
-        return noErr
     }
 
-    /// Marks what the player has rendered; calls the completion procs (no lock held).
+    /// Applies what the attached player reported.
     func sweep() {
-        guard let player = playerRef.withLock({ $0 }) else { return }
-        let played = player.playedFrames
-        let done = pending.withLock { list -> [UInt] in
-            var done: [UInt] = []
-            var i = 0
-            while i < list.count {
-                if played > list[i].start && !list[i].began {
-                    UnsafeMutablePointer<ScheduledAudioSlice>(bitPattern: list[i].address)?.pointee.mFlags.insert(.scheduledAudioSliceFlag_BeganToRender)
-                    list[i].began = true
-                }
-                if played >= list[i].end {
-                    done.append(list[i].address)
-                    list.remove(at: i)
-                } else {
-                    i += 1
-                }
+        guard let node = player.withLock({ $0 }) else { return }
+        drain(node)
+    }
+
+    private func drain(_ node: ScheduledSlicePlayerNode) {
+        // One consumer at a time (this thread, AudioUnitRender); the procs run outside the lock.
+        while let event = player.withLock({ _ in node.events.pop() }) {
+            guard let slice = UnsafeMutablePointer<ScheduledAudioSlice>(bitPattern: event.address) else { continue }
+            slice.pointee.mFlags.insert(AUScheduledAudioSliceFlags(rawValue: event.flags))
+            if event.flags & AUScheduledAudioSliceFlags.scheduledAudioSliceFlag_Complete.rawValue != 0 {
+                slice.pointee.mCompletionProc?(slice.pointee.mCompletionProcUserData, slice)
             }
-            return done
-        }
-        for address in done {
-            guard let slice = UnsafeMutablePointer<ScheduledAudioSlice>(bitPattern: address) else { continue }
-            slice.pointee.mFlags.insert(.scheduledAudioSliceFlag_Complete)
-            slice.pointee.mCompletionProc?(slice.pointee.mCompletionProcUserData, slice)
         }
     }
 
-    /// Stops the thread (the unit is disposed of); pending slices are not called.
+    /// Stops the thread (the unit is disposed of); slices not yet reported are not called.
     func stop() {
         stopped.store(true, ordering: .releasing)
-        wake.signal()
+        signal.post()
         thread.withLock { t -> JoinableThread? in defer { t = nil }; return t }?.join()
-        pending.withLock { $0.removeAll() }
+        player.withLock { $0 = nil }
     }
 }
