@@ -84,7 +84,13 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
         let r = data.assumingMemoryBound(to: ScheduledAudioFileRegion.self).pointee
         guard let f = r.mAudioFile, x.fileIDs.contains(f) else { return kAudioUnitErr_FileNotSpecified }
         x.region = r
-        x.primed = false
+        // Added to the schedule (Apple's player queues regions, each at its time stamp). A
+        // running feeder takes it; once the feeder has ended (its regions read), a started or
+        // primed player gets a new one that continues the timeline.
+        let running = x.regions.add(r)
+        if !running && (x.started || x.primed), let player = unit.node as? AUPlayerNode {
+            return startFileRegion(unit, player, fresh: false)
+        }
         return noErr
     case kAudioUnitProperty_ScheduledFilePrime:
         guard let data, size >= 4 else { return kAudio_ParamError }
@@ -92,7 +98,7 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
         x.primeFrames = data.loadUnaligned(as: UInt32.self)
         // Apple's prime reads ahead now: the region's reader starts and this call returns once
         // the frames are buffered; playback waits for the start time stamp.
-        guard x.region != nil, unit.component.description.componentSubType == kAudioUnitSubType_AudioFilePlayer,
+        guard !x.primed, x.region != nil, unit.component.description.componentSubType == kAudioUnitSubType_AudioFilePlayer,
               let player = unit.node as? AUPlayerNode else { return noErr }
         let status = startFileRegion(unit, player)
         x.primed = status == noErr
@@ -139,64 +145,149 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
     }
 }
 
-/// Starts the feeder that reads the scheduled region (looping as asked) into the player, held
-/// until its start time stamp, and waits until the prime frames are buffered (at most 5 s).
-private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSStatus {
-    guard let region = unit.extras.region, let id = region.mAudioFile, let box = CompatAudioFile.from(id) else { return kAudioUnitErr_FileNotSpecified }
+/// The file player's schedule: the regions set with `kAudioUnitProperty_ScheduledFileRegion`
+/// that the feeder has not taken yet (each set adds one, as Apple's), and where on the
+/// player's timeline the feeder's next frame goes.
+final class FileRegionSchedule: @unchecked Sendable {
+    /// Regions waiting for the feeder, in the order set (under `lock`).
+    private var list: [ScheduledAudioFileRegion] = []
+    /// True while a feeder runs: it takes the regions set meanwhile.
+    private let lock = Locked<Bool>(false)
+    /// Timeline position after the last frame fed (frames after the start time stamp).
+    let end = Atomic<Int64>(0)
+
+    /// Adds a region; true when a feeder runs and will take it.
+    func add(_ region: ScheduledAudioFileRegion) -> Bool {
+        lock.withLock { feeding in list.append(region); return feeding }
+    }
+    /// The first region waiting, if any.
+    var first: ScheduledAudioFileRegion? { lock.withLock { _ in list.first } }
+    /// A feeder starts.
+    func feederStarts() { lock.withLock { $0 = true } }
+    /// Feeder: the next region, or nil (the feeder ends; `position` is where it ended).
+    func take(endingAt position: Int64) -> ScheduledAudioFileRegion? {
+        lock.withLock { feeding in
+            if list.isEmpty { feeding = false; end.store(position, ordering: .releasing); return nil }
+            return list.removeFirst()
+        }
+    }
+    /// Forgets every region (AudioUnitReset).
+    func removeAll() { lock.withLock { _ in list.removeAll() } }
+}
+
+/// Starts the feeder that reads the scheduled regions (each at its time stamp, looping as
+/// asked) into the player and waits until the prime frames are buffered (at most 5 s).
+/// `fresh`: the player is held until its start time stamp and the timeline starts at 0;
+/// otherwise the feeder continues the timeline where the last one ended (or where playback is,
+/// when the player ran dry meanwhile).
+private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: Bool = true) -> OSStatus {
+    let schedule = unit.extras.regions
+    guard let first = schedule.first else { return kAudioUnitErr_FileNotSpecified }
     let format = unit.format(kAudioUnitScope_Output, 0)
     let channels = player.channels
     let client = AudioStreamBasicDescription.linearPCM(sampleRate: format.mSampleRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
-    let reader: ExtendedAudioFile
-    do throws(AudioError) {
-        reader = try ExtendedAudioFile(file: box.file, clientFormat: client)
-        try reader.seek(toFrame: max(0, min(region.mStartFrame, reader.frameCount)))
-    } catch {
-        return kAudioUnitErr_InvalidFile
+    /// The region being read.
+    struct Current {
+        var reader: ExtendedAudioFile
+        var state: UncheckedState
+        var framesPerPass: Int64
+        var passesLeft: Int
+        var leftInPass: Int64
     }
-    let ratio = format.mSampleRate / box.file.dataFormat.sampleRate
-    let fileFrames = region.mFramesToPlay == UInt32.max ? reader.frameCount - region.mStartFrame : Int64(region.mFramesToPlay)
-    let framesPerPass = Int64((Double(max(0, fileFrames)) * ratio).rounded())
-    // The region's own time stamp: where on the player's timeline (sample 0 = the start time
-    // stamp) the region begins, as Apple's; the frames before it are silence.
-    let t = region.mTimeStamp
-    var leadIn = t.mFlags.contains(.sampleTimeValid) && t.mSampleTime > 0 ? Int64(t.mSampleTime.rounded()) : 0
-    var passesLeft = region.mLoopCount == UInt32.max ? Int.max : Int(region.mLoopCount) + 1
-    var leftInPass = framesPerPass
+    func open(_ region: ScheduledAudioFileRegion) throws(AudioError) -> Current {
+        guard let id = region.mAudioFile, let box = CompatAudioFile.from(id) else {
+            throw AudioError(.invalidArgument, component: "AudioFilePlayer", "the region's file is not open")
+        }
+        let reader = try ExtendedAudioFile(file: box.file, clientFormat: client)
+        try reader.seek(toFrame: max(0, min(region.mStartFrame, reader.frameCount)))
+        let ratio = format.mSampleRate / box.file.dataFormat.sampleRate
+        let fileFrames = region.mFramesToPlay == UInt32.max ? reader.frameCount - region.mStartFrame : Int64(region.mFramesToPlay)
+        let framesPerPass = Int64((Double(max(0, fileFrames)) * ratio).rounded())
+        return Current(reader: reader, state: UncheckedState(region: region), framesPerPass: framesPerPass,
+                       passesLeft: region.mLoopCount == UInt32.max ? Int.max : Int(region.mLoopCount) + 1, leftInPass: framesPerPass)
+    }
+    func complete(_ c: Current, _ status: OSStatus) {
+        if let done = c.state.region.mCompletionProc { done(c.state.region.mCompletionProcUserData, &c.state.region, status) }
+    }
+    // The first region must open now (Apple's prime and start fail for a bad file).
+    do throws(AudioError) { _ = try open(first) } catch { return kAudioUnitErr_InvalidFile }
+    var position: Int64 = fresh ? 0 : max(schedule.end.load(ordering: .acquiring), player.timelineSampleTime)
+    var leadIn: Int64 = 0
+    var current: Current?
     var pcm: AudioPCMBuffer?
-    let state = UncheckedState(region: region)
-    // Prime: the asked frames (at most half the read-ahead buffer, at most the region) are
-    // buffered before this returns, and before playback may start.
+    // Prime: the asked frames (at most half the read-ahead buffer, at most the first region
+    // and the silence before it) are buffered before this returns, and before playback may start.
     let prime = Int(unit.extras.primeFrames == 0 ? 65536 : unit.extras.primeFrames)
-    let target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: leadIn + framesPerPass))
-    player.holdPlayback(untilBuffered: target)
+    var target = prime
+    if let c = try? open(first) {
+        let t = first.mTimeStamp
+        let at = t.mFlags.contains(.sampleTimeValid) ? max(Int64(t.mSampleTime.rounded()), position) : position
+        target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: at - position + c.framesPerPass))
+    }
+    schedule.feederStarts()
+    if fresh { player.holdPlayback(untilBuffered: target) }
     player.play(from: { (out: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int in
         let want = out.count / channels
-        if leadIn > 0 {
-            let n = Int(min(Int64(want), leadIn))
-            out.baseAddress!.update(repeating: 0, count: n * channels)
-            leadIn -= Int64(n)
-            return n
-        }
-        while passesLeft > 0 {
-            if leftInPass <= 0 {
-                passesLeft -= 1
-                if passesLeft == 0 { break }
-                try reader.seek(toFrame: max(0, min(state.region.mStartFrame, reader.frameCount)))
-                leftInPass = framesPerPass
+        while true {
+            if leadIn > 0 {
+                let n = Int(min(Int64(want), leadIn))
+                out.baseAddress!.update(repeating: 0, count: n * channels)
+                leadIn -= Int64(n)
+                position += Int64(n)
+                return n
+            }
+            guard var c = current else {
+                // The next region: its time stamp places it on the timeline (silence before it;
+                // without a valid sample time it follows the last); a region whose time has
+                // passed starts with the frame due now, as the scheduled slices do.
+                guard let region = schedule.take(endingAt: position) else { return 0 }
+                var opened: Current
+                do throws(AudioError) { opened = try open(region) } catch {
+                    if let done = region.mCompletionProc {
+                        var r = region
+                        done(region.mCompletionProcUserData, &r, kAudioUnitErr_InvalidFile)
+                    }
+                    continue
+                }
+                let t = region.mTimeStamp
+                let at = t.mFlags.contains(.sampleTimeValid) ? Int64(t.mSampleTime.rounded()) : position
+                if at > position { leadIn = at - position }
+                var late = position - at
+                while late > 0 && opened.passesLeft > 0 {
+                    if late >= opened.leftInPass {
+                        late -= opened.leftInPass
+                        opened.passesLeft -= 1
+                        opened.leftInPass = opened.framesPerPass
+                        if opened.passesLeft > 0 { try opened.reader.seek(toFrame: max(0, min(region.mStartFrame, opened.reader.frameCount))) }
+                    } else {
+                        let fileFrames = Int64((Double(late) * opened.reader.file.dataFormat.sampleRate / format.mSampleRate).rounded())
+                        try opened.reader.seek(toFrame: max(0, min(region.mStartFrame + fileFrames, opened.reader.frameCount)))
+                        opened.leftInPass -= late
+                        late = 0
+                    }
+                }
+                if opened.passesLeft == 0 { complete(opened, noErr); continue }
+                current = opened
                 continue
             }
-            let n = Int(min(Int64(want), leftInPass))
+            if c.leftInPass <= 0 {
+                c.passesLeft -= 1
+                if c.passesLeft == 0 { complete(c, noErr); current = nil; continue }
+                try c.reader.seek(toFrame: max(0, min(c.state.region.mStartFrame, c.reader.frameCount)))
+                c.leftInPass = c.framesPerPass
+                current = c
+                continue
+            }
+            let n = Int(min(Int64(want), c.leftInPass))
             if pcm == nil || pcm!.frameCapacity != n { pcm = try AudioPCMBuffer(format: client, frameCapacity: n) }
-            let got = try reader.read(into: pcm!)
-            if got == 0 { leftInPass = 0; continue }
+            let got = try c.reader.read(into: pcm!)
+            if got == 0 { c.leftInPass = 0; current = c; continue }
             out.baseAddress!.update(from: pcm!.floatChannel(0)!.baseAddress!, count: got * channels)
-            leftInPass -= Int64(got)
+            c.leftInPass -= Int64(got)
+            current = c
+            position += Int64(got)
             return got
         }
-        if let done = state.region.mCompletionProc {
-            done(state.region.mCompletionProcUserData, &state.region, noErr)
-        }
-        return 0
     })
     let deadline = Date().addingTimeInterval(5)
     while player.bufferedFrames < target && !player.isInputEnded && Date() < deadline { usleep(1000) }
