@@ -112,6 +112,17 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         flushPending.store(true, ordering: .releasing)
     }
 
+    /// True until the render thread has acted on ``flush()``.
+    package var isFlushPending: Bool { flushPending.load(ordering: .acquiring) }
+
+    /// Drops what the ring holds now, on the calling thread: only while the producer is stopped
+    /// and no render runs (a stopped graph, an offline caller between renders).
+    package func discardBuffered() {
+        let n = ring.availableToRead
+        if n > 0 { _ = ring.skip(n) }
+        flushPending.store(false, ordering: .releasing)
+    }
+
     /// Allocates the deinterleaving scratch buffer.
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
         try super.prepare(sampleRate: sampleRate, maxFrames: maxFrames)

@@ -113,5 +113,21 @@ private func renderLeft(_ unit: AudioUnit, _ count: Int, from: Int) -> [Float] {
         #expect(differing(at..<(at + 4000), from: 1000) == 0, "the region set later does not play at its time stamp")
         #expect(left[(at + 4000)...].allSatisfy { $0 == 0 })
         #expect(done[2].calls.load(ordering: .relaxed) == 1)
+
+        // AudioUnitReset clears the schedule (what was read ahead too): after it, a new region,
+        // prime and start time stamp play from a new timeline, nothing of the old schedule.
+        #expect(schedule(0, at: 0, startFrame: 500, frames: 20_000) == noErr)
+        #expect(schedule(1, at: 30_000, startFrame: 40_000, frames: 5000) == noErr)
+        usleep(100_000)
+        _ = renderLeft(unit, 4096, from: 51_200)
+        #expect(AudioUnitReset(unit, kAudioUnitScope_Global, 0) == noErr)
+        #expect(schedule(2, at: 1000, startFrame: 30_000, frames: 3000) == noErr)
+        #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_ScheduledFilePrime, kAudioUnitScope_Global, 0, &prime, 4) == noErr)
+        #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_ScheduleStartTimeStamp, kAudioUnitScope_Global, 0, &start,
+                                     UInt32(MemoryLayout<AudioTimeStamp>.size)) == noErr)
+        left = renderLeft(unit, 40_960, from: 55_296)
+        #expect(left[0..<1000].allSatisfy { $0 == 0 }, "audio of the old schedule after AudioUnitReset")
+        #expect(differing(1000..<4000, from: 30_000) == 0, "the region set after the reset does not start the new timeline")
+        #expect(left[4000...].allSatisfy { $0 == 0 }, "the old schedule's regions still play after AudioUnitReset")
     }
 }

@@ -270,11 +270,14 @@ private func ramp(_ n: Int, _ scale: Float = 1) -> [Float] { (0..<n).map { scale
             if mine.isEmpty { usleep(10_000) }
         }
         try #require(!mine.isEmpty, "no slice tracker thread found")
-        let switches0 = mine.map(voluntarySwitches).reduce(0, +)
+        let threads = Array(mine)
+        let switches0 = threads.map(voluntarySwitches)
         usleep(300_000)
-        let switches1 = mine.map(voluntarySwitches).reduce(0, +)
-        // Other suites' players may wake a tracker started at the same moment: allow a few.
-        #expect(switches1 - switches0 < 20, "the tracker woke \(switches1 - switches0) times in 300 ms with nothing rendered")
+        let switches1 = threads.map(voluntarySwitches)
+        // A tracker of another test started meanwhile may be among the new threads and wake for
+        // its renders: the quietest new tracker is this unit's (a polling tracker wakes ~150 times).
+        let woke = zip(switches1, switches0).map { $0 - $1 }.min() ?? 0
+        #expect(woke < 10, "the tracker woke \(woke) times in 300 ms with nothing rendered")
         _ = render(unit, 1024, from: 0)
         #expect(a.calls.load(ordering: .relaxed) == 1)
     }

@@ -171,8 +171,8 @@ final class FileRegionSchedule: @unchecked Sendable {
             return list.removeFirst()
         }
     }
-    /// Forgets every region (AudioUnitReset).
-    func removeAll() { lock.withLock { _ in list.removeAll() } }
+    /// Forgets every region (AudioUnitReset, once the feeder has been stopped).
+    func removeAll() { lock.withLock { feeding in list.removeAll(); feeding = false } }
 }
 
 /// Starts the feeder that reads the scheduled regions (each at its time stamp, looping as
@@ -292,6 +292,27 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: 
     let deadline = Date().addingTimeInterval(5)
     while player.bufferedFrames < target && !player.isInputEnded && Date() < deadline { usleep(1000) }
     return noErr
+}
+
+/// AudioUnitReset on a file player: the schedule is cleared as on Apple: the feeder stops, the
+/// regions not yet read are dropped, what was read ahead is discarded, and nothing plays until a
+/// new start time stamp (regions set from now on start a new timeline at 0). While the unit
+/// renders (its graph runs), the discarding happens at the next render, waited for (at most 0.2 s).
+func resetFilePlayer(_ unit: CompatUnit, _ player: AUPlayerNode, rendering: Bool) {
+    let x = unit.extras
+    player.stop()
+    x.regions.removeAll()
+    x.regions.end.store(0, ordering: .releasing)
+    x.primed = false
+    x.started = false
+    player.holdPlayback(untilBuffered: 0)
+    if rendering {
+        player.flush()
+        let deadline = HostTime.now() + HostTime.ticks(seconds: 0.2)
+        _ = pollWithBackoff(until: deadline) { !player.isFlushPending }
+    } else {
+        player.discardBuffered()
+    }
 }
 
 private final class UncheckedState: @unchecked Sendable {
