@@ -40,6 +40,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     private let startSample = Atomic<Int64>(Int64.max)
     /// Frames rendered since the node was prepared (render thread only).
     private var renderSampleTime: Int64 = 0
+    /// Frames rendered since the start gate opened (-1 while it never did).
+    private let sinceStart = Atomic<Int64>(-1)
     /// Set by ``flush()``: the next render drops what the ring holds.
     private let flushPending = Atomic<Bool>(false)
 
@@ -94,6 +96,11 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         startSample.store(max(-1, sampleTime ?? -1), ordering: .releasing)
     }
 
+    /// The player's timeline: frames rendered since the start gate of
+    /// ``holdPlayback(untilBuffered:)`` opened (Apple's player's sample time after its start
+    /// time stamp), or -1 while it has not opened.
+    public var timelineSampleTime: Int64 { sinceStart.load(ordering: .acquiring) }
+
     /// Whether playback is held (waiting for its start time or its prime frames).
     public var isHeld: Bool { held.load(ordering: .acquiring) }
 
@@ -103,6 +110,17 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     /// that frames it writes meanwhile may be dropped too. Any thread.
     public func flush() {
         flushPending.store(true, ordering: .releasing)
+    }
+
+    /// True until the render thread has acted on ``flush()``.
+    package var isFlushPending: Bool { flushPending.load(ordering: .acquiring) }
+
+    /// Drops what the ring holds now, on the calling thread: only while the producer is stopped
+    /// and no render runs (a stopped graph, an offline caller between renders).
+    package func discardBuffered() {
+        let n = ring.availableToRead
+        if n > 0 { _ = ring.skip(n) }
+        flushPending.store(false, ordering: .releasing)
     }
 
     /// Allocates the deinterleaving scratch buffer.
@@ -255,8 +273,11 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
             }
             held.store(false, ordering: .releasing)
             lead = at
+            sinceStart.store(0, ordering: .relaxed)
         }
         renderSampleTime &+= Int64(frames)
+        let since = sinceStart.load(ordering: .relaxed)
+        if since >= 0 { sinceStart.store(since + Int64(frames - lead), ordering: .releasing) }
         let avail = ring.availableToRead / ch
         let n = min(frames - lead, avail)
         if n > 0 { ring.read(into: UnsafeMutableBufferPointer(start: scratch, count: n * ch)) }

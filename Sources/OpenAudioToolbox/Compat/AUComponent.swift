@@ -111,7 +111,7 @@ public let kAudioUnitSubType_NewTimePitch: UInt32 = fourCC("nutp")
 public let kAudioUnitSubType_TimePitch: UInt32 = fourCC("tmpt")
 /// Plays regions of audio files (`'afpl'`, a generator): `AUPlayerNode` fed from the file.
 public let kAudioUnitSubType_AudioFilePlayer: UInt32 = fourCC("afpl")
-/// Plays scheduled slices of audio (`'sspl'`, a generator): `AUPlayerNode`.
+/// Plays scheduled slices of audio (`'sspl'`, a generator), each at its time stamp.
 public let kAudioUnitSubType_ScheduledSoundPlayer: UInt32 = fourCC("sspl")
 /// DLS synth (`'dls '`): not available here.
 public let kAudioUnitSubType_DLSSynth: UInt32 = fourCC("dls ")
@@ -581,6 +581,11 @@ public func AudioUnitReset(_ inUnit: AudioUnit, _ inScope: AudioUnitScope, _ inE
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     guard inScope <= kAudioUnitScope_Part else { return kAudioUnitErr_InvalidScope }
     _ = inElement
+    // A file player's schedule is cleared, as Apple's (also while its graph runs: a seek).
+    if let player = unit.node as? AUPlayerNode, isPlayer(unit) {
+        resetFilePlayer(unit, player, rendering: unit.running || unit.owner?.running == true)
+        return noErr
+    }
     guard let node = unit.node, node.isPrepared else { return noErr }   // nothing rendered yet: nothing to clear
     if unit.running || unit.owner?.running == true { return kAudioUnitErr_CannotDoInCurrentContext }
     do { try node.prepare(sampleRate: node.sampleRate, maxFrames: node.maxFrames) } catch { return osStatus(error, default: kAudioUnitErr_FailedInitialization) }

@@ -169,7 +169,13 @@ private let extraCompatComponents: [CompatComponent] = {
                         kind: .custom({ unit in AUTimePitchNode(channels: unit.channels(kAudioUnitScope_Input, 0), algorithm: .timeDomain) }),
                         name: "Apple: AUTimePitch"),
         CompatComponent(description: d(kAudioUnitType_Generator, kAudioUnitSubType_AudioFilePlayer), kind: .custom(player), name: "Apple: AUAudioFilePlayer"),
-        CompatComponent(description: d(kAudioUnitType_Generator, kAudioUnitSubType_ScheduledSoundPlayer), kind: .custom(player), name: "Apple: AUScheduledSoundPlayer"),
+        CompatComponent(description: d(kAudioUnitType_Generator, kAudioUnitSubType_ScheduledSoundPlayer),
+                        kind: .custom({ unit in
+                            let tracker = unit.extras.slices ?? SliceTracker()
+                            unit.extras.slices = tracker
+                            return ScheduledSlicePlayerNode(channels: unit.channels(kAudioUnitScope_Output, 0), signal: tracker.signal)
+                        }),
+                        name: "Apple: AUScheduledSoundPlayer"),
     ]
 }()
 

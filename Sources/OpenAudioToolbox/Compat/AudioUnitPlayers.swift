@@ -49,7 +49,12 @@ func getPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ out: Uns
         return noErr
     case kAudioUnitProperty_ScheduleStartTimeStamp: return writeProperty(x.startTime, ioSize, out, sizeError: e)
     case kAudioUnitProperty_CurrentPlayTime:
-        let played = x.started ? Double((unit.node as? AUPlayerNode)?.playedFrames ?? 0) : -1
+        let played: Double
+        if let slices = unit.node as? ScheduledSlicePlayerNode {
+            played = Double(slices.timelineSampleTime)   // -1 before the start, as Apple's
+        } else {
+            played = x.started ? Double((unit.node as? AUPlayerNode)?.playedFrames ?? 0) : -1
+        }
         return writeProperty(AudioTimeStamp(sampleTime: played, hostTime: 0, rateScalar: 1, flags: .sampleTimeValid), ioSize, out, sizeError: e)
     case kAudioUnitProperty_ScheduledFilePrime: return writeProperty(x.primeFrames, ioSize, out, sizeError: e)
     case kAudioUnitProperty_ScheduledFileBufferSizeFrames: return writeProperty(x.bufferFrames, ioSize, out, sizeError: e)
@@ -79,7 +84,13 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
         let r = data.assumingMemoryBound(to: ScheduledAudioFileRegion.self).pointee
         guard let f = r.audioFileIfSet, x.fileIDs.contains(f) else { return kAudioUnitErr_FileNotSpecified }
         x.region = r
-        x.primed = false
+        // Added to the schedule (Apple's player queues regions, each at its time stamp). A
+        // running feeder takes it; once the feeder has ended (its regions read), a started or
+        // primed player gets a new one that continues the timeline.
+        let running = x.regions.add(r)
+        if !running && (x.started || x.primed), let player = unit.node as? AUPlayerNode {
+            return startFileRegion(unit, player, fresh: false)
+        }
         return noErr
     case kAudioUnitProperty_ScheduledFilePrime:
         guard let data, size >= 4 else { return kAudio_ParamError }
@@ -87,7 +98,7 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
         x.primeFrames = data.loadUnaligned(as: UInt32.self)
         // Apple's prime reads ahead now: the region's reader starts and this call returns once
         // the frames are buffered; playback waits for the start time stamp.
-        guard x.region != nil, unit.component.description.componentSubType == kAudioUnitSubType_AudioFilePlayer,
+        guard !x.primed, x.region != nil, unit.component.description.componentSubType == kAudioUnitSubType_AudioFilePlayer,
               let player = unit.node as? AUPlayerNode else { return noErr }
         let status = startFileRegion(unit, player)
         x.primed = status == noErr
@@ -102,23 +113,29 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
         return data != nil && size >= 4 ? noErr : kAudio_ParamError
     case kAudioUnitProperty_ScheduleStartTimeStamp:
         guard let data, Int(size) >= MemoryLayout<AudioTimeStamp>.size else { return kAudio_ParamError }
-        guard unit.initialized, let player = unit.node as? AUPlayerNode else { return kAudioUnitErr_Uninitialized }
+        guard unit.initialized else { return kAudioUnitErr_Uninitialized }
         x.startTime = data.loadUnaligned(as: AudioTimeStamp.self)
         x.started = true
+        let t = x.startTime
+        let at: Int64? = t.mFlags.contains(.sampleTimeValid) && t.mSampleTime >= 0 ? Int64(t.mSampleTime) : nil
+        if let slices = unit.node as? ScheduledSlicePlayerNode {
+            slices.start(atSampleTime: at)
+            return noErr
+        }
+        guard let player = unit.node as? AUPlayerNode else { return kAudioUnitErr_Uninitialized }
         if unit.component.description.componentSubType == kAudioUnitSubType_AudioFilePlayer {
             if !x.primed {
                 let status = startFileRegion(unit, player)
                 guard status == noErr else { return status }
             }
             x.primed = false
-            let t = x.startTime
-            player.scheduleStart(atSampleTime: t.mFlags.contains(.sampleTimeValid) && t.mSampleTime >= 0 ? Int64(t.mSampleTime) : nil)
+            player.scheduleStart(atSampleTime: at)
         }
         return noErr
     case kAudioUnitProperty_ScheduleAudioSlice:
         guard unit.component.description.componentSubType == kAudioUnitSubType_ScheduledSoundPlayer else { return kAudioUnitErr_InvalidProperty }
         guard let data, Int(size) >= MemoryLayout<ScheduledAudioSlice>.size else { return kAudio_ParamError }
-        guard unit.initialized, let player = unit.node as? AUPlayerNode else { return kAudioUnitErr_Uninitialized }
+        guard unit.initialized, let player = unit.node as? ScheduledSlicePlayerNode else { return kAudioUnitErr_Uninitialized }
         let slice = UnsafeMutablePointer(mutating: data.assumingMemoryBound(to: ScheduledAudioSlice.self))
         return scheduleSlice(unit, player, slice)
     case kAudioUnitProperty_CurrentPlayTime:
@@ -128,68 +145,174 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
     }
 }
 
-/// Starts the feeder that reads the scheduled region (looping as asked) into the player, held
-/// until its start time stamp, and waits until the prime frames are buffered (at most 5 s).
-private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode) -> OSStatus {
-    guard let region = unit.extras.region, let id = region.audioFileIfSet, let box = CompatAudioFile.from(id) else { return kAudioUnitErr_FileNotSpecified }
+/// The file player's schedule: the regions set with `kAudioUnitProperty_ScheduledFileRegion`
+/// that the feeder has not taken yet (each set adds one, as Apple's), and where on the
+/// player's timeline the feeder's next frame goes.
+final class FileRegionSchedule: @unchecked Sendable {
+    /// Regions waiting for the feeder, in the order set (under `lock`).
+    private var list: [ScheduledAudioFileRegion] = []
+    /// True while a feeder runs: it takes the regions set meanwhile.
+    private let lock = Locked<Bool>(false)
+    /// Timeline position after the last frame fed (frames after the start time stamp).
+    let end = Atomic<Int64>(0)
+
+    /// Adds a region; true when a feeder runs and will take it.
+    func add(_ region: ScheduledAudioFileRegion) -> Bool {
+        lock.withLock { feeding in list.append(region); return feeding }
+    }
+    /// The first region waiting, if any.
+    var first: ScheduledAudioFileRegion? { lock.withLock { _ in list.first } }
+    /// A feeder starts.
+    func feederStarts() { lock.withLock { $0 = true } }
+    /// Feeder: the next region, or nil (the feeder ends; `position` is where it ended).
+    func take(endingAt position: Int64) -> ScheduledAudioFileRegion? {
+        lock.withLock { feeding in
+            if list.isEmpty { feeding = false; end.store(position, ordering: .releasing); return nil }
+            return list.removeFirst()
+        }
+    }
+    /// Forgets every region (AudioUnitReset, once the feeder has been stopped).
+    func removeAll() { lock.withLock { feeding in list.removeAll(); feeding = false } }
+}
+
+/// Starts the feeder that reads the scheduled regions (each at its time stamp, looping as
+/// asked) into the player and waits until the prime frames are buffered (at most 5 s).
+/// `fresh`: the player is held until its start time stamp and the timeline starts at 0;
+/// otherwise the feeder continues the timeline where the last one ended (or where playback is,
+/// when the player ran dry meanwhile).
+private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: Bool = true) -> OSStatus {
+    let schedule = unit.extras.regions
+    guard let first = schedule.first else { return kAudioUnitErr_FileNotSpecified }
     let format = unit.format(kAudioUnitScope_Output, 0)
     let channels = player.channels
     let client = AudioStreamBasicDescription.linearPCM(sampleRate: format.mSampleRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true)
-    let reader: ExtendedAudioFile
-    do throws(AudioError) {
-        reader = try ExtendedAudioFile(file: box.file, clientFormat: client)
-        try reader.seek(toFrame: max(0, min(region.mStartFrame, reader.frameCount)))
-    } catch {
-        return kAudioUnitErr_InvalidFile
+    /// The region being read.
+    struct Current {
+        var reader: ExtendedAudioFile
+        var state: UncheckedState
+        var framesPerPass: Int64
+        var passesLeft: Int
+        var leftInPass: Int64
     }
-    let ratio = format.mSampleRate / box.file.dataFormat.sampleRate
-    let fileFrames = region.mFramesToPlay == UInt32.max ? reader.frameCount - region.mStartFrame : Int64(region.mFramesToPlay)
-    let framesPerPass = Int64((Double(max(0, fileFrames)) * ratio).rounded())
-    // The region's own time stamp: where on the player's timeline (sample 0 = the start time
-    // stamp) the region begins, as Apple's; the frames before it are silence.
-    let t = region.mTimeStamp
-    var leadIn = t.mFlags.contains(.sampleTimeValid) && t.mSampleTime > 0 ? Int64(t.mSampleTime.rounded()) : 0
-    var passesLeft = region.mLoopCount == UInt32.max ? Int.max : Int(region.mLoopCount) + 1
-    var leftInPass = framesPerPass
+    func open(_ region: ScheduledAudioFileRegion) throws(AudioError) -> Current {
+        guard let id = region.audioFileIfSet, let box = CompatAudioFile.from(id) else {
+            throw AudioError(.invalidArgument, component: "AudioFilePlayer", "the region's file is not open")
+        }
+        let reader = try ExtendedAudioFile(file: box.file, clientFormat: client)
+        try reader.seek(toFrame: max(0, min(region.mStartFrame, reader.frameCount)))
+        let ratio = format.mSampleRate / box.file.dataFormat.sampleRate
+        let fileFrames = region.mFramesToPlay == UInt32.max ? reader.frameCount - region.mStartFrame : Int64(region.mFramesToPlay)
+        let framesPerPass = Int64((Double(max(0, fileFrames)) * ratio).rounded())
+        return Current(reader: reader, state: UncheckedState(region: region), framesPerPass: framesPerPass,
+                       passesLeft: region.mLoopCount == UInt32.max ? Int.max : Int(region.mLoopCount) + 1, leftInPass: framesPerPass)
+    }
+    func complete(_ c: Current, _ status: OSStatus) {
+        if let done = c.state.region.mCompletionProc { done(c.state.region.mCompletionProcUserData, &c.state.region, status) }
+    }
+    // The first region must open now (Apple's prime and start fail for a bad file).
+    do throws(AudioError) { _ = try open(first) } catch { return kAudioUnitErr_InvalidFile }
+    var position: Int64 = fresh ? 0 : max(schedule.end.load(ordering: .acquiring), player.timelineSampleTime)
+    var leadIn: Int64 = 0
+    var current: Current?
     var pcm: AudioPCMBuffer?
-    let state = UncheckedState(region: region)
-    // Prime: the asked frames (at most half the read-ahead buffer, at most the region) are
-    // buffered before this returns, and before playback may start.
+    // Prime: the asked frames (at most half the read-ahead buffer, at most the first region
+    // and the silence before it) are buffered before this returns, and before playback may start.
     let prime = Int(unit.extras.primeFrames == 0 ? 65536 : unit.extras.primeFrames)
-    let target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: leadIn + framesPerPass))
-    player.holdPlayback(untilBuffered: target)
+    var target = prime
+    if let c = try? open(first) {
+        let t = first.mTimeStamp
+        let at = t.mFlags.contains(.sampleTimeValid) ? max(Int64(t.mSampleTime.rounded()), position) : position
+        target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: at - position + c.framesPerPass))
+    }
+    schedule.feederStarts()
+    if fresh { player.holdPlayback(untilBuffered: target) }
     player.play(from: { (out: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int in
         let want = out.count / channels
-        if leadIn > 0 {
-            let n = Int(min(Int64(want), leadIn))
-            out.baseAddress!.update(repeating: 0, count: n * channels)
-            leadIn -= Int64(n)
-            return n
-        }
-        while passesLeft > 0 {
-            if leftInPass <= 0 {
-                passesLeft -= 1
-                if passesLeft == 0 { break }
-                try reader.seek(toFrame: max(0, min(state.region.mStartFrame, reader.frameCount)))
-                leftInPass = framesPerPass
+        while true {
+            if leadIn > 0 {
+                let n = Int(min(Int64(want), leadIn))
+                out.baseAddress!.update(repeating: 0, count: n * channels)
+                leadIn -= Int64(n)
+                position += Int64(n)
+                return n
+            }
+            guard var c = current else {
+                // The next region: its time stamp places it on the timeline (silence before it;
+                // without a valid sample time it follows the last); a region whose time has
+                // passed starts with the frame due now, as the scheduled slices do.
+                guard let region = schedule.take(endingAt: position) else { return 0 }
+                var opened: Current
+                do throws(AudioError) { opened = try open(region) } catch {
+                    if let done = region.mCompletionProc {
+                        var r = region
+                        done(region.mCompletionProcUserData, &r, kAudioUnitErr_InvalidFile)
+                    }
+                    continue
+                }
+                let t = region.mTimeStamp
+                let at = t.mFlags.contains(.sampleTimeValid) ? Int64(t.mSampleTime.rounded()) : position
+                if at > position { leadIn = at - position }
+                var late = position - at
+                while late > 0 && opened.passesLeft > 0 {
+                    if late >= opened.leftInPass {
+                        late -= opened.leftInPass
+                        opened.passesLeft -= 1
+                        opened.leftInPass = opened.framesPerPass
+                        if opened.passesLeft > 0 { try opened.reader.seek(toFrame: max(0, min(region.mStartFrame, opened.reader.frameCount))) }
+                    } else {
+                        let fileFrames = Int64((Double(late) * opened.reader.file.dataFormat.sampleRate / format.mSampleRate).rounded())
+                        try opened.reader.seek(toFrame: max(0, min(region.mStartFrame + fileFrames, opened.reader.frameCount)))
+                        opened.leftInPass -= late
+                        late = 0
+                    }
+                }
+                if opened.passesLeft == 0 { complete(opened, noErr); continue }
+                current = opened
                 continue
             }
-            let n = Int(min(Int64(want), leftInPass))
+            if c.leftInPass <= 0 {
+                c.passesLeft -= 1
+                if c.passesLeft == 0 { complete(c, noErr); current = nil; continue }
+                try c.reader.seek(toFrame: max(0, min(c.state.region.mStartFrame, c.reader.frameCount)))
+                c.leftInPass = c.framesPerPass
+                current = c
+                continue
+            }
+            let n = Int(min(Int64(want), c.leftInPass))
             if pcm == nil || pcm!.frameCapacity != n { pcm = try AudioPCMBuffer(format: client, frameCapacity: n) }
-            let got = try reader.read(into: pcm!)
-            if got == 0 { leftInPass = 0; continue }
+            let got = try c.reader.read(into: pcm!)
+            if got == 0 { c.leftInPass = 0; current = c; continue }
             out.baseAddress!.update(from: pcm!.floatChannel(0)!.baseAddress!, count: got * channels)
-            leftInPass -= Int64(got)
+            c.leftInPass -= Int64(got)
+            current = c
+            position += Int64(got)
             return got
         }
-        if let done = state.region.mCompletionProc {
-            done(state.region.mCompletionProcUserData, &state.region, noErr)
-        }
-        return 0
     })
     let deadline = Date().addingTimeInterval(5)
     while player.bufferedFrames < target && !player.isInputEnded && Date() < deadline { usleep(1000) }
     return noErr
+}
+
+/// AudioUnitReset on a file player: the schedule is cleared as on Apple: the feeder stops, the
+/// regions not yet read are dropped, what was read ahead is discarded, and nothing plays until a
+/// new start time stamp (regions set from now on start a new timeline at 0). While the unit
+/// renders (its graph runs), the discarding happens at the next render, waited for (at most 0.2 s).
+func resetFilePlayer(_ unit: CompatUnit, _ player: AUPlayerNode, rendering: Bool) {
+    let x = unit.extras
+    player.stop()
+    x.regions.removeAll()
+    x.regions.end.store(0, ordering: .releasing)
+    x.primed = false
+    x.started = false
+    player.holdPlayback(untilBuffered: 0)
+    if rendering {
+        player.flush()
+        let deadline = HostTime.now() + HostTime.ticks(seconds: 0.2)
+        _ = pollWithBackoff(until: deadline) { !player.isFlushPending }
+    } else {
+        player.discardBuffered()
+    }
 }
 
 private final class UncheckedState: @unchecked Sendable {
@@ -197,126 +320,111 @@ private final class UncheckedState: @unchecked Sendable {
     init(region: ScheduledAudioFileRegion) { self.region = region }
 }
 
-/// Copies a slice (in the unit's output format: Float32, planar or interleaved) into the player.
-/// The slice is marked and its completion proc called as Apple's scheduled sound player does:
-/// `BeganToRender` once the unit has rendered a frame of it, `Complete` (and the proc) once it
-/// has rendered all of it, not when it was copied (see ``SliceTracker``). The slice's memory
-/// must stay valid until then, as on Apple.
-private func scheduleSlice(_ unit: CompatUnit, _ player: AUPlayerNode, _ slice: UnsafeMutablePointer<ScheduledAudioSlice>) -> OSStatus {
+/// Queues a slice on the scheduled sound player (not copied: the render thread reads the
+/// slice's buffers when its time comes, as Apple's; see ``ScheduledSlicePlayerNode``). The slice
+/// is marked and its completion proc called as Apple's unit does: `BeganToRender` (and
+/// `BeganToRenderLate`) once the unit has rendered part of it, `Complete` and the proc once the
+/// unit is done with it (see ``SliceTracker``). Its memory must stay valid until then.
+private func scheduleSlice(_ unit: CompatUnit, _ player: ScheduledSlicePlayerNode, _ slice: UnsafeMutablePointer<ScheduledAudioSlice>) -> OSStatus {
+    // A non-optional pointer in Apple's Swift; a C caller may still leave it null.
     guard let listPointer = slice.pointee.bufferListIfSet else { return kAudio_ParamError }
     let list = UnsafeMutableAudioBufferListPointer(listPointer)
     let format = unit.format(kAudioUnitScope_Output, 0)
     guard format.isFloat, format.mBitsPerChannel == 32 else { return kAudioUnitErr_FormatNotSupported }
     let channels = player.channels
     let frames = Int(slice.pointee.mNumberFrames)
-    var interleaved = [Float](repeating: 0, count: frames * channels)
-    if format.isInterleaved {
-        guard list.count >= 1, let p = list[0].mData, Int(list[0].mDataByteSize) >= frames * channels * 4 else { return kAudio_ParamError }
-        interleaved.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: p, byteCount: frames * channels * 4) }
+    let interleaved = format.isInterleaved && channels > 1
+    if interleaved {
+        guard list.count >= 1, list[0].mData != nil, Int(list[0].mDataByteSize) >= frames * channels * 4 else { return kAudio_ParamError }
     } else {
-        guard list.count >= channels else { return kAudio_ParamError }
-        for c in 0..<channels {
-            guard let p = list[c].mData?.assumingMemoryBound(to: Float.self), Int(list[c].mDataByteSize) >= frames * 4 else { return kAudio_ParamError }
-            for f in 0..<frames { interleaved[f * channels + c] = p[f] }
+        guard list.count >= 1 else { return kAudio_ParamError }
+        for c in 0..<min(channels, list.count) {
+            guard list[c].mData != nil, Int(list[c].mDataByteSize) >= frames * 4 else { return kAudio_ParamError }
         }
     }
     slice.pointee.mFlags.remove([.scheduledAudioSliceFlag_Complete, .scheduledAudioSliceFlag_BeganToRender, .scheduledAudioSliceFlag_BeganToRenderLate])
+    let t = slice.pointee.mTimeStamp
+    let start = t.mFlags.contains(.sampleTimeValid) ? Int64(t.mSampleTime.rounded()) : Int64.min
     let tracker = unit.extras.slices ?? SliceTracker()
     unit.extras.slices = tracker
-    // Wait (at most 1 s) for room when the player's buffer is full.
-    var offset = 0
-    let deadline = Date().addingTimeInterval(1)
-    let first = tracker.queuedFrames
-    while offset < frames && Date() < deadline {
-        let wrote = interleaved.withUnsafeBufferPointer { player.schedule(UnsafeBufferPointer(rebasing: $0[(offset * channels)...])) }
-        offset += wrote
-        if offset < frames { usleep(1000) }
-    }
-    tracker.queuedFrames += Int64(offset)
-    guard offset == frames else { return kAudioUnitErr_CannotDoInCurrentContext }
-    return tracker.track(slice, from: first, to: first + Int64(frames), player: player)
+    guard tracker.attach(player) == noErr else { return kAudioUnitErr_CannotDoInCurrentContext }
+    let entry = ScheduledSlicePlayerNode.Entry(address: UInt(bitPattern: slice), list: listPointer, frames: frames, start: start,
+                                               flags: slice.pointee.mFlags.rawValue, interleaved: interleaved)
+    // The player holds ScheduledSlicePlayerNode.capacity slices; more wait (at most 1 s) for room.
+    let deadline = HostTime.now() + HostTime.ticks(seconds: 1)
+    return pollWithBackoff(until: deadline) { player.schedule(entry) } ? noErr : kAudioUnitErr_CannotDoInCurrentContext
 }
 
-/// Watches a scheduled sound player's played frames and marks its slices as Apple's unit does:
-/// `kScheduledAudioSliceFlag_BeganToRender` when the unit has rendered part of a slice,
-/// `kScheduledAudioSliceFlag_Complete` and the slice's completion proc when it has rendered all
-/// of it. The render thread only counts frames (``AUPlayerNode/playedFrames``); the flags and the
-/// procs are set and called from this tracker's thread (every 2 ms while slices are pending,
-/// asleep otherwise) and from ``AudioUnitRender(_:_:_:_:_:_:)`` on the unit, so an offline
-/// render sees its slices complete when the call returns. Never on a device's render thread.
+/// Sets a scheduled sound player's slice flags and calls its completion procs, as the render
+/// thread reports them (``ScheduledSlicePlayerNode/events``): `BeganToRender` /
+/// `BeganToRenderLate` when the unit has rendered part of a slice (or skipped its late part),
+/// `Complete` and the completion proc when it is done with the slice. Called from this
+/// tracker's thread, which sleeps on a semaphore the render thread posts after a render that
+/// had something to report (no polling), and from ``AudioUnitRender(_:_:_:_:_:_:)`` on the unit,
+/// so an offline render sees its slices marked when the call returns. Never on a device's
+/// render thread.
 final class SliceTracker: @unchecked Sendable {
-    private struct Pending {
-        /// The slice's address (the caller's memory, valid until it is complete, as on Apple).
-        var address: UInt
-        var start: Int64
-        var end: Int64
-        var began: Bool
-    }
-    private let pending = Locked<[Pending]>([])
-    private let wake = DispatchSemaphore(value: 0)
+    /// What the render thread posts.
+    let signal = SliceSignal()
     private let stopped = Atomic<Bool>(false)
     private let thread = Locked<JoinableThread?>(nil)
-    private let playerRef = Locked<AUPlayerNode?>(nil)
-    /// Frames copied into the player so far (the scheduling thread only).
-    var queuedFrames: Int64 = 0
+    /// The player whose events are drained (the consumer side of its queue: under this lock).
+    private let player = Locked<ScheduledSlicePlayerNode?>(nil)
+    /// Times the thread woke (tests: it sleeps while nothing happens).
+    let wakeups = Atomic<Int>(0)
 
-    /// Tracks a slice occupying the player's frames `from ..< to`.
-    func track(_ slice: UnsafeMutablePointer<ScheduledAudioSlice>, from: Int64, to: Int64, player: AUPlayerNode) -> OSStatus {
-        playerRef.withLock { $0 = player }
-        let address = UInt(bitPattern: slice)
-        pending.withLock { $0.append(Pending(address: address, start: from, end: to, began: false)) }
+    /// Drains `node`'s events from now on (and the previous player's last ones); starts the
+    /// thread on first use.
+    func attach(_ node: ScheduledSlicePlayerNode) -> OSStatus {
+        let old = player.withLock { p -> ScheduledSlicePlayerNode? in
+            defer { p = node }
+            return p === node ? nil : p
+        }
+        if let old { drain(old) }
         let running = thread.withLock { $0 != nil }
-        if !running {
-            do throws(AudioError) {
-                let t = try JoinableThread(name: "oat-slice-tracker") { [self] in
-                    while !stopped.load(ordering: .acquiring) {
-                        if pending.withLock({ $0.isEmpty }) { wake.wait(); continue }
-                        sweep()
-                        usleep(2000)
-                    }
+        guard !running else { return noErr }
+        do throws(AudioError) {
+            let t = try JoinableThread(name: "oat-slice-tracker") { [self] in
+                // Named for tools and tests (15 characters at most; pthread_setname_np is
+                // not in Swift's Glibc module).
+                let fd = open("/proc/thread-self/comm", O_WRONLY)
+                if fd >= 0 { _ = write(fd, "oat-slice-track", 15); close(fd) }
+                while true {
+                    signal.wait()
+                    if stopped.load(ordering: .acquiring) { break }
+                    wakeups.add(1, ordering: .relaxed)
+                    sweep()
                 }
-                thread.withLock { $0 = t }
-            } catch {
-                return kAudioUnitErr_CannotDoInCurrentContext
             }
+            thread.withLock { $0 = t }
+            return noErr
+        } catch {
+            return kAudioUnitErr_CannotDoInCurrentContext
         }
-        wake.signal()
-        return noErr
     }
 
-    /// Marks what the player has rendered; calls the completion procs (no lock held).
+    /// Applies what the attached player reported.
     func sweep() {
-        guard let player = playerRef.withLock({ $0 }) else { return }
-        let played = player.playedFrames
-        let done = pending.withLock { list -> [UInt] in
-            var done: [UInt] = []
-            var i = 0
-            while i < list.count {
-                if played > list[i].start && !list[i].began {
-                    UnsafeMutablePointer<ScheduledAudioSlice>(bitPattern: list[i].address)?.pointee.mFlags.insert(.scheduledAudioSliceFlag_BeganToRender)
-                    list[i].began = true
-                }
-                if played >= list[i].end {
-                    done.append(list[i].address)
-                    list.remove(at: i)
-                } else {
-                    i += 1
-                }
+        guard let node = player.withLock({ $0 }) else { return }
+        drain(node)
+    }
+
+    private func drain(_ node: ScheduledSlicePlayerNode) {
+        // One consumer at a time (this thread, AudioUnitRender); the procs run outside the lock.
+        while let event = player.withLock({ _ in node.events.pop() }) {
+            guard let slice = UnsafeMutablePointer<ScheduledAudioSlice>(bitPattern: event.address) else { continue }
+            slice.pointee.mFlags.insert(AUScheduledAudioSliceFlags(rawValue: event.flags))
+            if event.flags & AUScheduledAudioSliceFlags.scheduledAudioSliceFlag_Complete.rawValue != 0 {
+                slice.pointee.mCompletionProc?(slice.pointee.completionProcUserDataIfSet, slice)
             }
-            return done
-        }
-        for address in done {
-            guard let slice = UnsafeMutablePointer<ScheduledAudioSlice>(bitPattern: address) else { continue }
-            slice.pointee.mFlags.insert(.scheduledAudioSliceFlag_Complete)
-            slice.pointee.mCompletionProc?(slice.pointee.completionProcUserDataIfSet, slice)
         }
     }
 
-    /// Stops the thread (the unit is disposed of); pending slices are not called.
+    /// Stops the thread (the unit is disposed of); slices not yet reported are not called.
     func stop() {
         stopped.store(true, ordering: .releasing)
-        wake.signal()
+        signal.post()
         thread.withLock { t -> JoinableThread? in defer { t = nil }; return t }?.join()
-        pending.withLock { $0.removeAll() }
+        player.withLock { $0 = nil }
     }
 }

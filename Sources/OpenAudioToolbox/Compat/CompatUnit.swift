@@ -279,7 +279,10 @@ final class CompatUnitExtras {
     var installedNotifies: (ObjectIdentifier, Int)?
     // File player.
     var fileIDs: [AudioFileID] = []
+    /// The region set last (what `kAudioUnitProperty_ScheduledFileRegion` reads back).
     var region: ScheduledAudioFileRegion?
+    /// Every region set, until the feeder takes it (AudioUnitPlayers.swift).
+    let regions = FileRegionSchedule()
     var primeFrames: UInt32 = 0
     var bufferFrames: UInt32 = 65536
     var started = false
