@@ -41,7 +41,7 @@ public func fractionallyDelayed(_ signal: [Float], channels: Int, by delay: Doub
     return out
 }
 
-/// The fraction of a frame (within -1 ... 1) by which `reference` must be delayed to match
+/// The fraction of a frame (within about -1.1 ... 1.1) by which `reference` must be delayed to match
 /// `recording`, where reference frame 0 is near recorded frame `offset` (a whole-frame alignment,
 /// e.g. ``lossyAlign(recording:reference:channels:segmentFrames:drift:)``'s): the delay that
 /// gives the best SNR over `frames` frames from the middle of the reference.
