@@ -96,6 +96,11 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     private var produced: Int64 = 0
     private var playedBeforeStop: Int64 = 0
     private var feeding = false
+    /// The converter of an item that ended while the next item, in the same format, was
+    /// already scheduled: that item continues through it, so a sample-rate conversion runs on
+    /// across the join as it does within one buffer (a converter per buffer restarted the
+    /// resampler, and drained it, at every join of a streamer's many buffers).
+    private var carried: AVAudioConverter?
     /// The player's ring in frames (set by the engine before it builds the graph).
     var ringFrames: Int?
 
@@ -160,6 +165,7 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         if options.contains(.interrupts) {
             dropped = queue
             queue.removeAll()
+            carried = nil
         } else if options.contains(.interruptsAtLoop), let last = queue.last, last.loops {
             // The looping buffer finishes its pass, then this one plays.
             queue[queue.count - 1] = Item(last.source, loops: false, callbackType: last.callbackType, handler: last.handler)
@@ -248,6 +254,7 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         waiting.removeAll()
         playedBeforeStop = (unit as? AUPlayerNode)?.playedFrames ?? 0
         produced = 0
+        carried = nil
         startSample = nil
         requestedStart = nil
         // The feeder's pull waits while `feeding`: clear it first, or stopping the unit (which
@@ -414,7 +421,16 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         }
         guard let scratch = item.scratch else { item.ended = true; return 0 }
         if item.converter == nil {
-            item.converter = AVAudioConverter(from: format, to: target)
+            // The previous item's converter when this item continues it (same format).
+            lock.lock()
+            let previous = carried
+            carried = nil
+            lock.unlock()
+            if let previous, previous.inputFormat.isEqual(format), previous.outputFormat.isEqual(target) {
+                item.converter = previous
+            } else {
+                item.converter = AVAudioConverter(from: format, to: target)
+            }
             if item.converter == nil { item.ended = true; return 0 }
         }
         let converter = item.converter!
@@ -422,7 +438,13 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         var error: NSError?
         let status = converter.convert(to: scratch, error: &error) { packets, status in
             let n = self.read(item, into: chunk, max: Int(min(packets, 1024)))
-            if n == 0 { status.pointee = .endOfStream; return nil }
+            if n == 0 {
+                // The item is over: when the next one is already scheduled in the same format,
+                // its frames follow through this converter ("no data now" keeps the resampler's
+                // state and the frames it holds); otherwise the converter drains.
+                status.pointee = self.isContinued(item, format: format) ? .noDataNow : .endOfStream
+                return nil
+            }
             status.pointee = .haveData
             return chunk
         }
@@ -430,10 +452,24 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
             item.ended = true
             return 0
         }
+        if status == .inputRanDry {
+            // Continued by the next item: it takes over the converter (and what it holds).
+            item.ended = true
+            lock.lock()
+            carried = converter
+            lock.unlock()
+        }
         let frames = min(Int(scratch.frameLength), wanted)
         let data = scratch.floatChannelData![0]
         out.baseAddress!.update(from: data, count: frames * channels)
         return frames
+    }
+
+    /// True when `item` is first in the schedule and the item after it has the same format.
+    private func isContinued(_ item: Item, format: AVAudioFormat) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        guard playing, queue.count > 1, queue[0] === item else { return false }
+        return queue[1].format.isEqual(format)
     }
 
     /// Source frames of `item` into `chunk` (its format), at most `max`; loops restart.
