@@ -226,6 +226,9 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
 
     /// The running device's latency in seconds (0 without one).
     var deviceLatency: Double { lock.lock(); defer { lock.unlock() }; return running ? (graph?.device?.latency ?? 0) : 0 }
+    /// False when the engine renders to a device no clock paces (a WAV file): it renders as fast
+    /// as its sources give audio. True otherwise (and without a device).
+    var deviceIsRealTime: Bool { lock.lock(); defer { lock.unlock() }; return graph?.device?.isRealTime ?? true }
     var isRendering: Bool { lock.lock(); defer { lock.unlock() }; return running || manualMode != nil }
     var isManualRendering: Bool { lock.lock(); defer { lock.unlock() }; return manualMode != nil }
 
@@ -408,7 +411,10 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         let spec: AudioOutputSpec = getenv("OAT_OUTPUT").flatMap { AudioOutputSpec(parsing: String(cString: $0)) } ?? .auto
         try startInputIfConnected()
         do {
-            try wrap { () throws(AudioError) in _ = try graph.start(spec, options: sessionOutputOptions) }
+            // On a device no clock paces (a WAV file), the graph renders only while a source
+            // has something to give: while every player is idle or paused, nothing is written.
+            let gate = renderGate()
+            try wrap { () throws(AudioError) in _ = try graph.start(spec, options: sessionOutputOptions, isReady: gate) }
         } catch {
             stopInput()
             throw error
@@ -417,6 +423,16 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         startWatchingDevice()
         startTaps()
         for node in attached { (node as? AVAudioPlayerNode).map { if $0.isPlaying { $0.startFeeding(rate: renderRate) } } }
+    }
+
+    /// The gate for a device that is not real time: renders go on while a player wants them
+    /// (``AUPlayerNode/wantsRender``). Nil (always render) when the graph has another kind of
+    /// source (a source node, the input) or no player.
+    private func renderGate() -> (@Sendable () -> Bool)? {
+        let players = attached.compactMap { ($0 as? AVAudioPlayerNode)?.unit as? AUPlayerNode }
+        let otherSources = attached.contains { $0 is AVAudioSourceNode || ($0 is AVAudioInputNode && hasOutput(from: $0)) }
+        guard !players.isEmpty, !otherSources else { return nil }
+        return { players.contains { $0.wantsRender } }
     }
 
     private func stopDevice() {

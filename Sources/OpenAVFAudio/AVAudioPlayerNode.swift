@@ -91,6 +91,8 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         let type: AVAudioPlayerNodeCompletionCallbackType
         let handler: AVAudioPlayerNodeCompletionHandler
         var renderedAt: UInt64?
+        /// The player's render position when its end was seen rendered.
+        var renderedFrame: Int64?
     }
     private var playing = false
     private var produced: Int64 = 0
@@ -305,18 +307,32 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         guard let player = unit as? AUPlayerNode, !feeding else { lock.unlock(); return }
         feeding = true
         lock.unlock()
+        // On a device that is not real time (a WAV file), an idle player lets the graph render
+        // the latency after it (effect tails) and then stop; played back is counted in frames.
+        let realTime = engine?.deviceIsRealTime ?? true
+        let latency = outputPresentationLatency
+        player.setIdleSilenceAllowance(frames: Int((latency * rate).rounded(.up)) + 2 * 4096)
+        lock.lock()
+        deviceRealTime = realTime
+        lock.unlock()
         let channels = player.channels
-        player.play(from: { [weak self] (out: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int in
+        player.play(from: { [weak self, weak player] (out: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int in
             guard let self else { return 0 }
             while true {
                 self.deliverRendered()
                 let n = self.produce(into: out, channels: channels, rate: rate)
+                // Nothing scheduled (or paused) is not the end: renders need not wait for it.
+                player?.setProducerIdle(n == 0)
                 if n > 0 { return n }
                 if !self.feedingActive { return 0 }
                 usleep(5000)
             }
         }, chunkFrames: 1024)
     }
+
+    /// Whether the engine's device is paced by a clock (false for a WAV file output), as of
+    /// the feeder's start.
+    private var deviceRealTime = true
 
     private var feedingActive: Bool { lock.lock(); defer { lock.unlock() }; return feeding }
 
@@ -352,12 +368,22 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         // the engine's.
         let latency = needsLatency ? outputPresentationLatency : 0
         let now = AudioGetCurrentHostTime()
+        let renderedNow = player.renderedFrames
         lock.lock()
+        // A device that is not real time renders faster than the clock: the latency is waited
+        // in frames rendered after the player's end, not in seconds.
+        let latencyFrames = deviceRealTime ? nil : Int64((latency * player.sampleRate).rounded(.up))
         var ready: [Waiting] = []
         var keep: [Waiting] = []
         for var w in waiting {
-            if w.renderedAt == nil && w.end <= played { w.renderedAt = now }
-            if let at = w.renderedAt, w.type != .dataPlayedBack || Double(now &- at) / 1e9 >= latency {
+            if w.renderedAt == nil && w.end <= played { w.renderedAt = now; w.renderedFrame = renderedNow }
+            let playedBack: Bool
+            if let at = w.renderedAt, let frame = w.renderedFrame {
+                if let latencyFrames { playedBack = renderedNow - frame >= latencyFrames } else { playedBack = Double(now &- at) / 1e9 >= latency }
+            } else {
+                playedBack = false
+            }
+            if w.renderedAt != nil, w.type != .dataPlayedBack || playedBack {
                 ready.append(w)
             } else {
                 keep.append(w)
