@@ -184,9 +184,13 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     open func play(at when: AVAudioTime?) {
         releasePauseHold()
         lock.lock()
+        // After a pause the player's timeline goes on from where it paused (Apple's "intervals
+        // during which it was paused" are left out); only a stop resets it.
+        if !playing, let start = startSample, let at = pausedAt { resumeFrom = (start, at) }
         playing = true
         requestedStart = when
         startSample = nil
+        pausedAt = nil
         lock.unlock()
         applyStart()
         engine?.playerStarted(self)
@@ -194,8 +198,13 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 
     /// The start asked for by ``play(at:)`` (nil: as soon as possible).
     private var requestedStart: AVAudioTime?
-    /// The node sample time (engine rate) at which the player started or starts (nil: not playing).
+    /// The node sample time (engine rate) at which the player's time is 0: where it started,
+    /// moved later by the time it spent paused (nil: stopped).
     private var startSample: AVAudioFramePosition?
+    /// The node sample time at which the player paused (nil: not paused).
+    private var pausedAt: AVAudioFramePosition?
+    /// A play after a pause, for ``applyStart()``: the timeline's start and the pause's node time.
+    private var resumeFrom: (start: AVAudioFramePosition, pausedAt: AVAudioFramePosition)?
 
     /// Holds the render node until the start time, once the node exists (again after a rebuild).
     private func applyStart() {
@@ -222,7 +231,14 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
             player.scheduleStart(atSampleTime: nil)
         }
         lock.lock()
-        startSample = max(at ?? now, now)
+        let begin = max(at ?? now, now)
+        if let resume = resumeFrom {
+            // Resumed: the timeline skips the paused interval.
+            startSample = resume.start + max(0, begin - resume.pausedAt)
+            resumeFrom = nil
+        } else {
+            startSample = begin
+        }
         lock.unlock()
     }
 
@@ -232,7 +248,9 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     /// nothing more is taken from the schedule; ``play()`` continues where it paused (what the
     /// player had buffered is kept).
     open func pause() {
+        let now = (unit as? AUPlayerNode)?.renderedFrames
         lock.lock()
+        if playing, startSample != nil, let now { pausedAt = now }
         playing = false
         lock.unlock()
         holdForPause()
@@ -252,6 +270,8 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         produced = 0
         startSample = nil
         requestedStart = nil
+        pausedAt = nil
+        resumeFrom = nil
         // The feeder's pull waits while `feeding`: clear it first, or stopping the unit (which
         // joins the feeder) would wait for ever.
         feeding = false
@@ -265,16 +285,18 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 
     open override func reset() { stop() }
 
-    /// Converts a node time (the engine's render time) to the player's time: frames since the
-    /// player started (negative before its start); nil when the player is not playing or the
-    /// engine not rendering.
+    /// Converts a node time (the engine's render time) to the player's time: frames of the
+    /// player's timeline since it started (negative before its start), the intervals it spent
+    /// paused left out, as Apple's player timeline; while paused the player's time stays where
+    /// it paused. Nil when the player is stopped or the engine not rendering.
     open func playerTime(forNodeTime nodeTime: AVAudioTime) -> AVAudioTime? {
         guard nodeTime.isSampleTimeValid, let engine, engine.isRendering else { return nil }
-        lock.lock(); let start = startSample; lock.unlock()
+        lock.lock(); let start = startSample; let paused = pausedAt; lock.unlock()
         guard let start else { return nil }
         let rate = engine.renderRate
         let r = nodeTime.sampleRate > 0 ? nodeTime.sampleRate : rate
-        let sample = r == rate ? nodeTime.sampleTime : Int64((Double(nodeTime.sampleTime) * rate / r).rounded())
+        var sample = r == rate ? nodeTime.sampleTime : Int64((Double(nodeTime.sampleTime) * rate / r).rounded())
+        if let paused { sample = min(sample, paused) }
         return AVAudioTime(sampleTime: sample - start, atRate: rate)
     }
 
