@@ -256,6 +256,13 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
             (node as? AVAudioMixerNode)?.inputBusCount = (highestInputBus(of: node) ?? 0) + 1
             let out = channels(of: node)
             let unit = node.makeUnit(rate: rate, inputChannels: out, outputChannels: out)
+            if let mixer = node as? AVAudioMixerNode {
+                // The volumes and pans as set, before the unit is prepared: it starts at them
+                // rather than gliding from 1 (a volume-0 input is silent from the first frame).
+                mixer.unit = unit
+                mixer.push()
+                applyMixing(to: mixer)
+            }
             try wrap { () throws(AudioError) in try g.add(unit) }
             // A chain that runs at another rate (a source node in its own format, and the
             // effects after it up to a mixer) is prepared for that rate.
@@ -355,10 +362,12 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         return domainRate(of: c.source, depth: depth + 1)
     }
 
-    /// Pushes each source's volume and pan to the mixer input it feeds.
-    private func applyMixing() {
+    /// Pushes each source's volume and pan to the mixer input it feeds (only `target`'s inputs
+    /// when given).
+    private func applyMixing(to target: AVAudioMixerNode? = nil) {
         for c in connections {
             guard let mixer = c.destination as? AVAudioMixerNode, let source = c.source as? any AVAudioMixing else { continue }
+            if let target, mixer !== target { continue }
             mixer.setInput(c.destinationBus, volume: source.volume, pan: source.pan)
         }
     }

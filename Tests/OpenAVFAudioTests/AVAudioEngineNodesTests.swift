@@ -413,3 +413,33 @@ extension AVAudioPlayerNodeStartTimeTests {
         }
     }
 }
+
+extension AVAudioMixerNodeBusTests {
+    /// Apple's mixer still renders an input whose volume is 0 (it is silenced, not skipped): a
+    /// tap above it sees the audio. Before the fix the mixer did not pull it and the tap got
+    /// nothing.
+    @Test func anInputAtVolumeZeroIsRenderedAndSilenced() throws {
+        let engine = try AVAudioSourceNodeTests.offlineEngine()
+        let format = AVAudioSourceNodeTests.stereo
+        let player = AVAudioPlayerNode()
+        engine.attach(player)
+        engine.connect(player, to: engine.mainMixerNode, format: format)
+        player.volume = 0
+        let lock = NSLock()
+        var tapped: [Float] = []
+        player.installTap(onBus: 0, bufferSize: 1024, format: format) { buffer, _ in
+            lock.lock(); tapped += Array(UnsafeBufferPointer(start: buffer.floatChannelData![0], count: Int(buffer.frameLength))); lock.unlock()
+        }
+        try engine.start()
+        player.scheduleBuffer(AVAudioEngineOfflineTests.toneBuffer(frequency: 440, amplitude: 0.5, frames: 48000, channels: 2))
+        player.play()
+        let out = try AVAudioEngineOfflineTests.render(engine, total: 9600)
+        lock.lock(); let seen = tapped; lock.unlock()
+        #expect(seen.count == 9600, "the tap above the volume-0 input sees every frame: \(seen.count)")
+        let level = seen.count >= 9600 ? toneAmplitude(seen, freq: 440, rate: 48000, from: 0, count: 9600) : 0
+        #expect(abs(level - 0.5) < 0.01, "the player rendered its tone: \(level)")
+        #expect((out[0].map { abs($0) }.max() ?? 1) == 0, "the input is not heard")
+        let now = try #require(player.lastRenderTime)
+        #expect(now.sampleTime == 9600, "the player renders on: \(now.sampleTime)")
+    }
+}
