@@ -523,12 +523,24 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// Frames rendered manually so far.
     open var manualRenderingSampleTime: AVAudioFramePosition { lock.lock(); defer { lock.unlock() }; return manualTime }
 
+    /// Apple's `AVAudioEngineManualRenderingError.invalidMode`: not in (that variant of) manual rendering.
+    static let manualRenderingInvalidMode: OSStatus = -80800
+    /// Apple's `AVAudioEngineManualRenderingError.notRunning`: the engine is not started.
+    static let manualRenderingNotRunning: OSStatus = -80802
+
     /// Renders `numberOfFrames` frames into `buffer` (in the manual rendering format). Players
-    /// read their schedule synchronously first, so the audio is complete.
+    /// read their schedule synchronously first, so the audio is complete. Throws, as Apple's
+    /// engine does, an `NSError` with code -80800 (`AVAudioEngineManualRenderingError.invalidMode`)
+    /// outside offline manual rendering and -80802 (`.notRunning`) before ``start()`` or after
+    /// ``pause()``/``stop()``.
     open func renderOffline(_ numberOfFrames: AVAudioFrameCount, to buffer: AVAudioPCMBuffer) throws -> AVAudioEngineManualRenderingStatus {
         lock.lock(); defer { lock.unlock() }
-        guard manualMode != nil, let format = manualFormat else {
-            throw avError(kAudioUnitErr_CannotDoInCurrentContext, "AVAudioEngine.renderOffline: manual rendering is not enabled")
+        guard manualMode == .offline, let format = manualFormat else {
+            throw avError(AVAudioEngine.manualRenderingInvalidMode, "AVAudioEngine.renderOffline: the engine is not in offline manual rendering mode")
+        }
+        // As Apple's: rendering needs a started engine (AVAudioEngineManualRenderingError.notRunning).
+        guard manualStarted else {
+            throw avError(AVAudioEngine.manualRenderingNotRunning, "AVAudioEngine.renderOffline: the engine is not running (call start() first)")
         }
         guard numberOfFrames <= manualMaximum, numberOfFrames <= buffer.frameCapacity else {
             throw avError(kAudioUnitErr_TooManyFramesToProcess, "AVAudioEngine.renderOffline: \(numberOfFrames) frames is more than the maximum \(manualMaximum) or the buffer's \(buffer.frameCapacity)")
