@@ -170,9 +170,19 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         return bus
     }
 
-    /// The format of the audio the output plays: the manual-rendering format, else the device's.
+    /// The output device's format, found on first use and again at each ``start()``
+    /// (``deviceOutputFormat()``).
+    var deviceFormat: AVAudioFormat?
+
+    /// The format of the audio the output plays: the manual-rendering format, else the device's
+    /// (its rate: the session's preferred rate, else the PulseAudio sink's; two channels).
     var outputFormat: AVAudioFormat {
-        manualFormat ?? AVAudioEngine.defaultFormat
+        lock.lock(); defer { lock.unlock() }
+        if let manualFormat { return manualFormat }
+        if let deviceFormat { return deviceFormat }
+        let f = AVAudioEngine.deviceOutputFormat()
+        deviceFormat = f
+        return f
     }
 
     func formatOutOf(_ node: AVAudioNode, bus: Int) -> AVAudioFormat {
@@ -415,6 +425,13 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     }
 
     private func startDevice() throws {
+        // The device may have changed since the format was read (another sink, another
+        // preferred rate): the graph follows it.
+        let device = AVAudioEngine.deviceOutputFormat()
+        if device != deviceFormat {
+            deviceFormat = device
+            dirty = true
+        }
         if dirty || graph == nil { try build() }
         guard let graph else { throw avError(kAudioUnitErr_Uninitialized, "AVAudioEngine: no graph") }
         let spec: AudioOutputSpec = getenv("OAT_OUTPUT").flatMap { AudioOutputSpec(parsing: String(cString: $0)) } ?? .auto
