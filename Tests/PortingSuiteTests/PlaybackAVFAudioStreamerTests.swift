@@ -40,13 +40,11 @@ struct PlaybackAVFAudioStreamerTests {
         // fed in one chunk and with interleaved output, so neither the "needs more data" path
         // nor the planar buffers cause it) ...
         #expect(m.snr >= 20, "\(m)")
-        // ... but not yet as closely as the decoders match ffmpeg elsewhere (60 dB and more for
-        // porting-converter-decode): segments fall to 10 dB. Not found in the time of this
-        // change; the 40 dB target stays here as a known issue until it is.
-        withKnownIssue("streamer SNR against ffmpeg is about 25 dB, worst segments about 10 dB (cause not found yet)") {
-            #expect(m.snr >= 40, "\(m)")
-            #expect(m.worstSegmentSNR >= 30, "\(m)")
-        }
+        // ... and as closely as the decoders match ffmpeg elsewhere, now that the engine renders
+        // at the sink's 44.1 kHz (it rendered at 48 kHz: the player resampled to 48 kHz and
+        // PulseAudio back to 44.1 kHz, which gave the 25 dB, worst segments 10 dB).
+        #expect(m.snr >= 40, "\(m)")
+        #expect(m.worstSegmentSNR >= 30, "\(m)")
         // The whole file was heard: `.dataPlayedBack` on the last buffer waited for the device.
         #expect(m.producedFrames >= m.offset + referenceFrames, "\(m)")
         #expect(abs(heardSpan.count - referenceSpan.count) <= 1024,
