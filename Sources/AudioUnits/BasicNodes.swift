@@ -34,7 +34,8 @@ public final class AURenderCallbackNode: AUNode, @unchecked Sendable {
 /// pan). A stereo input is balanced: left gain min(1, √2·cos θ), right gain min(1, √2·sin θ)
 /// (both 1 at the centre). Outputs of other widths take channel c from input channel
 /// c mod (input channels), and pan applies to stereo outputs only. A mono output sums.
-/// All gains glide over 10 ms when changed.
+/// All gains glide over 10 ms when changed. An enabled input at volume 0 is still rendered (not
+/// heard), as Apple's mixers pull it; a disabled input (enable 0) is not pulled.
 public final class AUMixerNode: AUNode, @unchecked Sendable {
     /// Apple's `kMultiChannelMixerParam_Volume` (input scope: per input, output scope: master).
     public static let volumeID: UInt32 = 0
@@ -113,8 +114,13 @@ public final class AUMixerNode: AUNode, @unchecked Sendable {
             let t = targetGains(i)
             gains[2 * i].setTarget(t.left)
             gains[2 * i + 1].setTarget(t.right)
-            if !gains[2 * i].isRamping && !gains[2 * i + 1].isRamping && t.left == 0 && t.right == 0 { continue }
             guard context.isInputConnected(i) else { continue }
+            if !gains[2 * i].isRamping && !gains[2 * i + 1].isRamping && t.left == 0 && t.right == 0 {
+                // Silent, not skipped: an enabled input at volume 0 is still rendered (as Apple's
+                // mixers pull it), so what is upstream of it (taps, players' time) goes on.
+                if enable(input: i).value >= 0.5 { _ = context.input(i) }
+                continue
+            }
             let input = context.input(i)
             let inChannels = input.channelCount
             if outChannels == 2 {

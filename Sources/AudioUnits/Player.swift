@@ -44,6 +44,11 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     private let sinceStart = Atomic<Int64>(-1)
     /// Set by ``flush()``: the next render drops what the ring holds.
     private let flushPending = Atomic<Bool>(false)
+    // The producer's idle state (``setProducerIdle(_:)``): frames of silence rendered since the
+    // ring ran dry while idle, and how many a device that is not real time should render.
+    private let producerIdle = Atomic<Bool>(false)
+    private let idleSilence = Atomic<Int64>(0)
+    private let idleAllowance = Atomic<Int64>(0)
 
     /// Creates a player of `channels` channels whose ring holds `bufferSeconds` at 48 kHz.
     public init(channels: Int = 2, bufferFrames: Int = 48000, name: String = "player") {
@@ -103,6 +108,36 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
 
     /// Whether playback is held (waiting for its start time or its prime frames).
     public var isHeld: Bool { held.load(ordering: .acquiring) }
+
+    /// The feeder's producer says it has nothing to give now (a scheduling player whose
+    /// schedule is empty or that is paused), which is not the end of input: renders do not wait
+    /// for it (``isReadyToRender(frames:)`` is true) and play what the ring holds, then silence.
+    /// Any thread; call it with false as soon as the producer has frames again.
+    public func setProducerIdle(_ idle: Bool) {
+        if idle && !producerIdle.load(ordering: .acquiring) { idleSilence.store(0, ordering: .relaxed) }
+        producerIdle.store(idle, ordering: .releasing)
+    }
+
+    /// Frames of silence an idle player (``setProducerIdle(_:)``) still asks a device that is
+    /// not real time to render after its ring ran dry (what effects after it hold, their tails
+    /// and latency, comes out in them); ``wantsRender`` is false after that. Any thread.
+    public func setIdleSilenceAllowance(frames: Int) {
+        idleAllowance.store(Int64(max(0, frames)), ordering: .relaxed)
+    }
+
+    /// Whether a render would still bring anything out of this player: false while it is held
+    /// with no start scheduled (paused), or when its ring is empty and no feeder runs (not started, stopped, or its input ended), or its producer is
+    /// idle and the silence allowance (``setIdleSilenceAllowance(frames:)``) has been rendered.
+    /// A host driving a device that is not real time (a file) may stop rendering while no
+    /// source wants to, so the file holds the sources' audio and not the wall-clock time
+    /// between them. Real-time safe (atomics only).
+    public var wantsRender: Bool {
+        if held.load(ordering: .acquiring) && startSample.load(ordering: .acquiring) == Int64.max { return false }
+        if ring.availableToRead > 0 { return true }
+        guard feederRunning.load(ordering: .acquiring), !ended.load(ordering: .acquiring) else { return false }
+        guard producerIdle.load(ordering: .acquiring) else { return true }
+        return idleSilence.load(ordering: .relaxed) < idleAllowance.load(ordering: .relaxed)
+    }
 
     /// Drops what the ring holds at the next render (Apple's player stopping at once rather
     /// than after the audio it has buffered): a stop takes effect within the device's latency,
@@ -230,6 +265,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     /// half the ring, for requests longer than that).
     public override func isReadyToRender(frames: Int) -> Bool {
         guard feederRunning.load(ordering: .acquiring), !ended.load(ordering: .acquiring) else { return true }
+        // An idle producer has nothing coming: what the ring holds plays, then silence.
+        if producerIdle.load(ordering: .acquiring) { return true }
         // A held player renders silence without waiting (its start is not due yet, or it waits
         // for its prime frames, which the gate checks itself).
         if held.load(ordering: .acquiring) {
@@ -296,5 +333,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         }
         volume = v
         played.add(Int64(n), ordering: .relaxed)
+        if lead + n < frames && producerIdle.load(ordering: .relaxed) {
+            idleSilence.add(Int64(frames - lead - n), ordering: .relaxed)
+        }
     }
 }

@@ -185,6 +185,31 @@ extension AVAudioEngine {
         return n
     }
 
+    /// The format engines render to a device at: two channels at the session's preferred
+    /// sample rate when one is set (PulseAudio converts to the sink), else the rate of the
+    /// PulseAudio sink `OAT_OUTPUT` names (or the default sink), as Apple's output node takes
+    /// the hardware's rate; 48 kHz for ALSA (its plug layer converts), files and the null output.
+    static func deviceOutputFormat() -> AVAudioFormat {
+        var rate = AVAudioSession.sharedInstance().preferredSampleRate
+        if rate <= 0 {
+            let spec = getenv("OAT_OUTPUT").flatMap { AudioOutputSpec(parsing: String(cString: $0)) } ?? .auto
+            switch spec {
+            case .pulse(let sink): rate = pulseSinkRate(sink) ?? 0
+            case .auto: rate = pulseSinkRate(nil) ?? 0
+            default: break
+            }
+        }
+        if rate <= 0 { rate = defaultFormat.sampleRate }
+        return AVAudioFormat(standardFormatWithSampleRate: rate, channels: 2)!
+    }
+
+    /// The sample rate of PulseAudio sink `name` (nil: the default sink); nil without a server.
+    static func pulseSinkRate(_ name: String?) -> Double? {
+        guard let sinks = try? PulseAudioOutputDevice.listSinks(timeout: 0.5) else { return nil }
+        let sink = name.map { n in sinks.first { $0.name == n } } ?? sinks.first { $0.isDefault }
+        return sink.flatMap { $0.sampleRate > 0 ? Double($0.sampleRate) : nil }
+    }
+
     /// True when `node` feeds something.
     func hasOutput(from node: AVAudioNode) -> Bool {
         lock.lock(); defer { lock.unlock() }

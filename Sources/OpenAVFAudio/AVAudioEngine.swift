@@ -170,9 +170,19 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         return bus
     }
 
-    /// The format of the audio the output plays: the manual-rendering format, else the device's.
+    /// The output device's format, found on first use and again at each ``start()``
+    /// (``deviceOutputFormat()``).
+    var deviceFormat: AVAudioFormat?
+
+    /// The format of the audio the output plays: the manual-rendering format, else the device's
+    /// (its rate: the session's preferred rate, else the PulseAudio sink's; two channels).
     var outputFormat: AVAudioFormat {
-        manualFormat ?? AVAudioEngine.defaultFormat
+        lock.lock(); defer { lock.unlock() }
+        if let manualFormat { return manualFormat }
+        if let deviceFormat { return deviceFormat }
+        let f = AVAudioEngine.deviceOutputFormat()
+        deviceFormat = f
+        return f
     }
 
     func formatOutOf(_ node: AVAudioNode, bus: Int) -> AVAudioFormat {
@@ -226,6 +236,9 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
 
     /// The running device's latency in seconds (0 without one).
     var deviceLatency: Double { lock.lock(); defer { lock.unlock() }; return running ? (graph?.device?.latency ?? 0) : 0 }
+    /// False when the engine renders to a device no clock paces (a WAV file): it renders as fast
+    /// as its sources give audio. True otherwise (and without a device).
+    var deviceIsRealTime: Bool { lock.lock(); defer { lock.unlock() }; return graph?.device?.isRealTime ?? true }
     var isRendering: Bool { lock.lock(); defer { lock.unlock() }; return running || manualMode != nil }
     var isManualRendering: Bool { lock.lock(); defer { lock.unlock() }; return manualMode != nil }
 
@@ -253,6 +266,13 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
             (node as? AVAudioMixerNode)?.inputBusCount = (highestInputBus(of: node) ?? 0) + 1
             let out = channels(of: node)
             let unit = node.makeUnit(rate: rate, inputChannels: out, outputChannels: out)
+            if let mixer = node as? AVAudioMixerNode {
+                // The volumes and pans as set, before the unit is prepared: it starts at them
+                // rather than gliding from 1 (a volume-0 input is silent from the first frame).
+                mixer.unit = unit
+                mixer.push()
+                applyMixing(to: mixer)
+            }
             try wrap { () throws(AudioError) in try g.add(unit) }
             // A chain that runs at another rate (a source node in its own format, and the
             // effects after it up to a mixer) is prepared for that rate.
@@ -352,10 +372,12 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         return domainRate(of: c.source, depth: depth + 1)
     }
 
-    /// Pushes each source's volume and pan to the mixer input it feeds.
-    private func applyMixing() {
+    /// Pushes each source's volume and pan to the mixer input it feeds (only `target`'s inputs
+    /// when given).
+    private func applyMixing(to target: AVAudioMixerNode? = nil) {
         for c in connections {
             guard let mixer = c.destination as? AVAudioMixerNode, let source = c.source as? any AVAudioMixing else { continue }
+            if let target, mixer !== target { continue }
             mixer.setInput(c.destinationBus, volume: source.volume, pan: source.pan)
         }
     }
@@ -403,12 +425,22 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     }
 
     private func startDevice() throws {
+        // The device may have changed since the format was read (another sink, another
+        // preferred rate): the graph follows it.
+        let device = AVAudioEngine.deviceOutputFormat()
+        if device != deviceFormat {
+            deviceFormat = device
+            dirty = true
+        }
         if dirty || graph == nil { try build() }
         guard let graph else { throw avError(kAudioUnitErr_Uninitialized, "AVAudioEngine: no graph") }
         let spec: AudioOutputSpec = getenv("OAT_OUTPUT").flatMap { AudioOutputSpec(parsing: String(cString: $0)) } ?? .auto
         try startInputIfConnected()
         do {
-            try wrap { () throws(AudioError) in _ = try graph.start(spec, options: sessionOutputOptions) }
+            // On a device no clock paces (a WAV file), the graph renders only while a source
+            // has something to give: while every player is idle or paused, nothing is written.
+            let gate = renderGate()
+            try wrap { () throws(AudioError) in _ = try graph.start(spec, options: sessionOutputOptions, isReady: gate) }
         } catch {
             stopInput()
             throw error
@@ -417,6 +449,16 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         startWatchingDevice()
         startTaps()
         for node in attached { (node as? AVAudioPlayerNode).map { if $0.isPlaying { $0.startFeeding(rate: renderRate) } } }
+    }
+
+    /// The gate for a device that is not real time: renders go on while a player wants them
+    /// (``AUPlayerNode/wantsRender``). Nil (always render) when the graph has another kind of
+    /// source (a source node, the input) or no player.
+    private func renderGate() -> (@Sendable () -> Bool)? {
+        let players = attached.compactMap { ($0 as? AVAudioPlayerNode)?.unit as? AUPlayerNode }
+        let otherSources = attached.contains { $0 is AVAudioSourceNode || ($0 is AVAudioInputNode && hasOutput(from: $0)) }
+        guard !players.isEmpty, !otherSources else { return nil }
+        return { players.contains { $0.wantsRender } }
     }
 
     private func stopDevice() {
@@ -498,12 +540,24 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// Frames rendered manually so far.
     open var manualRenderingSampleTime: AVAudioFramePosition { lock.lock(); defer { lock.unlock() }; return manualTime }
 
+    /// Apple's `AVAudioEngineManualRenderingError.invalidMode`: not in (that variant of) manual rendering.
+    static let manualRenderingInvalidMode: OSStatus = -80800
+    /// Apple's `AVAudioEngineManualRenderingError.notRunning`: the engine is not started.
+    static let manualRenderingNotRunning: OSStatus = -80802
+
     /// Renders `numberOfFrames` frames into `buffer` (in the manual rendering format). Players
-    /// read their schedule synchronously first, so the audio is complete.
+    /// read their schedule synchronously first, so the audio is complete. Throws, as Apple's
+    /// engine does, an `NSError` with code -80800 (`AVAudioEngineManualRenderingError.invalidMode`)
+    /// outside offline manual rendering and -80802 (`.notRunning`) before ``start()`` or after
+    /// ``pause()``/``stop()``.
     open func renderOffline(_ numberOfFrames: AVAudioFrameCount, to buffer: AVAudioPCMBuffer) throws -> AVAudioEngineManualRenderingStatus {
         lock.lock(); defer { lock.unlock() }
-        guard manualMode != nil, let format = manualFormat else {
-            throw avError(kAudioUnitErr_CannotDoInCurrentContext, "AVAudioEngine.renderOffline: manual rendering is not enabled")
+        guard manualMode == .offline, let format = manualFormat else {
+            throw avError(AVAudioEngine.manualRenderingInvalidMode, "AVAudioEngine.renderOffline: the engine is not in offline manual rendering mode")
+        }
+        // As Apple's: rendering needs a started engine (AVAudioEngineManualRenderingError.notRunning).
+        guard manualStarted else {
+            throw avError(AVAudioEngine.manualRenderingNotRunning, "AVAudioEngine.renderOffline: the engine is not running (call start() first)")
         }
         guard numberOfFrames <= manualMaximum, numberOfFrames <= buffer.frameCapacity else {
             throw avError(kAudioUnitErr_TooManyFramesToProcess, "AVAudioEngine.renderOffline: \(numberOfFrames) frames is more than the maximum \(manualMaximum) or the buffer's \(buffer.frameCapacity)")

@@ -91,6 +91,8 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         let type: AVAudioPlayerNodeCompletionCallbackType
         let handler: AVAudioPlayerNodeCompletionHandler
         var renderedAt: UInt64?
+        /// The player's render position when its end was seen rendered.
+        var renderedFrame: Int64?
     }
     private var playing = false
     private var produced: Int64 = 0
@@ -188,9 +190,13 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     open func play(at when: AVAudioTime?) {
         releasePauseHold()
         lock.lock()
+        // After a pause the player's timeline goes on from where it paused (Apple's "intervals
+        // during which it was paused" are left out); only a stop resets it.
+        if !playing, let start = startSample, let at = pausedAt { resumeFrom = (start, at) }
         playing = true
         requestedStart = when
         startSample = nil
+        pausedAt = nil
         lock.unlock()
         applyStart()
         engine?.playerStarted(self)
@@ -198,8 +204,13 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 
     /// The start asked for by ``play(at:)`` (nil: as soon as possible).
     private var requestedStart: AVAudioTime?
-    /// The node sample time (engine rate) at which the player started or starts (nil: not playing).
+    /// The node sample time (engine rate) at which the player's time is 0: where it started,
+    /// moved later by the time it spent paused (nil: stopped).
     private var startSample: AVAudioFramePosition?
+    /// The node sample time at which the player paused (nil: not paused).
+    private var pausedAt: AVAudioFramePosition?
+    /// A play after a pause, for ``applyStart()``: the timeline's start and the pause's node time.
+    private var resumeFrom: (start: AVAudioFramePosition, pausedAt: AVAudioFramePosition)?
 
     /// Holds the render node until the start time, once the node exists (again after a rebuild).
     private func applyStart() {
@@ -226,7 +237,14 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
             player.scheduleStart(atSampleTime: nil)
         }
         lock.lock()
-        startSample = max(at ?? now, now)
+        let begin = max(at ?? now, now)
+        if let resume = resumeFrom {
+            // Resumed: the timeline skips the paused interval.
+            startSample = resume.start + max(0, begin - resume.pausedAt)
+            resumeFrom = nil
+        } else {
+            startSample = begin
+        }
         lock.unlock()
     }
 
@@ -236,7 +254,9 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     /// nothing more is taken from the schedule; ``play()`` continues where it paused (what the
     /// player had buffered is kept).
     open func pause() {
+        let now = (unit as? AUPlayerNode)?.renderedFrames
         lock.lock()
+        if playing, startSample != nil, let now { pausedAt = now }
         playing = false
         lock.unlock()
         holdForPause()
@@ -257,6 +277,8 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         carried = nil
         startSample = nil
         requestedStart = nil
+        pausedAt = nil
+        resumeFrom = nil
         // The feeder's pull waits while `feeding`: clear it first, or stopping the unit (which
         // joins the feeder) would wait for ever.
         feeding = false
@@ -270,16 +292,18 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 
     open override func reset() { stop() }
 
-    /// Converts a node time (the engine's render time) to the player's time: frames since the
-    /// player started (negative before its start); nil when the player is not playing or the
-    /// engine not rendering.
+    /// Converts a node time (the engine's render time) to the player's time: frames of the
+    /// player's timeline since it started (negative before its start), the intervals it spent
+    /// paused left out, as Apple's player timeline; while paused the player's time stays where
+    /// it paused. Nil when the player is stopped or the engine not rendering.
     open func playerTime(forNodeTime nodeTime: AVAudioTime) -> AVAudioTime? {
         guard nodeTime.isSampleTimeValid, let engine, engine.isRendering else { return nil }
-        lock.lock(); let start = startSample; lock.unlock()
+        lock.lock(); let start = startSample; let paused = pausedAt; lock.unlock()
         guard let start else { return nil }
         let rate = engine.renderRate
         let r = nodeTime.sampleRate > 0 ? nodeTime.sampleRate : rate
-        let sample = r == rate ? nodeTime.sampleTime : Int64((Double(nodeTime.sampleTime) * rate / r).rounded())
+        var sample = r == rate ? nodeTime.sampleTime : Int64((Double(nodeTime.sampleTime) * rate / r).rounded())
+        if let paused { sample = min(sample, paused) }
         return AVAudioTime(sampleTime: sample - start, atRate: rate)
     }
 
@@ -312,18 +336,32 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         guard let player = unit as? AUPlayerNode, !feeding else { lock.unlock(); return }
         feeding = true
         lock.unlock()
+        // On a device that is not real time (a WAV file), an idle player lets the graph render
+        // the latency after it (effect tails) and then stop; played back is counted in frames.
+        let realTime = engine?.deviceIsRealTime ?? true
+        let latency = outputPresentationLatency
+        player.setIdleSilenceAllowance(frames: Int((latency * rate).rounded(.up)) + 2 * 4096)
+        lock.lock()
+        deviceRealTime = realTime
+        lock.unlock()
         let channels = player.channels
-        player.play(from: { [weak self] (out: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int in
+        player.play(from: { [weak self, weak player] (out: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int in
             guard let self else { return 0 }
             while true {
                 self.deliverRendered()
                 let n = self.produce(into: out, channels: channels, rate: rate)
+                // Nothing scheduled (or paused) is not the end: renders need not wait for it.
+                player?.setProducerIdle(n == 0)
                 if n > 0 { return n }
                 if !self.feedingActive { return 0 }
                 usleep(5000)
             }
         }, chunkFrames: 1024)
     }
+
+    /// Whether the engine's device is paced by a clock (false for a WAV file output), as of
+    /// the feeder's start.
+    private var deviceRealTime = true
 
     private var feedingActive: Bool { lock.lock(); defer { lock.unlock() }; return feeding }
 
@@ -359,12 +397,22 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         // the engine's.
         let latency = needsLatency ? outputPresentationLatency : 0
         let now = AudioGetCurrentHostTime()
+        let renderedNow = player.renderedFrames
         lock.lock()
+        // A device that is not real time renders faster than the clock: the latency is waited
+        // in frames rendered after the player's end, not in seconds.
+        let latencyFrames = deviceRealTime ? nil : Int64((latency * player.sampleRate).rounded(.up))
         var ready: [Waiting] = []
         var keep: [Waiting] = []
         for var w in waiting {
-            if w.renderedAt == nil && w.end <= played { w.renderedAt = now }
-            if let at = w.renderedAt, w.type != .dataPlayedBack || Double(now &- at) / 1e9 >= latency {
+            if w.renderedAt == nil && w.end <= played { w.renderedAt = now; w.renderedFrame = renderedNow }
+            let playedBack: Bool
+            if let at = w.renderedAt, let frame = w.renderedFrame {
+                if let latencyFrames { playedBack = renderedNow - frame >= latencyFrames } else { playedBack = Double(now &- at) / 1e9 >= latency }
+            } else {
+                playedBack = false
+            }
+            if w.renderedAt != nil, w.type != .dataPlayedBack || playedBack {
                 ready.append(w)
             } else {
                 keep.append(w)

@@ -143,8 +143,9 @@ open class AVAudioSessionRouteDescription: NSObject, @unchecked Sendable {
 /// from the watcher's thread, as Apple posts them on a secondary thread.
 ///
 /// ``setPreferredIOBufferDuration(_:)`` sets the PulseAudio target latency engines started
-/// afterwards use (``ioBufferDuration``); the engines render at 48 kHz (PulseAudio resamples
-/// to the sink), which is ``sampleRate`` unless ``setPreferredSampleRate(_:)`` asked otherwise.
+/// afterwards use (``ioBufferDuration``); the engines render at the output device's rate (the
+/// PulseAudio sink's), which is ``sampleRate``, unless ``setPreferredSampleRate(_:)`` asked for
+/// another (engines started afterwards render at it and PulseAudio converts to the sink).
 /// Recording needs no permission on Linux: ``recordPermission`` is `granted`.
 ///
 /// Thread safety: every member may be called from any thread.
@@ -460,7 +461,8 @@ open class AVAudioSession: NSObject, @unchecked Sendable {
 
     // MARK: Hardware
 
-    /// Asks for a sample rate (0: no preference); ``sampleRate`` reports it.
+    /// Asks for a sample rate (0: no preference): engines started afterwards render and open
+    /// their device at it (PulseAudio converts to the sink's rate); ``sampleRate`` reports it.
     open func setPreferredSampleRate(_ sampleRate: Double) throws {
         guard sampleRate >= 0, sampleRate.isFinite, sampleRate <= 384_000 else {
             throw avError(kAudioSessionErrorParamErr, "AVAudioSession.setPreferredSampleRate: \(sampleRate) Hz is not a rate")
@@ -485,9 +487,10 @@ open class AVAudioSession: NSObject, @unchecked Sendable {
     /// The preferred I/O buffer duration (0: none).
     open var preferredIOBufferDuration: TimeInterval { lock.lock(); defer { lock.unlock() }; return _preferredIO }
 
-    /// The rate audio is rendered at: the preferred rate if one was set, else 48 kHz (the rate
-    /// the engines open the device at; PulseAudio converts to the sink's own).
-    open var sampleRate: Double { let p = preferredSampleRate; return p > 0 ? p : 48000 }
+    /// The rate audio is rendered at: the preferred rate if one was set (engines started
+    /// afterwards render at it; PulseAudio converts to the sink's own), else the output device's
+    /// (the PulseAudio sink's rate; 48 kHz for ALSA and without a device).
+    open var sampleRate: Double { let p = preferredSampleRate; return p > 0 ? p : AVAudioEngine.deviceOutputFormat().sampleRate }
 
     /// The output buffering engines ask the device for, in seconds: the preferred duration
     /// (5 ms ... 2 s) if one was set, else PulseAudio's 0.1 s target (ALSA: four periods of 23 ms).

@@ -263,6 +263,49 @@ func sourceSample(_ i: Int64, channel c: Int, rate: Double = 48000, frequency: D
     }
 }
 
+extension AVAudioPlayerNodeStartTimeTests {
+    /// Apple: "The player's sample time doesn't advance while the node is in a paused state";
+    /// the player timeline leaves out "intervals during which it was paused"; stop resets it.
+    @Test func pauseKeepsThePlayerTimelineAndStopResetsIt() throws {
+        let engine = try AVAudioSourceNodeTests.offlineEngine()
+        let format = AVAudioSourceNodeTests.stereo
+        let player = AVAudioPlayerNode()
+        engine.attach(player)
+        engine.connect(player, to: engine.mainMixerNode, format: format)
+        try engine.start()
+        let tone = AVAudioEngineOfflineTests.toneBuffer(frequency: 440, amplitude: 0.5, frames: 48000, channels: 2)
+        player.scheduleBuffer(tone)
+        player.play()
+        _ = try AVAudioEngineOfflineTests.render(engine, total: 4800)
+        let t1 = try #require(player.lastRenderTime.flatMap { player.playerTime(forNodeTime: $0) })
+        #expect(t1.sampleTime == 4800)
+        player.pause()
+        _ = try AVAudioEngineOfflineTests.render(engine, total: 7200)
+        let paused = try #require(player.lastRenderTime.flatMap { player.playerTime(forNodeTime: $0) }, "a paused player keeps its time")
+        #expect(paused.sampleTime == 4800, "the player's time does not advance while paused: \(paused.sampleTime)")
+        player.play()
+        let resumed = try AVAudioEngineOfflineTests.render(engine, total: 8400)
+        let t2 = try #require(player.lastRenderTime.flatMap { player.playerTime(forNodeTime: $0) })
+        // Before the fix the timeline restarted at the play: 1200.
+        #expect(t2.sampleTime == 6000, "4800 before the pause and 1200 after it: \(t2.sampleTime)")
+        let zero = try #require(player.nodeTime(forPlayerTime: AVAudioTime(sampleTime: 0, atRate: 48000)))
+        #expect(zero.sampleTime == 2400, "player time 0 moved by the 2400 frames paused: \(zero.sampleTime)")
+        let sample = try #require(player.nodeTime(forPlayerTime: AVAudioTime(sampleTime: 5000, atRate: 48000)))
+        #expect(sample.sampleTime == 7400, "player frame 5000 was heard at node time 7400: \(sample.sampleTime)")
+        // The audio goes on from frame 4800 of the buffer: player time and audio agree.
+        let worst = (0..<1200).map { abs(resumed[0][$0] - tone.floatChannelData![0][4800 + $0]) }.max() ?? 1
+        #expect(worst < 1e-4, "the resumed audio is the buffer from frame 4800: \(worst)")
+        player.stop()
+        let stoppedAt = try #require(player.lastRenderTime)
+        #expect(player.playerTime(forNodeTime: stoppedAt) == nil, "a stopped player has no player time")
+        player.scheduleBuffer(tone)
+        player.play()
+        _ = try AVAudioEngineOfflineTests.render(engine, total: 9424)
+        let t3 = try #require(player.lastRenderTime.flatMap { player.playerTime(forNodeTime: $0) })
+        #expect(t3.sampleTime == 1024, "after a stop the timeline starts again at the play: \(t3.sampleTime)")
+    }
+}
+
 @Suite struct AVAudioMixerNodeBusTests {
     @Test func aMixerTakesMoreThanSixteenInputs() throws {
         let engine = try AVAudioSourceNodeTests.offlineEngine()
@@ -368,5 +411,35 @@ func sourceSample(_ i: Int64, channel c: Int, rate: Double = 48000, frequency: D
             let peak = out.map { abs($0) }.max() ?? 0
             #expect(out.allSatisfy { $0.isFinite } && peak > 0.01 && peak <= 1, "\(preset): peak \(peak)")
         }
+    }
+}
+
+extension AVAudioMixerNodeBusTests {
+    /// Apple's mixer still renders an input whose volume is 0 (it is silenced, not skipped): a
+    /// tap above it sees the audio. Before the fix the mixer did not pull it and the tap got
+    /// nothing.
+    @Test func anInputAtVolumeZeroIsRenderedAndSilenced() throws {
+        let engine = try AVAudioSourceNodeTests.offlineEngine()
+        let format = AVAudioSourceNodeTests.stereo
+        let player = AVAudioPlayerNode()
+        engine.attach(player)
+        engine.connect(player, to: engine.mainMixerNode, format: format)
+        player.volume = 0
+        let lock = NSLock()
+        var tapped: [Float] = []
+        player.installTap(onBus: 0, bufferSize: 1024, format: format) { buffer, _ in
+            lock.lock(); tapped += Array(UnsafeBufferPointer(start: buffer.floatChannelData![0], count: Int(buffer.frameLength))); lock.unlock()
+        }
+        try engine.start()
+        player.scheduleBuffer(AVAudioEngineOfflineTests.toneBuffer(frequency: 440, amplitude: 0.5, frames: 48000, channels: 2))
+        player.play()
+        let out = try AVAudioEngineOfflineTests.render(engine, total: 9600)
+        lock.lock(); let seen = tapped; lock.unlock()
+        #expect(seen.count == 9600, "the tap above the volume-0 input sees every frame: \(seen.count)")
+        let level = seen.count >= 9600 ? toneAmplitude(seen, freq: 440, rate: 48000, from: 0, count: 9600) : 0
+        #expect(abs(level - 0.5) < 0.01, "the player rendered its tone: \(level)")
+        #expect((out[0].map { abs($0) }.max() ?? 1) == 0, "the input is not heard")
+        let now = try #require(player.lastRenderTime)
+        #expect(now.sampleTime == 9600, "the player renders on: \(now.sampleTime)")
     }
 }

@@ -201,6 +201,41 @@ import Testing
 
 /// AVAudioUnitTimePitch offline: rate changes the duration and keeps the pitch; pitch changes
 /// the pitch and keeps the duration (Rubber Band underneath).
+/// renderOffline's errors, as Apple's engine gives them (`AVAudioEngineManualRenderingError`).
+@Suite struct AVAudioEngineRenderOfflineErrorTests {
+    static func code(_ body: () throws -> AVAudioEngineManualRenderingStatus) -> Int? {
+        do { _ = try body(); return nil } catch { return (error as NSError).code }
+    }
+
+    @Test func renderOfflineBeforeStartThrowsNotRunning() throws {
+        let engine = AVAudioEngine()
+        let format = AVAudioFormat(standardFormatWithSampleRate: 48000, channels: 2)!
+        let buffer = try #require(AVAudioPCMBuffer(pcmFormat: format, frameCapacity: 1024))
+        // Not in manual rendering mode: invalidMode (-80800).
+        #expect(Self.code { try engine.renderOffline(512, to: buffer) } == -80800)
+        try engine.enableManualRenderingMode(.offline, format: format, maximumFrameCount: 1024)
+        _ = engine.mainMixerNode
+        // Before start(): notRunning (-80802). Before the fix it rendered.
+        #expect(Self.code { try engine.renderOffline(512, to: buffer) } == -80802)
+        try engine.start()
+        #expect(try engine.renderOffline(512, to: buffer) == .success)
+        #expect(buffer.frameLength == 512)
+        engine.pause()
+        #expect(Self.code { try engine.renderOffline(512, to: buffer) } == -80802, "paused: not running")
+        try engine.start()
+        #expect(try engine.renderOffline(512, to: buffer) == .success)
+        engine.stop()
+        #expect(Self.code { try engine.renderOffline(512, to: buffer) } == -80802, "stopped: not running")
+        // The real-time variant renders through manualRenderingBlock: invalidMode.
+        let realtime = AVAudioEngine()
+        try realtime.enableManualRenderingMode(.realtime, format: format, maximumFrameCount: 1024)
+        _ = realtime.mainMixerNode
+        try realtime.start()
+        #expect(Self.code { try realtime.renderOffline(512, to: buffer) } == -80800)
+        realtime.stop()
+    }
+}
+
 @Suite struct AVAudioEngineTimePitchTests {
     @Test(arguments: [(Float(0.5), Float(0)), (Float(2), Float(0)), (Float(1), Float(1200)), (Float(1), Float(-1200))])
     func rateAndPitch(_ rate: Float, _ shift: Float) throws {

@@ -409,6 +409,85 @@ struct PlaybackAVAudioEngineIOTests {
         }
     }
 
+    @Test("outputNode.lastRenderTime advances at the output's sample rate, and an input tap gets the input's rate from the start",
+          arguments: [false, true])
+    func renderTimeAndInputTapAdvanceAtTheSampleRate(_ connected: Bool) throws {
+        try withDaemon { daemon in
+            setenv("OAT_OUTPUT", "pulse:oat_test", 1)
+            setenv("OAT_INPUT", "pulse:oat_test.monitor", 1)
+            let engine = AVAudioEngine()
+            _ = engine.mainMixerNode
+            let input = engine.inputNode
+            // The input through the main mixer, or (the iOS recorder idiom) connected to nothing.
+            if connected { engine.connect(input, to: engine.mainMixerNode, format: input.outputFormat(forBus: 0)) }
+            let lock = NSLock()
+            var tapped = 0
+            input.installTap(onBus: 0, bufferSize: 1024, format: input.outputFormat(forBus: 0)) { buffer, _ in
+                lock.lock(); tapped += Int(buffer.frameLength); lock.unlock()
+            }
+            engine.prepare()
+            try engine.start()
+            let started = Date()
+            usleep(100_000)
+            let a = try #require(engine.outputNode.lastRenderTime)
+            let ta = Date()
+            usleep(1_000_000)
+            lock.lock(); let firstSecond = tapped; lock.unlock()
+            print("first second: input tap \(firstSecond) frames; lastRenderTime \(engine.outputNode.lastRenderTime?.sampleTime ?? -1)")
+            usleep(900_000)
+            let b = try #require(engine.outputNode.lastRenderTime)
+            let tb = Date()
+            lock.lock(); let frames = tapped; lock.unlock()
+            let running = Date().timeIntervalSince(started)
+            engine.stop()
+            #expect(a.sampleRate == 48000 && b.sampleRate == 48000)
+            let rate = Double(b.sampleTime - a.sampleTime) / tb.timeIntervalSince(ta)
+            print("lastRenderTime: \(a.sampleTime) -> \(b.sampleTime) in \(tb.timeIntervalSince(ta)) s: \(rate) frames/s; input tap: \(frames) frames in \(running) s")
+            // The time of the last render cycle, in frames: it advances at the device's rate
+            // (the report said about 3,600 frames per second).
+            #expect(abs(rate - 48000) < 4800, "lastRenderTime advances \(rate) frames per second")
+            // The tap gets the input from the start, less the capture's buffering and the tap's
+            // last partial buffer (the report: about 3,000 frames in the first second).
+            #expect(Double(frames) > (running - 0.3) * 48000, "input tap: \(frames) frames in \(running) s")
+        }
+    }
+
+    @Test("The engine's output format is the PulseAudio sink's rate (44.1 kHz here), or the session's preferred rate")
+    func theEngineRendersAtTheDeviceRate() throws {
+        try withDaemon { daemon in
+            _ = try pactl(daemon, ["load-module", "module-null-sink", "sink_name=oat_44k", "format=float32le", "rate=44100", "channels=2"])
+            setenv("OAT_OUTPUT", "pulse:oat_44k", 1)
+            let session = AVAudioSession.sharedInstance()
+            let previous = session.preferredSampleRate
+            try session.setPreferredSampleRate(0)
+            defer { try? session.setPreferredSampleRate(previous) }
+            #expect(session.sampleRate == 44100, "the session reports the sink's rate: \(session.sampleRate)")
+            let engine = AVAudioEngine()
+            let player = AVAudioPlayerNode()
+            engine.attach(player)
+            // Before the fix every engine rendered at 48 kHz (PulseAudio resampling to the sink).
+            #expect(engine.outputNode.outputFormat(forBus: 0).sampleRate == 44100)
+            #expect(engine.outputNode.inputFormat(forBus: 0).sampleRate == 44100)
+            #expect(engine.mainMixerNode.outputFormat(forBus: 0).sampleRate == 44100)
+            engine.connect(player, to: engine.mainMixerNode, format: nil)
+            try engine.start()
+            #expect(engine.outputNode.lastRenderTime?.sampleRate == 44100, "render time at the device's rate")
+            // (Whether the sink then plays is not checked here: in the private daemon a stream to a
+            // null sink loaded at 44.1 kHz stops after the server's first request, at 48 kHz too.)
+            engine.stop()
+            // The session's preferred rate: engines started afterwards render at it.
+            try session.setPreferredSampleRate(32000)
+            #expect(session.sampleRate == 32000)
+            let preferred = AVAudioEngine()
+            _ = preferred.mainMixerNode
+            #expect(preferred.outputNode.outputFormat(forBus: 0).sampleRate == 32000)
+            try preferred.start()
+            usleep(300_000)
+            #expect(preferred.outputNode.lastRenderTime?.sampleRate == 32000)
+            preferred.stop()
+        }
+    }
+
     @Test("The iOS recorder idiom: a tap on an unconnected input node receives the microphone")
     func tapOnAnUnconnectedInputNode() throws {
         try withDaemon { daemon in

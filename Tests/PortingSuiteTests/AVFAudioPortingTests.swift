@@ -43,3 +43,38 @@ struct AVFAudioPortingTests {
         return try #require(Double(text.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 }
+
+/// The AVAudioEngine porting programs with the engine's output going to a WAV file
+/// (`OAT_OUTPUT=wav:PATH`, a device no clock paces): they end as at a sound server.
+@Suite(.requires(TestResource.ffmpegMissing))
+struct AVFAudioEngineWAVOutputTests {
+    @Test("With OAT_OUTPUT=wav:PATH the player's .dataPlayedBack comes once the file holds the whole input",
+          arguments: ["plain", "fx"])
+    func enginePlayerToAWAVFile(_ mode: String) throws {
+        let dir = try ScratchDirectory("avf-engine-wav")
+        defer { dir.remove() }
+        let input = dir.path + "/a.wav"
+        let output = dir.path + "/out.wav"
+        try #require(makeFixture(input, rate: 48000, channels: 2, seconds: 2, codec: ["-c:a", "pcm_s16le"]))
+        // Before the fix the program waited for ever: the graph stopped rendering with the
+        // file's last partial slice in the player (a non-real-time device waits for a player
+        // whose ring runs low), so the completion never came.
+        let result = try run(try portingProgram("porting-avaudioengine-player"), [input, mode], environment: ["OAT_OUTPUT": "wav:\(output)"], timeout: 60)
+        #expect(result.status == 0, "\(mode): \(result.output)")
+        let written = readOutputWAV(output)
+        #expect(written.channels == 2)
+        let reference = try ffmpegDecode(input)
+        let frames = written.samples.count / 2
+        print("porting-avaudioengine-player \(mode) to a WAV file: \(frames) frames for \(reference.samples.count / 2)")
+        // The whole input was written before the completion, then at most the graph's latency
+        // and two slices of silence (the file does not grow while the players are idle).
+        #expect(frames >= reference.samples.count / 2, "\(mode): \(frames) frames")
+        #expect(frames <= reference.samples.count / 2 + 3 * 4096 + 48000 / 2, "\(mode): \(frames) frames")
+        if mode == "plain" {
+            let c = try #require(check(written.samples, against: reference.samples, channels: 2), "no alignment: \(result.output)")
+            print("porting-avaudioengine-player plain to a WAV file: \(c)")
+            #expect(c.snr >= 60, "\(c)")
+            #expect(c.offset == 0, "the file starts with the player's first frame: \(c)")
+        }
+    }
+}

@@ -35,18 +35,18 @@ struct PlaybackAVFAudioStreamerTests {
         let referenceFrames = reference.samples.count / 2
         let referenceSpan = try #require(soundingSpan(reference.samples, channels: 2))
         let heardSpan = try #require(soundingSpan(recorded, channels: 2), "nothing was heard: \(result.output)")
-        // The engine renders at 48 kHz (AVAudioSession's rate) and the sink runs at the file's
-        // 44.1 kHz: the player converts up, the sound server down, and the two conversions leave
-        // a constant delay that is not a whole frame (half a frame measured), which caps a
-        // whole-frame alignment at about 20 dB for this treble. Delayed by that fraction, the
-        // reference measures the audio itself.
+        // The engine renders at the sink's rate (44.1 kHz here), so nothing is resampled and the
+        // delay below is 0. Were the rates to differ (the engine used to render at 48 kHz), the
+        // player's and the sound server's conversions leave a constant delay that is not a whole
+        // frame, which caps a whole-frame alignment at about 20 dB for this treble; delayed by
+        // that fraction, the reference measures the audio itself.
         let delay = subsampleDelay(recording: recorded, reference: reference.samples, channels: 2, offset: m.offset)
         let shifted = delay == 0 ? reference.samples : fractionallyDelayed(reference.samples, channels: 2, by: delay)
         let fine = try #require(check(recorded, against: shifted, channels: 2), "the file is not in the recording: \(result.output)")
         print("porting-avaudioengine-streamer \(c.testDescription): \(fine) with the reference delayed by \(delay) frame (\(m) to the whole frame); heard \(heardSpan.count) frames of sound for \(referenceSpan.count); \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
         // What is heard is the file, as closely as the file player's audio (a converter per
-        // scheduled buffer used to restart the rate conversion at every join: 25 dB, segments
-        // at 10 dB).
+        // scheduled buffer used to restart the rate conversion at every join, and the engine
+        // resampled to 48 kHz and PulseAudio back: 25 dB, segments at 10 dB).
         #expect(fine.snr >= 60, "\(fine)")
         #expect(fine.worstSegmentSNR >= 40, "\(fine)")
         // The whole file was heard: `.dataPlayedBack` on the last buffer waited for the device.
