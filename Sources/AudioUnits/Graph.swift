@@ -458,6 +458,15 @@ public final class AudioGraph: @unchecked Sendable {
         observer.after(buffers, frames, time)
     }
 
+    /// Waits (sleeping, not on a real-time thread) until every source of the current plan is
+    /// ready to render `frames` frames (``AUNode/isReadyToRender(frames:)``: a player whose
+    /// feeder has read ahead), at most `seconds`; false on timeout. For hosts that render
+    /// offline (Apple's `kAudioUnitProperty_OfflineRender`), where a render may block for data
+    /// produced on another thread instead of playing silence in its place.
+    public func waitForSources(frames: Int, seconds: Double) -> Bool {
+        pollWithBackoff(until: HostTime.now() + HostTime.ticks(seconds: seconds)) { sourcesReady(frames: frames) }
+    }
+
     /// Render thread: true when every node of the current plan is ready to render `frames`
     /// frames (``AUNode/isReadyToRender(frames:)``). Uses the plan as ``render(into:frames:time:)`` does.
     private func sourcesReady(frames: Int) -> Bool {

@@ -57,6 +57,14 @@ private func renderLeft(_ unit: AudioUnit, _ count: Int, from: Int) -> [Float] {
         var bufferFrames: UInt32 = 131_072
         #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_ScheduledFileBufferSizeFrames, kAudioUnitScope_Global, 0, &bufferFrames, 4) == noErr)
         #expect(AudioUnitInitialize(unit) == noErr)
+        // Rendering offline, as Apple's hosts say with this property: a render waits for the
+        // player's reading thread instead of rendering silence where it is late (without it,
+        // this test failed under CI's parallel load: the second region came out as silence).
+        var offline: UInt32 = 1
+        #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_OfflineRender, kAudioUnitScope_Global, 0, &offline, 4) == noErr)
+        var readBack: UInt32 = 0
+        var readSize: UInt32 = 4
+        #expect(AudioUnitGetProperty(unit, kAudioUnitProperty_OfflineRender, kAudioUnitScope_Global, 0, &readBack, &readSize) == noErr && readBack == 1)
         var fileID: AudioFileID?
         #expect(AudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, .readPermission, 0, &fileID) == noErr)
         let file = try #require(fileID)

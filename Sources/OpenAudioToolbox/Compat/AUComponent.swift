@@ -305,6 +305,12 @@ func builtinAudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
         guard let d = list[c].mData, Int(list[c].mDataByteSize) >= Int(inNumberFrames) * 4 else { return kAudio_ParamError }
         pointers[c] = d.assumingMemoryBound(to: Float.self)
     }
+    // Rendering offline (kAudioUnitProperty_OfflineRender on this unit or on a unit of its
+    // graph): wait for the sources' reading threads, as Apple's file player blocks for its disk
+    // reads then, rather than render silence for frames not read yet (at most 5 s a call).
+    if unit.extras.offlineRender || unit.owner?.units.contains(where: { $0.unit.extras.offlineRender }) == true {
+        _ = graph.waitForSources(frames: Int(inNumberFrames), seconds: 5)
+    }
     graph.render(into: pointers, frames: Int(inNumberFrames), time: inTimeStamp.pointee)
     for c in 0..<pointers.count { list[c].mDataByteSize = inNumberFrames * 4 }
     return noErr

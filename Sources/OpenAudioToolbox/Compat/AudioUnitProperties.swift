@@ -115,7 +115,7 @@ func builtinAudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
     case kAudioUnitProperty_SampleRate, kAudioUnitProperty_Latency, kAudioUnitProperty_TailTime:
         size = 8; writable = inID == kAudioUnitProperty_SampleRate
     case kAudioUnitProperty_MaximumFramesPerSlice, kAudioUnitProperty_ElementCount, kAudioOutputUnitProperty_EnableIO,
-         kAudioUnitProperty_BypassEffect, kAUNBandEQProperty_NumberOfBands: size = 4
+         kAudioUnitProperty_BypassEffect, kAUNBandEQProperty_NumberOfBands, kAudioUnitProperty_OfflineRender: size = 4
     case kAudioOutputUnitProperty_IsRunning: size = 4; writable = false
     case kAudioUnitProperty_ParameterList:
         guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
@@ -155,6 +155,7 @@ func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         return put(unit.format(inScope == kAudioUnitScope_Global ? kAudioUnitScope_Output : inScope, inElement))
     case kAudioUnitProperty_SampleRate: return put(Float64(unit.format(inScope == kAudioUnitScope_Input ? 1 : 2, inElement).mSampleRate))
     case kAudioUnitProperty_MaximumFramesPerSlice: return put(unit.maxFrames)
+    case kAudioUnitProperty_OfflineRender: return put(UInt32(unit.extras.offlineRender ? 1 : 0))
     case kAudioUnitProperty_ElementCount:
         return put(UInt32(inScope == kAudioUnitScope_Input ? unit.inputCount : inScope == kAudioUnitScope_Output ? unit.outputCount : 1))
     case kAudioUnitProperty_Latency:
@@ -319,6 +320,10 @@ func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         guard !unit.initialized else { return kAudioUnitErr_Initialized }
         unit.bandCount = Int(v)
         unit.node = unit.makeNode()
+        return noErr
+    case kAudioUnitProperty_OfflineRender:
+        guard let v = get(UInt32.self) else { return kAudio_ParamError }
+        unit.extras.offlineRender = v != 0
         return noErr
     case kAudioUnitProperty_BypassEffect:
         guard !unit.isOutput, let node = unit.node, !node.inputChannels.isEmpty else { return kAudioUnitErr_InvalidProperty }

@@ -277,6 +277,9 @@ final class CompatUnitExtras {
     var renderNotifies: [AURenderCallbackStruct] = []
     /// The graph and notification generation the installed render observer is for.
     var installedNotifies: (ObjectIdentifier, Int)?
+    /// `kAudioUnitProperty_OfflineRender`: renders of this unit (or of a graph holding it) may
+    /// block until its sources have read ahead, instead of rendering silence for what is late.
+    var offlineRender = false
     // File player.
     var fileIDs: [AudioFileID] = []
     /// The region set last (what `kAudioUnitProperty_ScheduledFileRegion` reads back).
