@@ -25,18 +25,7 @@ private func renderLeft(_ unit: AudioUnit, slices: Int, frames: Int = 1024, from
     let list = AudioBufferList.allocate(maximumBuffers: 2)
     defer { free(list.unsafeMutablePointer) }
     for s in 0..<slices {
-        var flags = AudioUnitRenderActionFlags()
-        var time = AudioTimeStamp()
-        time.mSampleTime = Double(start + s * frames)
-        time.mFlags = kAudioTimeStampSampleTimeValid
-        let status = l.withUnsafeMutableBytes { lb in
-            r.withUnsafeMutableBytes { rb -> OSStatus in
-                list[0] = AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(lb.count), mData: lb.baseAddress)
-                list[1] = AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(rb.count), mData: rb.baseAddress)
-                return AudioUnitRender(unit, &flags, &time, 0, UInt32(frames), list.unsafeMutablePointer)
-            }
-        }
-        #expect(status == noErr)
+        renderStereoSlice(unit, at: start + s * frames, &l, &r, list: list)
         left += l
     }
     return left

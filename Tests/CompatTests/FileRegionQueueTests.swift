@@ -24,18 +24,7 @@ private func renderLeft(_ unit: AudioUnit, _ count: Int, from: Int) -> [Float] {
     let list = AudioBufferList.allocate(maximumBuffers: 2)
     defer { free(list.unsafeMutablePointer) }
     while left.count < count {
-        var flags = AudioUnitRenderActionFlags()
-        var time = AudioTimeStamp()
-        time.mSampleTime = Double(from + left.count)
-        time.mFlags = kAudioTimeStampSampleTimeValid
-        let status = l.withUnsafeMutableBytes { lb in
-            r.withUnsafeMutableBytes { rb -> OSStatus in
-                list[0] = AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(lb.count), mData: lb.baseAddress)
-                list[1] = AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(rb.count), mData: rb.baseAddress)
-                return AudioUnitRender(unit, &flags, &time, 0, UInt32(frames), list.unsafeMutablePointer)
-            }
-        }
-        #expect(status == noErr)
+        renderStereoSlice(unit, at: from + left.count, &l, &r, list: list)
         left += l
     }
     return Array(left[..<count])

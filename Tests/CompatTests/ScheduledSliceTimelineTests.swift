@@ -87,18 +87,7 @@ private func render(_ unit: AudioUnit, _ count: Int, from: Int) -> (left: [Float
     defer { free(list.unsafeMutablePointer) }
     var done = 0
     while done < count {
-        var flags = AudioUnitRenderActionFlags()
-        var time = AudioTimeStamp()
-        time.mSampleTime = Double(from + done)
-        time.mFlags = kAudioTimeStampSampleTimeValid
-        let status = l.withUnsafeMutableBytes { lb in
-            r.withUnsafeMutableBytes { rb -> OSStatus in
-                list[0] = AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(lb.count), mData: lb.baseAddress)
-                list[1] = AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(rb.count), mData: rb.baseAddress)
-                return AudioUnitRender(unit, &flags, &time, 0, UInt32(frames), list.unsafeMutablePointer)
-            }
-        }
-        #expect(status == noErr)
+        renderStereoSlice(unit, at: from + done, &l, &r, list: list)
         left += l
         right += r
         done += frames
