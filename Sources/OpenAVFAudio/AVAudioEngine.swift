@@ -497,8 +497,13 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
 
     /// Resets every node's state (players' schedules, effects' tails).
     open func reset() {
-        lock.lock(); defer { lock.unlock() }
-        for node in attached { node.reset() }
+        lock.lock()
+        let nodes = attached
+        lock.unlock()
+        // Not under the engine's lock (as in stop()): a player's reset stops it, which waits for
+        // its feeder, and the feeder may be asking the engine for its latency (a pending
+        // .dataPlayedBack): holding the lock here could deadlock the two.
+        for node in nodes { node.reset() }
     }
 
     // MARK: Manual rendering

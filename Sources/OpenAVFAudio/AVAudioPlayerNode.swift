@@ -188,6 +188,11 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     /// player renders silence; in offline manual rendering its first frame lands exactly on
     /// that sample. The player's time (``playerTime(forNodeTime:)``) is 0 there.
     open func play(at when: AVAudioTime?) {
+        // Already playing: nothing changes, as on Apple (streamers call play() after every
+        // scheduleBuffer; restarting the timeline each time broke their progress).
+        lock.lock()
+        if playing { lock.unlock(); return }
+        lock.unlock()
         releasePauseHold()
         lock.lock()
         // After a pause the player's timeline goes on from where it paused (Apple's "intervals

@@ -304,6 +304,29 @@ extension AVAudioPlayerNodeStartTimeTests {
         let t3 = try #require(player.lastRenderTime.flatMap { player.playerTime(forNodeTime: $0) })
         #expect(t3.sampleTime == 1024, "after a stop the timeline starts again at the play: \(t3.sampleTime)")
     }
+
+    /// Streamers call `play()` after every `scheduleBuffer`. On a player that is already playing,
+    /// Apple's `play()` changes nothing: the player's timeline and the audio go on. Here it
+    /// restarted the timeline (player time 1200 instead of 6000).
+    @Test func playOnAPlayingPlayerChangesNothing() throws {
+        let engine = try AVAudioSourceNodeTests.offlineEngine()
+        let format = AVAudioSourceNodeTests.stereo
+        let player = AVAudioPlayerNode()
+        engine.attach(player)
+        engine.connect(player, to: engine.mainMixerNode, format: format)
+        try engine.start()
+        let tone = AVAudioEngineOfflineTests.toneBuffer(frequency: 440, amplitude: 0.5, frames: 48000, channels: 2)
+        player.scheduleBuffer(tone)
+        player.play()
+        _ = try AVAudioEngineOfflineTests.render(engine, total: 4800)
+        player.play()
+        #expect(player.isPlaying)
+        let after = try AVAudioEngineOfflineTests.render(engine, total: 6000)
+        let t = try #require(player.lastRenderTime.flatMap { player.playerTime(forNodeTime: $0) })
+        #expect(t.sampleTime == 6000, "the second play() restarted the player's timeline: \(t.sampleTime)")
+        let worst = (0..<1200).map { abs(after[0][$0] - tone.floatChannelData![0][4800 + $0]) }.max() ?? 1
+        #expect(worst < 1e-4, "the audio goes on from frame 4800: \(worst)")
+    }
 }
 
 @Suite struct AVAudioMixerNodeBusTests {
