@@ -290,12 +290,13 @@ func builtinAudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
     }
     let graph: AudioGraph
     let pointers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>
+    let offline: Bool
     if let owner = unit.owner {
         guard unit.isOutput, let g = owner.graph, let p = owner.renderPointers else { return kAudioUnitErr_CannotDoInCurrentContext }
-        graph = g; pointers = p
+        graph = g; pointers = p; offline = owner.offlineRender
     } else {
         guard unit.initialized, let g = unit.graph, let p = unit.renderPointers else { return kAudioUnitErr_Uninitialized }
-        graph = g; pointers = p
+        graph = g; pointers = p; offline = unit.extras.offlineRender
     }
     guard inOutputBusNumber == 0 else { return kAudioUnitErr_InvalidElement }
     guard inNumberFrames <= unit.maxFrames || unit.owner != nil else { return kAudioUnitErr_TooManyFramesToProcess }
@@ -308,7 +309,7 @@ func builtinAudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
     // Rendering offline (kAudioUnitProperty_OfflineRender on this unit or on a unit of its
     // graph): wait for the sources' reading threads, as Apple's file player blocks for its disk
     // reads then, rather than render silence for frames not read yet (at most 5 s a call).
-    if unit.extras.offlineRender || unit.owner?.units.contains(where: { $0.unit.extras.offlineRender }) == true {
+    if offline {
         _ = graph.waitForSources(frames: Int(inNumberFrames), seconds: 5)
     }
     graph.render(into: pointers, frames: Int(inNumberFrames), time: inTimeStamp.pointee)

@@ -41,6 +41,9 @@ final class CompatGraph: @unchecked Sendable {
     var running = false
     var graph: AudioGraph?
     var renderPointers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>?
+    /// Whether any of its units has `kAudioUnitProperty_OfflineRender` set (kept by the property
+    /// setter, so a render reads one flag instead of scanning the units).
+    var offlineRender = false
 
     deinit {
         graph?.stop()

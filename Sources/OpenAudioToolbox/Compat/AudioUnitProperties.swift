@@ -324,6 +324,7 @@ func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     case kAudioUnitProperty_OfflineRender:
         guard let v = get(UInt32.self) else { return kAudio_ParamError }
         unit.extras.offlineRender = v != 0
+        if let owner = unit.owner { owner.offlineRender = owner.units.contains { $0.unit.extras.offlineRender } }
         return noErr
     case kAudioUnitProperty_BypassEffect:
         guard !unit.isOutput, let node = unit.node, !node.inputChannels.isEmpty else { return kAudioUnitErr_InvalidProperty }
