@@ -121,24 +121,6 @@ func runAVEngine(_ kind: String, spec: String, options: Options) -> KindResult {
     result.measuredCalls = probe.measuredCalls
     result.measuredFrames = probe.measuredFrames
     result.requestedFrames = probe.measuredFrames
-    let names = ["malloc", "calloc", "realloc", "free", "memalign"]
-    for (k, name) in names.enumerated() {
-        result.callbackAllocations += oat_mc_count(callbackFlag, Int32(k))
-        let w = oat_mc_count(windowFlag, Int32(k))
-        if w > 0 { result.windowAllocations[name] = w }
-        result.windowTotal += w
-    }
-    var addresses = [UnsafeMutableRawPointer?](repeating: nil, count: 512)
-    var kinds = [Int32](repeating: 0, count: 512)
-    let n = Int(oat_mc_callers(&addresses, 512, &kinds))
-    var byCaller: [String: Int] = [:]
-    for i in 0..<n {
-        guard let a = addresses[i] else { continue }
-        let object = oat_mc_object_name(a).map { String(cString: $0) } ?? "?"
-        let symbol = oat_mc_symbol_name(a).map { String(cString: $0) } ?? "?"
-        if isOurs(object) { result.oursInWindow += 1 }
-        byCaller["\(names[Int(kinds[i])]) from \(symbol) (\((object as NSString).lastPathComponent))", default: 0] += 1
-    }
-    result.callers = byCaller.sorted { $0.value > $1.value }.prefix(8).map { "\($0.value)× \($0.key)" }
+    collectAllocations(into: &result)
     return result
 }

@@ -285,6 +285,33 @@ let exePath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc
 
 /// True when the allocation's caller is Swift code: our executable (the package is linked in
 /// statically) or the Swift runtime / Foundation / Dispatch libraries called on our behalf.
+/// Adds the allocation counters of the measured renders and the window around them to `result`,
+/// with the eight most frequent callers (shared by every scenario); returns how many callers
+/// the shim recorded.
+@discardableResult
+func collectAllocations(into result: inout KindResult) -> Int {
+    let names = ["malloc", "calloc", "realloc", "free", "memalign"]
+    for (k, name) in names.enumerated() {
+        result.callbackAllocations += oat_mc_count(callbackFlag, Int32(k))
+        let w = oat_mc_count(windowFlag, Int32(k))
+        if w > 0 { result.windowAllocations[name] = w }
+        result.windowTotal += w
+    }
+    var addresses = [UnsafeMutableRawPointer?](repeating: nil, count: 512)
+    var kinds = [Int32](repeating: 0, count: 512)
+    let n = Int(oat_mc_callers(&addresses, 512, &kinds))
+    var byCaller: [String: Int] = [:]
+    for i in 0..<n {
+        guard let a = addresses[i] else { continue }
+        let object = oat_mc_object_name(a).map { String(cString: $0) } ?? "?"
+        let symbol = oat_mc_symbol_name(a).map { String(cString: $0) } ?? "?"
+        if isOurs(object) { result.oursInWindow += 1 }
+        byCaller["\(names[Int(kinds[i])]) from \(symbol) (\((object as NSString).lastPathComponent))", default: 0] += 1
+    }
+    result.callers = byCaller.sorted { $0.value > $1.value }.prefix(8).map { "\($0.value)× \($0.key)" }
+    return n
+}
+
 func isOurs(_ object: String) -> Bool {
     object == exePath || object.contains("libswift") || object.contains("libFoundation") || object.contains("libdispatch")
 }
@@ -406,25 +433,7 @@ func runKind(_ kind: String, options: Options, pulse: PrivatePulse?) -> KindResu
         result.requestedFrames += p.requestedFrames
         result.endOfStream += p.endOfStream
     }
-    let names = ["malloc", "calloc", "realloc", "free", "memalign"]
-    for (k, name) in names.enumerated() {
-        result.callbackAllocations += oat_mc_count(callbackFlag, Int32(k))
-        let w = oat_mc_count(windowFlag, Int32(k))
-        if w > 0 { result.windowAllocations[name] = w }
-        result.windowTotal += w
-    }
-    var addresses = [UnsafeMutableRawPointer?](repeating: nil, count: 512)
-    var kinds = [Int32](repeating: 0, count: 512)
-    let n = Int(oat_mc_callers(&addresses, 512, &kinds))
-    var byCaller: [String: Int] = [:]
-    for i in 0..<n {
-        guard let a = addresses[i] else { continue }
-        let object = oat_mc_object_name(a).map { String(cString: $0) } ?? "?"
-        let symbol = oat_mc_symbol_name(a).map { String(cString: $0) } ?? "?"
-        if isOurs(object) { result.oursInWindow += 1 }
-        byCaller["\(names[Int(kinds[i])]) from \(symbol) (\((object as NSString).lastPathComponent))", default: 0] += 1
-    }
-    result.callers = byCaller.sorted { $0.value > $1.value }.prefix(8).map { "\($0.value)× \($0.key)" }
+    let n = collectAllocations(into: &result)
     // The distinct call stacks of the first allocations (symbol names, innermost first).
     var stacks: [String: Int] = [:]
     for i in 0..<min(n, 64) {
