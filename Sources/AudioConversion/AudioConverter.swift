@@ -436,24 +436,49 @@ public final class AudioConverter {
         }
         direct = (base + filled * outBytesPerFrame, wanted - filled, 0)
         defer { direct = nil }
-        while !drained && filled + direct!.filled + bufferedFrameCount < wanted {
-            let missing = wanted - filled - direct!.filled - bufferedFrameCount
-            let perPacket = Int(sourceFormat.framesPerPacket)
-            let count = perPacket > 0 ? Swift.max(1, (missing + perPacket - 1) / perPacket) : 1
-            guard let batch = try input(count) else {
-                try endOfInput()
-                break
+        do throws(AudioError) {
+            while !drained && filled + direct!.filled + bufferedFrameCount < wanted {
+                let missing = wanted - filled - direct!.filled - bufferedFrameCount
+                let perPacket = Int(sourceFormat.framesPerPacket)
+                let count = perPacket > 0 ? Swift.max(1, (missing + perPacket - 1) / perPacket) : 1
+                guard let batch = try input(count) else {
+                    try endOfInput()
+                    break
+                }
+                let before = direct!.filled + bufferedFrameCount
+                try decode(batch)
+                pulledPackets += batch.packetCount
+                pulledFrames += Swift.max(0, direct!.filled + bufferedFrameCount - before)
             }
-            let before = direct!.filled + bufferedFrameCount
-            try decode(batch)
-            pulledPackets += batch.packetCount
-            pulledFrames += Swift.max(0, direct!.filled + bufferedFrameCount - before)
+        } catch {
+            // The input (or a packet) failed after frames went straight into `buffer`: they go
+            // back to the front of the FIFO, where the FIFO path would have left them, so the
+            // caller still gets them (``read(into:maxFrames:)``). Thrown with them only in
+            // `buffer`, they were lost: AudioConverterFillComplexBuffer then read the (empty)
+            // FIFO over them and reported 0 packets with the input proc's error.
+            let delivered = filled + direct!.filled
+            direct = nil
+            restoreToFIFO(from: base, frames: delivered)
+            throw error
         }
         // The FIFO only takes frames once the buffer is full: they follow the buffer's last frame.
         filled += direct!.filled
         direct = nil
         buffer.frameLength = filled
         return filled
+    }
+
+    /// Puts `frames` frames at `source` (one interleaved plane) back in front of what the FIFO
+    /// holds (after a failed direct fill).
+    private func restoreToFIFO(from source: UnsafeMutableRawPointer, frames: Int) {
+        guard frames > 0, outPlanes == 1 else { return }
+        let restBytes = bufferedFrameCount * outBytesPerFrame
+        var rest = [UInt8](repeating: 0, count: restBytes)
+        if restBytes > 0 { rest.withUnsafeMutableBytes { fifo[0].copy(from: fifoReadFrames * outBytesPerFrame, bytes: restBytes, to: $0.baseAddress!) } }
+        fifo[0].removeAll()
+        fifoReadFrames = 0
+        fifo[0].append(UnsafeRawBufferPointer(start: source, count: frames * outBytesPerFrame))
+        rest.withUnsafeBytes { fifo[0].append($0) }
     }
 
     // MARK: Internals

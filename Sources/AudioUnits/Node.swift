@@ -76,6 +76,14 @@ open class AUNode: @unchecked Sendable, CustomStringConvertible {
     public private(set) var maxFrames: Int = 1024
     /// Frames this node has rendered on its output (render thread only).
     public internal(set) var renderedFrames: Int64 = 0
+
+    /// Sets the node's render clock (``renderedFrames``, and a node's own sample-time count) to
+    /// `sampleTime`, so a node added to a graph that has been rendering counts from the graph's
+    /// time instead of 0 (Apple's units take the graph's sample time). Control plane, before
+    /// the node joins a committed plan: the render thread must not be rendering it.
+    open func setRenderClock(_ sampleTime: Int64) {
+        renderedFrames = sampleTime
+    }
     /// The graph the node belongs to (at most one at a time).
     weak var graph: AudioGraph?
     var prepared = false

@@ -83,6 +83,12 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     /// Frames the ring can hold.
     public var capacityFrames: Int { ring.capacity / channels }
 
+    /// Sets the render clock and the sample time ``scheduleStart(atSampleTime:)`` counts in.
+    public override func setRenderClock(_ sampleTime: Int64) {
+        super.setRenderClock(sampleTime)
+        renderSampleTime = sampleTime
+    }
+
     /// Holds playback (Apple's player before its start time stamp, and while it primes): renders
     /// are silence and take nothing from the ring until ``scheduleStart(atSampleTime:)`` has been
     /// called, its sample time has come, and the ring holds `frames` frames (or the input has

@@ -128,16 +128,22 @@ open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
         return input
     }
 
-    override func addSupportUnits(to graph: AudioGraph) throws {
-        guard let v = unit as? AUVoiceProcessingNode, let capture, let reference, let gate else { return }
+    /// The unit stays while voice processing is as it was built and the width is the same.
+    override func canKeep(_ unit: AudioUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+        if isVoiceProcessingEnabled { return unit is AUVoiceProcessingNode && capture != nil && reference != nil && gate != nil }
+        return unit is AUInputNode && unit.outputChannels == [max(1, outputChannels)]
+    }
+
+    override func addSupportUnits(to graph: AudioGraph) throws -> [AudioUnits.AUNode] {
+        guard let v = unit as? AUVoiceProcessingNode, let capture, let reference, let gate else { return [] }
+        let present = graph.nodes
         try wrap { () throws(AudioError) in
-            try graph.add(capture)
-            try graph.add(gate)
-            try graph.add(reference)
+            for u in [capture, gate, reference] as [AudioUnits.AUNode] where !present.contains(where: { $0 === u }) { try graph.add(u) }
             try graph.connect(capture, to: gate)
             try graph.connect(gate, to: v, input: 0)
             try graph.connect(reference, to: v, input: 1)
         }
+        return [capture, gate, reference]
     }
 
     /// The device spec: `OAT_INPUT`, else the session's preferred input, else auto.

@@ -253,41 +253,84 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         return node === mixer ? Int(outputFormat.channelCount) : 2
     }
 
-    /// Builds the render graph from the nodes and connections (control thread).
+    /// The manual rendering mode the graph was built for (a player's ring size follows it).
+    private var builtManualMode: AVAudioEngineManualRenderingMode?
+
+    /// True when the graph can be rewired in place: the engine renders (a device, or started
+    /// in manual rendering mode) a graph of the output's format that was built for the same
+    /// mode. Apple's engine changes its graph while running: its clock, its players' timelines
+    /// and the state of the nodes that stay go on.
+    private func canRewireLive(rate: Double, maxFrames: Int) -> Bool {
+        guard running || manualStarted, let g = graph else { return false }
+        return g.sampleRate == rate && g.output.inputChannels[0] == Int(outputFormat.channelCount)
+            && g.maxFramesPerSlice == maxFrames && builtManualMode == manualMode
+    }
+
+    /// Builds the render graph from the nodes and connections (control thread). While the
+    /// engine renders, the running graph is rewired in place (one atomic commit): the nodes
+    /// whose units still fit keep them, with their state and their clock; a unit made now starts
+    /// at the graph's sample time. Otherwise a new graph is built, its clock at 0.
     private func build() throws {
         let rate = outputFormat.sampleRate
         let maxFrames = Int(max(1024, min(4096, manualMaximum == 0 ? 1024 : manualMaximum)))
-        let g = try wrap { () throws(AudioError) in try AudioGraph(sampleRate: rate, channels: Int(outputFormat.channelCount), maxFramesPerSlice: maxFrames) }
+        let live = canRewireLive(rate: rate, maxFrames: maxFrames)
+        let g: AudioGraph
+        if live, let current = graph {
+            g = current
+            g.clearConnections()
+        } else {
+            for node in attached { for (_, tap) in node.taps { tap.stop() } }
+            g = try wrap { () throws(AudioError) in try AudioGraph(sampleRate: rate, channels: Int(outputFormat.channelCount), maxFramesPerSlice: maxFrames) }
+        }
+        // The graph's sample time (the output's frames rendered): where units made now start.
+        let clock = g.output.renderedFrames
+        let present = live ? g.nodes : []
+        func inGraph(_ u: AudioUnits.AUNode) -> Bool { present.contains { $0 === u } }
         outputNode.unit = g.output
+        var kept: [AudioUnits.AUNode] = [g.output]
+        var made: Set<ObjectIdentifier> = []
         var sinks: [AudioUnits.AUNode] = []
         for node in attached where node !== outputNode {
-            for (_, tap) in node.taps { tap.stop() }
             (node as? AVAudioPlayerNode)?.ringFrames = manualMode != nil ? Int(rate) : nil
             (node as? AVAudioMixerNode)?.inputBusCount = (highestInputBus(of: node) ?? 0) + 1
             let out = channels(of: node)
-            let unit = node.makeUnit(rate: rate, inputChannels: out, outputChannels: out)
-            if let mixer = node as? AVAudioMixerNode {
-                // The volumes and pans as set, before the unit is prepared: it starts at them
-                // rather than gliding from 1 (a volume-0 input is silent from the first frame).
-                mixer.unit = unit
-                mixer.push()
-                applyMixing(to: mixer)
-            }
-            try wrap { () throws(AudioError) in try g.add(unit) }
-            // A chain that runs at another rate (a source node in its own format, and the
-            // effects after it up to a mixer) is prepared for that rate.
             let domain = domainRate(of: node)
-            if domain != rate { try wrap { () throws(AudioError) in try unit.prepare(sampleRate: domain, maxFrames: maxFrames) } }
-            node.unit = unit
+            let unit: AudioUnits.AUNode
+            if live, let u = node.unit, inGraph(u), u.sampleRate == domain, node.canKeep(u, rate: rate, inputChannels: out, outputChannels: out) {
+                unit = u
+            } else {
+                unit = node.makeUnit(rate: rate, inputChannels: out, outputChannels: out)
+                if let mixer = node as? AVAudioMixerNode {
+                    // The volumes and pans as set, before the unit is prepared: it starts at them
+                    // rather than gliding from 1 (a volume-0 input is silent from the first frame).
+                    mixer.unit = unit
+                    mixer.push()
+                    applyMixing(to: mixer)
+                }
+                try wrap { () throws(AudioError) in try g.add(unit) }
+                // A chain that runs at another rate (a source node in its own format, and the
+                // effects after it up to a mixer) is prepared for that rate.
+                if domain != rate { try wrap { () throws(AudioError) in try unit.prepare(sampleRate: domain, maxFrames: maxFrames) } }
+                if live { unit.setRenderClock(Int64((Double(clock) * domain / rate).rounded())) }
+                node.unit = unit
+                made.insert(ObjectIdentifier(node))
+            }
+            kept.append(unit)
             if node is AVAudioSinkNode { sinks.append(unit) }
-            try node.addSupportUnits(to: g)
+            kept += try node.addSupportUnits(to: g)
+        }
+        // Units made from here on (taps, splitters, converters) start at the graph's time too.
+        func add(_ u: AudioUnits.AUNode, at domain: Double = rate) throws(AudioError) {
+            try g.add(u)
+            if live { u.setRenderClock(Int64((Double(clock) * domain / rate).rounded())) }
+            kept.append(u)
         }
         // With sink nodes, a join before the output pulls them every slice.
         var root: AudioUnits.AUNode = g.output
         if !sinks.isEmpty {
             let join = SinkJoinUnit(channels: Int(outputFormat.channelCount), sinks: sinks.count)
             try wrap { () throws(AudioError) in
-                try g.add(join)
+                try add(join)
                 try g.connect(join, to: g.output)
                 for (i, s) in sinks.enumerated() { try g.connect(s, to: join, input: i + 1) }
             }
@@ -304,18 +347,28 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
             var from: AudioUnits.AUNode = su
             var fromBus = first.sourceBus
             let fromChannels = su.outputChannels.indices.contains(first.sourceBus) ? su.outputChannels[first.sourceBus] : 2
+            let sourceRate = domainRate(of: first.source)
             if let tap = first.source.taps[first.sourceBus] {
-                let t = AUTapNode(channels: fromChannels, capacityFrames: Int(rate) * 2)
-                try wrap { () throws(AudioError) in try g.add(t); try g.connect(from, output: fromBus, to: t) }
+                // A tap that is reading keeps its node (and what it holds) through the change.
+                let t: AUTapNode
+                if live, let old = tap.node, inGraph(old), old.inputChannels[0] == fromChannels {
+                    t = old
+                    kept.append(t)
+                } else {
+                    t = AUTapNode(channels: fromChannels, capacityFrames: Int(rate) * 2)
+                    try wrap { () throws(AudioError) in try add(t, at: sourceRate) }
+                    if sourceRate != rate { try wrap { () throws(AudioError) in try t.prepare(sampleRate: sourceRate, maxFrames: maxFrames) } }
+                }
+                try wrap { () throws(AudioError) in try g.connect(from, output: fromBus, to: t) }
                 tap.node = t
                 from = t
                 fromBus = 0
             }
             if group.count > 1 {
                 let splitter = AUSplitterNode(channels: fromChannels, outputs: group.count)
-                try wrap { () throws(AudioError) in try g.add(splitter); try g.connect(from, output: fromBus, to: splitter) }
-                if domainRate(of: first.source) != rate {
-                    try wrap { () throws(AudioError) in try splitter.prepare(sampleRate: domainRate(of: first.source), maxFrames: maxFrames) }
+                try wrap { () throws(AudioError) in try add(splitter, at: sourceRate); try g.connect(from, output: fromBus, to: splitter) }
+                if sourceRate != rate {
+                    try wrap { () throws(AudioError) in try splitter.prepare(sampleRate: sourceRate, maxFrames: maxFrames) }
                 }
                 from = splitter
             }
@@ -328,14 +381,14 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
                 let (srcRate, dstRate) = (domainRate(of: c.source), domainRate(of: c.destination))
                 if srcRate != dstRate {
                     let resampler = AUVarispeedNode(channels: fromChannels, rate: Float(srcRate / dstRate), name: "rate converter")
-                    try wrap { () throws(AudioError) in try g.add(resampler); try g.connect(node, output: bus, to: resampler) }
+                    try wrap { () throws(AudioError) in try add(resampler); try g.connect(node, output: bus, to: resampler) }
                     node = resampler
                     bus = 0
                 }
                 let toChannels = du.inputChannels.indices.contains(c.destinationBus) ? du.inputChannels[c.destinationBus] : fromChannels
                 if fromChannels != toChannels {
                     let converter = AUFormatConverterNode(inputChannels: fromChannels, outputChannels: toChannels)
-                    try wrap { () throws(AudioError) in try g.add(converter); try g.connect(node, output: bus, to: converter) }
+                    try wrap { () throws(AudioError) in try add(converter, at: dstRate); try g.connect(node, output: bus, to: converter) }
                     if dstRate != rate { try wrap { () throws(AudioError) in try converter.prepare(sampleRate: dstRate, maxFrames: maxFrames) } }
                     node = converter
                     bus = 0
@@ -343,10 +396,16 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
                 try wrap { () throws(AudioError) in try g.connect(node, output: bus, to: du, input: c.destinationBus) }
             }
         }
+        // What the rewired graph no longer uses (detached nodes, replaced units, the helpers of
+        // the previous wiring) leaves it at the same commit.
+        if live {
+            for u in present where !kept.contains(where: { $0 === u }) { try? g.remove(u) }
+        }
         try wrap { () throws(AudioError) in try g.commit() }
         graph = g
+        builtManualMode = manualMode
         graphBuilt(g)
-        for node in attached { node.unitDidLoad() }
+        for node in attached { node.graphDidChange(rebuilt: !live, unitMade: made.contains(ObjectIdentifier(node))) }
         applyMixing()
         dirty = false
     }
@@ -382,22 +441,50 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         }
     }
 
+    /// Starts the reading thread of each tap that is not reading its node yet (device rendering).
     private func startTaps() {
+        guard manualMode == nil else { return }
         for node in attached {
-            for (bus, tap) in node.taps {
-                guard let t = tap.node else { continue }
+            for (_, tap) in node.taps {
+                guard let t = tap.node, tap.reading !== t else { continue }
                 let format = tap.format ?? AVAudioFormat(standardFormatWithSampleRate: renderRate, channels: AVAudioChannelCount(t.inputChannels[0]))!
-                if manualMode == nil { tap.start(node: t, format: format, engine: self) }
-                _ = bus
+                tap.start(node: t, format: format, engine: self)
             }
         }
     }
 
+    /// Applies a change of the nodes, connections or taps while the engine renders: as on
+    /// Apple, on the running engine. The graph is rewired in place (``build()``): the device
+    /// keeps playing it, the engine's sample time and the players' timelines go on, a playing
+    /// player keeps its position and schedule. (The device's format is read again at the next
+    /// ``start()``.)
     func rebuildIfRunning() {
         lock.lock(); defer { lock.unlock() }
-        guard running, dirty else { return }
-        stopDevice()
-        try? startDevice()
+        guard running || manualStarted, dirty else { return }
+        let rate = outputFormat.sampleRate
+        let maxFrames = Int(max(1024, min(4096, manualMaximum == 0 ? 1024 : manualMaximum)))
+        guard canRewireLive(rate: rate, maxFrames: maxFrames) else {
+            if running {
+                stopDevice()
+                try? startDevice()
+            } else {
+                try? build()
+            }
+            return
+        }
+        do {
+            try build()
+        } catch {
+            // The running graph stays as it was (a commit that fails keeps the plan).
+            return
+        }
+        if running {
+            try? startInputIfConnected()
+            startTaps()
+        }
+        if running || isRealtimeManualRunning {
+            for node in attached { (node as? AVAudioPlayerNode).map { if $0.isPlaying { $0.startFeeding(rate: renderRate) } } }
+        }
     }
 
     // MARK: Transport

@@ -89,13 +89,25 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
         AUFormatConverterNode(inputChannels: max(1, inputChannels), outputChannels: max(1, outputChannels))
     }
 
+    /// Whether `unit`, made for an earlier wiring, still fits what ``makeUnit(rate:inputChannels:outputChannels:)``
+    /// would make now (the same kind with the same buses), so a graph rewired while running keeps
+    /// it and its state. The default compares with a unit made for the purpose.
+    func canKeep(_ unit: AudioUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+        let fresh = makeUnit(rate: rate, inputChannels: inputChannels, outputChannels: outputChannels)
+        return type(of: fresh) == type(of: unit) && fresh.inputChannels == unit.inputChannels && fresh.outputChannels == unit.outputChannels
+    }
+
     /// Called once the graph with this node's unit is built (parameters pushed to the unit).
     func unitDidLoad() {}
 
+    /// Called after each build of the engine's graph: `rebuilt` when the graph is a new one (its
+    /// clock at 0), else it was rewired in place; `unitMade` when this node's unit is new.
+    func graphDidChange(rebuilt: Bool, unitMade: Bool) { unitDidLoad() }
+
     /// Adds render nodes this node needs besides its unit (the input node's capture and echo
-    /// reference under voice processing) and connects them to it; called right after the unit
-    /// joined the graph.
-    func addSupportUnits(to graph: AudioGraph) throws {}
+    /// reference under voice processing), those not in the graph yet, and connects them to it;
+    /// called right after the unit joined (or stayed in) the graph. Returns them.
+    func addSupportUnits(to graph: AudioGraph) throws -> [AudioUnits.AUNode] { [] }
 
     /// A tap: the render-side tap node and the thread that reads it into buffers for the block.
     final class Tap: @unchecked Sendable {
@@ -104,8 +116,18 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
         let block: AVAudioNodeTapBlock
         var node: AUTapNode?
         private var thread: Thread?
-        private let running = NSLock()
-        private var stopped = false
+        /// The node the reading thread reads (nil: not reading).
+        private(set) var reading: AUTapNode?
+        /// The running thread's stop flag: each start has its own, so a thread told to stop
+        /// never runs on because a new one started before it looked.
+        private var stopFlag: StopFlag?
+
+        final class StopFlag: @unchecked Sendable {
+            private let lock = NSLock()
+            private var stopped = false
+            var isStopped: Bool { lock.lock(); defer { lock.unlock() }; return stopped }
+            func stop() { lock.lock(); stopped = true; lock.unlock() }
+        }
 
         init(bufferSize: AVAudioFrameCount, format: AVAudioFormat?, block: @escaping AVAudioNodeTapBlock) {
             self.bufferSize = bufferSize
@@ -117,7 +139,9 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
         func start(node: AUTapNode, format: AVAudioFormat, engine: AVAudioEngine) {
             stop()
             self.node = node
-            running.lock(); stopped = false; running.unlock()
+            reading = node
+            let flag = StopFlag()
+            stopFlag = flag
             let size = Int(bufferSize), channels = Int(format.channelCount)
             let rate = format.sampleRate
             let t = Thread { [self, weak engine] in
@@ -125,8 +149,7 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
                 var filled = 0
                 var sampleTime: AVAudioFramePosition = 0
                 while true {
-                    running.lock(); let done = stopped; running.unlock()
-                    if done { break }
+                    if flag.isStopped { break }
                     let n = interleaved.withUnsafeMutableBufferPointer { p in
                         node.read(into: UnsafeMutableBufferPointer(rebasing: p[(filled * channels)...]))
                     }
@@ -159,7 +182,9 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
 
         /// Stops the reading thread (it ends within a few milliseconds).
         func stop() {
-            running.lock(); stopped = true; running.unlock()
+            stopFlag?.stop()
+            stopFlag = nil
+            reading = nil
             thread = nil
         }
 
@@ -220,6 +245,12 @@ open class AVAudioMixerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 
     override func unitDidLoad() { push() }
 
+    /// A mixer unit stays while it has the buses the connections need, in the same width.
+    override func canKeep(_ unit: AudioUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+        unit is AUMixerNode && unit.outputChannels == [outputChannels] && unit.inputChannels.count >= max(1, inputBusCount)
+            && unit.inputChannels.allSatisfy { $0 == outputChannels }
+    }
+
     func push() {
         (unit as? AUMixerNode)?.masterVolume.value = max(0, outputVolume)
     }
@@ -250,6 +281,10 @@ open class AVAudioUnitEffect: AVAudioNode, @unchecked Sendable {
     override func unitDidLoad() {
         unit?.isBypassed = bypass
         push()
+    }
+    /// An effect's unit stays (with its tail and state) while its width is the same.
+    override func canKeep(_ unit: AudioUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+        unit.inputChannels == [outputChannels] && unit.outputChannels == [outputChannels]
     }
     func push() {}
 }

@@ -60,6 +60,12 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         /// Frames taken so far (of the source, in its own rate).
         var taken: AVAudioFramePosition = 0
         var converter: AVAudioConverter?
+        /// The run of the converter this item plays through (shared with the items it carries on to).
+        var run: ConverterRun?
+        /// Where the item's last frame lands in the player's output, when the converter still
+        /// held some of its frames as it ended (carried on to the next item); nil: where the
+        /// frames it produced end.
+        var outputEnd: Int64?
         var scratch: AVAudioPCMBuffer?
         var ended = false
         /// True once every frame of the source has been read (the converter may still hold some).
@@ -76,6 +82,19 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
             case .buffer(let b): b.format
             case .file(let f, _, _): f.processingFormat
             }
+        }
+    }
+
+    /// One converter's run across the items that share it: the output frame it started at and
+    /// the source frames it has taken, so an item's end in the output is known exactly even
+    /// while the converter (a resampler) still holds its last frames.
+    final class ConverterRun {
+        let converter: AVAudioConverter
+        let base: Int64
+        var input: Int64 = 0
+        init(converter: AVAudioConverter, base: Int64) {
+            self.converter = converter
+            self.base = base
         }
     }
 
@@ -102,7 +121,7 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     /// already scheduled: that item continues through it, so a sample-rate conversion runs on
     /// across the join as it does within one buffer (a converter per buffer restarted the
     /// resampler, and drained it, at every join of a streamer's many buffers).
-    private var carried: AVAudioConverter?
+    private var carried: ConverterRun?
     /// The player's ring in frames (set by the engine before it builds the graph).
     var ringFrames: Int?
 
@@ -253,7 +272,19 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         lock.unlock()
     }
 
-    override func unitDidLoad() { applyStart() }
+    /// A new graph: the player's timeline starts again on its clock. The graph rewired while
+    /// running: the player keeps its unit, its timeline and its schedule; only a start not yet
+    /// placed (``play(at:)`` before the player had a unit) is placed now.
+    override func graphDidChange(rebuilt: Bool, unitMade: Bool) {
+        lock.lock(); let placed = startSample != nil; lock.unlock()
+        if rebuilt || !placed { applyStart() }
+    }
+
+    /// A player keeps its unit while the graph is rewired (its ring, its feeder and its
+    /// timeline go on): a connection in another channel count converts after it.
+    override func canKeep(_ unit: AudioUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+        unit is AUPlayerNode
+    }
 
     /// Pauses: the player falls silent at its next render (within the device's latency) and
     /// nothing more is taken from the schedule; ``play()`` continues where it paused (what the
@@ -436,8 +467,9 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         while done < wanted {
             lock.lock()
             guard playing, let item = queue.first else { lock.unlock(); break }
+            let position = produced + Int64(done)
             lock.unlock()
-            let n = take(item, into: UnsafeMutableBufferPointer(rebasing: out[(done * channels)...]), channels: channels, rate: rate)
+            let n = take(item, into: UnsafeMutableBufferPointer(rebasing: out[(done * channels)...]), channels: channels, rate: rate, position: position)
             done += n
             if item.sourceExhausted && !item.consumedReported && item.callbackType == .dataConsumed {
                 // Consumed: the player has taken every frame of it (Apple's dataConsumed).
@@ -447,7 +479,9 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
             if item.ended {
                 lock.lock()
                 if queue.first === item { queue.removeFirst() }
-                let end = produced + Int64(done)
+                // A converter carried on to the next item still holds this item's last frames:
+                // it is rendered once they are.
+                let end = max(produced + Int64(done), item.outputEnd ?? 0)
                 if let h = item.handler, item.callbackType != .dataConsumed { waiting.append(Waiting(end: end, type: item.callbackType, handler: h)) }
                 lock.unlock()
                 if item.callbackType == .dataConsumed && !item.consumedReported {
@@ -462,8 +496,9 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         return done
     }
 
-    /// Takes frames of one item, converted to `channels` interleaved at `rate`.
-    private func take(_ item: Item, into out: UnsafeMutableBufferPointer<Float>, channels: Int, rate: Double) -> Int {
+    /// Takes frames of one item, converted to `channels` interleaved at `rate`; `position` is
+    /// where they go in the player's output (frames produced before them).
+    private func take(_ item: Item, into out: UnsafeMutableBufferPointer<Float>, channels: Int, rate: Double, position: Int64) -> Int {
         let wanted = out.count / channels
         guard wanted > 0 else { return 0 }
         let format = item.format
@@ -479,18 +514,22 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
             let previous = carried
             carried = nil
             lock.unlock()
-            if let previous, previous.inputFormat.isEqual(format), previous.outputFormat.isEqual(target) {
-                item.converter = previous
-            } else {
-                item.converter = AVAudioConverter(from: format, to: target)
+            if let previous, previous.converter.inputFormat.isEqual(format), previous.converter.outputFormat.isEqual(target) {
+                item.converter = previous.converter
+                item.run = previous
+            } else if let made = AVAudioConverter(from: format, to: target) {
+                item.converter = made
+                item.run = ConverterRun(converter: made, base: position)
             }
             if item.converter == nil { item.ended = true; return 0 }
         }
         let converter = item.converter!
+        let run = item.run
         let chunk = AVAudioPCMBuffer(pcmFormat: format, frameCapacity: 1024)!
         var error: NSError?
         let status = converter.convert(to: scratch, error: &error) { packets, status in
             let n = self.read(item, into: chunk, max: Int(min(packets, 1024)))
+            run?.input += Int64(n)
             if n == 0 {
                 // The item is over: when the next one is already scheduled in the same format,
                 // its frames follow through this converter ("no data now" keeps the resampler's
@@ -506,10 +545,15 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
             return 0
         }
         if status == .inputRanDry {
-            // Continued by the next item: it takes over the converter (and what it holds).
+            // Continued by the next item: it takes over the converter (and what it holds). The
+            // frames the converter holds back (a resampler's look-ahead) are this item's last:
+            // its end in the output is where its source frames end at the output's rate.
             item.ended = true
+            if let run {
+                item.outputEnd = run.base + Int64((Double(run.input) * rate / format.sampleRate).rounded())
+            }
             lock.lock()
-            carried = converter
+            carried = run
             lock.unlock()
         }
         let frames = min(Int(scratch.frameLength), wanted)
