@@ -1,4 +1,5 @@
 import AudioCore
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -200,6 +201,16 @@ public final class AUTapNode: AUNode, @unchecked Sendable {
     private let ring: SPSCRingBuffer<Float>
     private var scratch: UnsafeMutablePointer<Float>
     private let drops = AtomicCounter()
+    /// The node sample time of the first frame written to the ring (-1: none yet).
+    private let firstSample = Atomic<Int64>(-1)
+
+    /// The sample time (the node's render clock, ``AUNode/renderedFrames``) of the first frame
+    /// that went into the ring, nil before any: with the frames read since, the time of the
+    /// frames a reader gets (Apple's tap block `when`).
+    public var firstSampleTime: Int64? {
+        let t = firstSample.load(ordering: .acquiring)
+        return t < 0 ? nil : t
+    }
 
     /// Creates a tap of `channels` channels holding up to `capacityFrames` frames.
     public init(channels: Int = 2, capacityFrames: Int = 1 << 16, name: String = "tap") {
@@ -242,6 +253,7 @@ public final class AUTapNode: AUNode, @unchecked Sendable {
         let fit = min(frames, ring.availableToWrite / ch)
         if fit < frames { drops.add(frames - fit) }
         guard fit > 0 else { return }
+        if firstSample.load(ordering: .relaxed) < 0 { firstSample.store(context.sampleTime, ordering: .releasing) }
         for c in 0..<ch {
             let src = out[c]
             for f in 0..<fit { scratch[f * ch + c] = src[f] }

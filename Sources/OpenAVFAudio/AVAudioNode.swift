@@ -116,6 +116,9 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
         let block: AVAudioNodeTapBlock
         var node: AUTapNode?
         private var thread: Thread?
+        /// Manual rendering: the node drained and the frames drained from it.
+        private var drainedNode: AUTapNode?
+        private var drained: AVAudioFramePosition = 0
         /// The node the reading thread reads (nil: not reading).
         private(set) var reading: AUTapNode?
         /// The running thread's stop flag: each start has its own, so a thread told to stop
@@ -147,7 +150,9 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
             let t = Thread { [self, weak engine] in
                 var interleaved = [Float](repeating: 0, count: size * channels)
                 var filled = 0
-                var sampleTime: AVAudioFramePosition = 0
+                // The frames read so far: with the time of the tap's first frame, the node time
+                // of each buffer (Apple's `when`: the node's render time, not 0 at the tap's start).
+                var read: AVAudioFramePosition = 0
                 while true {
                     if flag.isStopped { break }
                     let n = interleaved.withUnsafeMutableBufferPointer { p in
@@ -169,8 +174,8 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
                         }
                     }
                     buffer.frameLength = AVAudioFrameCount(filled)
-                    let when = AVAudioTime(sampleTime: sampleTime, atRate: rate)
-                    sampleTime += AVAudioFramePosition(filled)
+                    let when = AVAudioTime(sampleTime: (node.firstSampleTime ?? 0) + read, atRate: rate)
+                    read += AVAudioFramePosition(filled)
                     filled = 0
                     block(buffer, when)
                 }
@@ -192,6 +197,7 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
         /// caller's thread.
         func drain(format: AVAudioFormat) {
             guard let node else { return }
+            if drainedNode !== node { drainedNode = node; drained = 0 }
             let channels = Int(format.channelCount)
             while node.availableFrames > 0 {
                 let size = min(Int(bufferSize), node.availableFrames)
@@ -200,7 +206,8 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
                 guard n > 0, let buffer = AVAudioPCMBuffer(pcmFormat: format, frameCapacity: AVAudioFrameCount(n)) else { return }
                 for f in 0..<n { for c in 0..<channels { buffer.floatChannelData![c][f] = interleaved[f * channels + c] } }
                 buffer.frameLength = AVAudioFrameCount(n)
-                block(buffer, AVAudioTime(sampleTime: 0, atRate: format.sampleRate))
+                block(buffer, AVAudioTime(sampleTime: (node.firstSampleTime ?? 0) + drained, atRate: format.sampleRate))
+                drained += AVAudioFramePosition(n)
             }
         }
     }

@@ -83,8 +83,13 @@ func wrapped(_ a: Double) -> Double {
         }
         try render(8)
         let tapped = Atomic<Int>(0)
+        // The tap's buffers carry the node's time: from the time it was installed, contiguous.
+        let tapTimes = Mutex<[(Int64, Int)]>([])
         stages.append(("installTap", clocks.count))
-        engine.mainMixerNode.installTap(onBus: 0, bufferSize: 1024, format: nil) { b, _ in tapped.add(Int(b.frameLength), ordering: .relaxed) }
+        engine.mainMixerNode.installTap(onBus: 0, bufferSize: 1024, format: nil) { b, when in
+            tapped.add(Int(b.frameLength), ordering: .relaxed)
+            tapTimes.withLock { $0.append((when.sampleTime, Int(b.frameLength))) }
+        }
         try render(8)
         stages.append(("removeTap", clocks.count))
         engine.mainMixerNode.removeTap(onBus: 0)
@@ -100,6 +105,12 @@ func wrapped(_ a: Double) -> Double {
         engine.detach(second)
         try render(8)
         #expect(tapped.load(ordering: .relaxed) >= 8 * 1024 - 1024, "the tap received \(tapped.load(ordering: .relaxed)) frames")
+        let times = tapTimes.withLock { $0 }
+        let firstTapTime: Int64 = times.first.map { $0.0 } ?? -1
+        #expect(firstTapTime == Int64(8 * 1024), "the tap's first buffer is at node time \(firstTapTime), where it was installed (8192)")
+        for (a, b) in zip(times, times.dropFirst()) where b.0 != a.0 + Int64(a.1) {
+            Issue.record("the tap's times are not contiguous: \(a) then \(b)")
+        }
 
         // Every clock advances by exactly the frames of each render, through every change.
         for (i, c) in clocks.enumerated() {
@@ -194,13 +205,17 @@ struct PlaybackAVAudioEngineLiveChangeTests {
         let second = AVAudioPlayerNode()
         let began = Date()
         let tapped = Atomic<Int>(0)
+        let firstTapTime = Mutex<Int64?>(nil)
         var done = (tap: false, untap: false, connect: false)
         while Date().timeIntervalSince(began) < seconds + 0.4 {
             let t = Date().timeIntervalSince(began)
             if t > 0.8 && !done.tap {
                 done.tap = true
                 events.append(("installTap", samples.count))
-                engine.mainMixerNode.installTap(onBus: 0, bufferSize: 2048, format: nil) { b, _ in tapped.add(Int(b.frameLength), ordering: .relaxed) }
+                engine.mainMixerNode.installTap(onBus: 0, bufferSize: 2048, format: nil) { b, when in
+                    tapped.add(Int(b.frameLength), ordering: .relaxed)
+                    firstTapTime.withLock { if $0 == nil { $0 = when.sampleTime } }
+                }
             } else if t > 1.4 && !done.untap {
                 done.untap = true
                 events.append(("removeTap", samples.count))
@@ -217,6 +232,9 @@ struct PlaybackAVAudioEngineLiveChangeTests {
         engine.stop()
         let recorded = recording.stop()
         #expect(tapped.load(ordering: .relaxed) > 0, "the tap installed while running received audio")
+        // Its buffers carry the node's time (installed 0.8 s in), not a count from 0.
+        let tapTime = firstTapTime.withLock { $0 }
+        #expect((tapTime ?? 0) > Int64(0.5 * 48000), "the tap's first buffer is at node time \(String(describing: tapTime))")
 
         // The clocks never go back.
         for i in 1..<samples.count {
