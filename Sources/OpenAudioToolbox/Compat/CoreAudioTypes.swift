@@ -299,61 +299,16 @@ public struct UnsafeMutableAudioBufferListPointer: MutableCollection, RandomAcce
 
 // MARK: - AudioChannelLayout (C shape)
 
-/// Flags of a channel description (Apple's `AudioChannelFlags`).
-public struct AudioChannelFlags: OptionSet, Hashable, Sendable {
-    /// The bits.
-    public var rawValue: UInt32
-    /// Creates flags.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    /// Rectangular coordinates.
-    public static let rectangularCoordinates = AudioChannelFlags(rawValue: 1 << 0)
-    /// Spherical coordinates.
-    public static let sphericalCoordinates = AudioChannelFlags(rawValue: 1 << 1)
-    /// Coordinates in metres.
-    public static let meters = AudioChannelFlags(rawValue: 1 << 2)
-}
+// `AudioChannelFlags`, `AudioChannelDescription` and `AudioChannelLayout` are Apple's C
+// declarations (CAudioToolboxTypes), with Apple's fields, layout and initialisers: a layout with N
+// descriptions takes `MemoryLayout<AudioChannelLayout>.size + (N - 1) * MemoryLayout<AudioChannelDescription>.size`
+// bytes and its descriptions are reached from `mChannelDescriptions` (e.g. through
+// `UnsafeMutableBufferPointer`, as on Apple). The Swift API's type is `AudioCore.AudioChannelLayout`.
 
-/// One channel's label and position (Apple's `AudioChannelDescription`).
-public struct AudioChannelDescription {
-    /// The label (`kAudioChannelLabel_*`).
-    public var mChannelLabel: AudioChannelLabel
-    /// Coordinate flags.
-    public var mChannelFlags: AudioChannelFlags
-    /// Coordinates.
-    public var mCoordinates: (Float32, Float32, Float32)
-    /// A zeroed description.
-    public init() { self.init(mChannelLabel: 0, mChannelFlags: [], mCoordinates: (0, 0, 0)) }
-    /// Apple's memberwise initialiser.
-    public init(mChannelLabel: AudioChannelLabel, mChannelFlags: AudioChannelFlags, mCoordinates: (Float32, Float32, Float32)) {
-        self.mChannelLabel = mChannelLabel
-        self.mChannelFlags = mChannelFlags
-        self.mCoordinates = mCoordinates
-    }
-}
-
-/// A channel layout in Apple's variable-length C shape (`AudioChannelLayout`):
-/// `mNumberChannelDescriptions` descriptions follow in memory from `mChannelDescriptions`.
-/// Properties deliver it in this shape; the Swift API's type is `AudioCore.AudioChannelLayout`.
-public struct AudioChannelLayout {
-    /// The layout tag.
-    public var mChannelLayoutTag: AudioChannelLayoutTag
-    /// The bitmap, when the tag is `kAudioChannelLayoutTag_UseChannelBitmap`.
-    public var mChannelBitmap: AudioChannelBitmap
-    /// Number of channel descriptions that follow.
-    public var mNumberChannelDescriptions: UInt32
-    /// The first channel description.
-    public var mChannelDescriptions: (AudioChannelDescription)
-    /// A zeroed layout.
-    public init() { self.init(mChannelLayoutTag: 0, mChannelBitmap: [], mNumberChannelDescriptions: 0, mChannelDescriptions: AudioChannelDescription()) }
-    /// Apple's memberwise initialiser.
-    public init(mChannelLayoutTag: AudioChannelLayoutTag, mChannelBitmap: AudioChannelBitmap, mNumberChannelDescriptions: UInt32,
-                mChannelDescriptions: (AudioChannelDescription)) {
-        self.mChannelLayoutTag = mChannelLayoutTag
-        self.mChannelBitmap = mChannelBitmap
-        self.mNumberChannelDescriptions = mNumberChannelDescriptions
-        self.mChannelDescriptions = mChannelDescriptions
-    }
-}
+/// A channel layout in Apple's variable-length C shape (Apple's `AudioChannelLayout`, the C
+/// struct): this name picks it over the Swift API's `AudioCore.AudioChannelLayout` in code that
+/// imports `OpenAudioToolbox`.
+public typealias AudioChannelLayout = CAudioToolboxTypes.AudioChannelLayout
 
 /// The layout is given by channel descriptions.
 public let kAudioChannelLayoutTag_UseChannelDescriptions: AudioChannelLayoutTag = 0
@@ -412,24 +367,8 @@ nonisolated(unsafe) let compatNilClientData: UnsafeMutableRawPointer =
 /// Any sample rate (Apple's `kAudioStreamAnyRate`, 0).
 public let kAudioStreamAnyRate: Float64 = 0
 
-/// Input and output buffers of a translation (Apple's `AudioValueTranslation`).
-public struct AudioValueTranslation {
-    /// The input data.
-    public var mInputData: UnsafeMutableRawPointer
-    /// Its size in bytes.
-    public var mInputDataSize: UInt32
-    /// The output data.
-    public var mOutputData: UnsafeMutableRawPointer
-    /// Its size in bytes.
-    public var mOutputDataSize: UInt32
-    /// Apple's memberwise initialiser.
-    public init(mInputData: UnsafeMutableRawPointer, mInputDataSize: UInt32, mOutputData: UnsafeMutableRawPointer, mOutputDataSize: UInt32) {
-        self.mInputData = mInputData
-        self.mInputDataSize = mInputDataSize
-        self.mOutputData = mOutputData
-        self.mOutputDataSize = mOutputDataSize
-    }
-}
+// `AudioValueTranslation` is Apple's C struct (CAudioToolboxTypes): non-optional pointers, so no
+// zeroed `init()`, as on Apple.
 
 /// Quadraphonic: L R Ls Rs.
 public let kAudioChannelLayoutTag_Quadraphonic: AudioChannelLayoutTag = (108 << 16) | 4
