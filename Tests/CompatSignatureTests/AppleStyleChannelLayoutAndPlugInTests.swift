@@ -195,6 +195,36 @@ private func renderStereo(_ unit: AudioUnit, frames: Int) -> (OSStatus, [Float],
                          kAudioChannelLabel_LeftSurround, kAudioChannelLabel_RightSurround])
     }
 
+    @Test func channelLayoutPointerViewsWalkTheDescriptions() throws {
+        // Apple's overlay views (AudioChannelLayout.UnsafePointer / .UnsafeMutablePointer), as
+        // UnsafeMutableAudioBufferListPointer is for buffer lists.
+        let n = 4
+        let size = MemoryLayout<AudioChannelLayout>.size + (n - 1) * MemoryLayout<AudioChannelDescription>.size
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: MemoryLayout<AudioChannelLayout>.alignment)
+        defer { raw.deallocate() }
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: size)
+        let layout = raw.bindMemory(to: AudioChannelLayout.self, capacity: 1)
+        layout.pointee.mChannelLayoutTag = kAudioChannelLayoutTag_UseChannelDescriptions
+        let descriptions = AudioChannelLayout.UnsafeMutablePointer(layout)
+        descriptions.count = n
+        #expect(layout.pointee.mNumberChannelDescriptions == 4)
+        for i in descriptions.indices {
+            descriptions[i] = AudioChannelDescription(mChannelLabel: AudioChannelLabel(i + 1), mChannelFlags: .sphericalCoordinates,
+                                                      mCoordinates: (Float32(i), 0, 1))
+        }
+        // The last one lies 12 + 3 * 20 bytes in, where C reads it.
+        #expect(raw.load(fromByteOffset: 12 + 3 * 20, as: UInt32.self) == 4)
+        let view = try #require(AudioChannelLayout.UnsafePointer(Optional(UnsafePointer(layout))))
+        #expect(view.map(\.mChannelLabel) == [1, 2, 3, 4])
+        #expect(view[2].mCoordinates.0 == 2 && view[2].mChannelFlags == .sphericalCoordinates)
+        #expect(descriptions.unsafePointer == view.unsafePointer && view.count == n)
+        #expect(AudioChannelLayout.UnsafePointer(nil) == nil)
+        var channels: UInt32 = 0
+        var channelsSize = UInt32(MemoryLayout<UInt32>.size)
+        #expect(AudioFormatGetProperty(kAudioFormatProperty_NumberOfChannelsForLayout, UInt32(size), descriptions.unsafePointer,
+                                       &channelsSize, &channels) == noErr && channels == 4)
+    }
+
     @Test func valueTranslationHasApplesMemberwiseInitialiser() {
         var input: UInt32 = 7
         var output: Float64 = 0

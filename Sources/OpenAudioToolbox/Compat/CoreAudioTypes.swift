@@ -310,6 +310,75 @@ public struct UnsafeMutableAudioBufferListPointer: MutableCollection, RandomAcce
 /// imports `OpenAudioToolbox`.
 public typealias AudioChannelLayout = CAudioToolboxTypes.AudioChannelLayout
 
+extension AudioChannelLayout {
+    /// Bytes from the start of a layout to its first description.
+    @usableFromInline
+    static var descriptionsOffset: Int { MemoryLayout<AudioChannelLayout>.offset(of: \AudioChannelLayout.mChannelDescriptions)! }
+
+    /// A read-only collection view of a layout's `mNumberChannelDescriptions` descriptions (Apple's
+    /// `AudioChannelLayout.UnsafePointer`, CoreAudioTypes Swift overlay).
+    public struct UnsafePointer: RandomAccessCollection {
+        /// The layout.
+        public var unsafePointer: Swift.UnsafePointer<AudioChannelLayout>
+        /// Wraps a layout.
+        public init(_ unsafePointer: Swift.UnsafePointer<AudioChannelLayout>) { self.unsafePointer = unsafePointer }
+        /// Wraps a layout, or nil.
+        public init?(_ unsafePointer: Swift.UnsafePointer<AudioChannelLayout>?) {
+            guard let unsafePointer else { return nil }
+            self.unsafePointer = unsafePointer
+        }
+        /// The number of descriptions (`mNumberChannelDescriptions`).
+        public var count: Int { Int(unsafePointer.pointee.mNumberChannelDescriptions) }
+        /// 0.
+        public var startIndex: Int { 0 }
+        /// ``count``.
+        public var endIndex: Int { count }
+        /// The description at `index` (the descriptions follow `mChannelDescriptions` in memory).
+        public subscript(index: Int) -> AudioChannelDescription {
+            UnsafeRawPointer(unsafePointer).load(fromByteOffset: AudioChannelLayout.descriptionsOffset + index * MemoryLayout<AudioChannelDescription>.stride,
+                                                 as: AudioChannelDescription.self)
+        }
+    }
+
+    /// A mutable collection view of a layout's `mNumberChannelDescriptions` descriptions (Apple's
+    /// `AudioChannelLayout.UnsafeMutablePointer`, CoreAudioTypes Swift overlay). Setting ``count``
+    /// changes `mNumberChannelDescriptions`, not the memory allocated for the layout.
+    public struct UnsafeMutablePointer: MutableCollection, RandomAccessCollection {
+        /// The layout.
+        public var unsafeMutablePointer: Swift.UnsafeMutablePointer<AudioChannelLayout>
+        /// The layout, read-only.
+        public var unsafePointer: Swift.UnsafePointer<AudioChannelLayout> { Swift.UnsafePointer(unsafeMutablePointer) }
+        /// Wraps a layout.
+        public init(_ unsafeMutablePointer: Swift.UnsafeMutablePointer<AudioChannelLayout>) { self.unsafeMutablePointer = unsafeMutablePointer }
+        /// Wraps a layout, or nil.
+        public init?(_ unsafeMutablePointer: Swift.UnsafeMutablePointer<AudioChannelLayout>?) {
+            guard let unsafeMutablePointer else { return nil }
+            self.unsafeMutablePointer = unsafeMutablePointer
+        }
+        /// The number of descriptions (`mNumberChannelDescriptions`).
+        public var count: Int {
+            get { Int(unsafeMutablePointer.pointee.mNumberChannelDescriptions) }
+            nonmutating set { unsafeMutablePointer.pointee.mNumberChannelDescriptions = UInt32(newValue) }
+        }
+        /// 0.
+        public var startIndex: Int { 0 }
+        /// ``count``.
+        public var endIndex: Int { count }
+        /// The description at `index` (the descriptions follow `mChannelDescriptions` in memory).
+        public subscript(index: Int) -> AudioChannelDescription {
+            get {
+                UnsafeRawPointer(unsafeMutablePointer).load(fromByteOffset: AudioChannelLayout.descriptionsOffset + index * MemoryLayout<AudioChannelDescription>.stride,
+                                                            as: AudioChannelDescription.self)
+            }
+            nonmutating set {
+                UnsafeMutableRawPointer(unsafeMutablePointer).storeBytes(of: newValue,
+                                                                         toByteOffset: AudioChannelLayout.descriptionsOffset + index * MemoryLayout<AudioChannelDescription>.stride,
+                                                                         as: AudioChannelDescription.self)
+            }
+        }
+    }
+}
+
 /// The layout is given by channel descriptions.
 public let kAudioChannelLayoutTag_UseChannelDescriptions: AudioChannelLayoutTag = 0
 /// The layout is given by the bitmap.
