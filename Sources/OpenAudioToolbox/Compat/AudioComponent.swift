@@ -136,7 +136,7 @@ public func AudioComponentInstanceDispose(_ inInstance: AudioComponentInstance) 
 
 // MARK: - Components defined here
 
-/// Registered components (``AudioComponentRegister(_:_:_:_:)``).
+/// Registered components (`AudioComponentRegister`).
 private let registeredComponents = Locked<[CompatComponent]>([])
 
 /// Every component: the built-in ones, the ones in this file, the registered ones.
@@ -270,7 +270,7 @@ public func AudioComponentCopyName(_ inComponent: AudioComponent, _ outName: Uns
 }
 
 /// The version of a component as `0xMMMMmmDD` (Apple's `AudioComponentGetVersion`): the version
-/// given to ``AudioComponentRegister(_:_:_:_:)``, 0x00010000 for the built-in units.
+/// given to `AudioComponentRegister`, 0x00010000 for the built-in units.
 public func AudioComponentGetVersion(_ inComponent: AudioComponent, _ outVersion: UnsafeMutablePointer<UInt32>) -> OSStatus {
     guard let c = compatComponent(inComponent) else { return kAudio_ParamError }
     outVersion.pointee = c.version
