@@ -191,6 +191,41 @@ private func tap(_ client: UnsafeMutableRawPointer, _ tap: AudioQueueProcessingT
         #expect(MemoryLayout<AUScheduledAudioSliceFlags>.size == 4)
     }
 
+    @Test func channelLayoutTranslationCallbackStructAndPlugInTypesHaveApplesLayout() {
+        // Apple's 64-bit CoreAudioTypes.h layouts: a channel description is 20 bytes, a layout 32
+        // (12 bytes of header, then the first description), so N descriptions take
+        // size + (N - 1) * 20 bytes.
+        #expect(MemoryLayout<AudioChannelDescription>.size == 20)
+        #expect(MemoryLayout<AudioChannelDescription>.alignment == 4)
+        #expect(MemoryLayout<AudioChannelDescription>.offset(of: \.mChannelFlags) == 4)
+        #expect(MemoryLayout<AudioChannelDescription>.offset(of: \.mCoordinates) == 8)
+        #expect(MemoryLayout<AudioChannelLayout>.size == 32)
+        #expect(MemoryLayout<AudioChannelLayout>.offset(of: \.mChannelBitmap) == 4)
+        #expect(MemoryLayout<AudioChannelLayout>.offset(of: \.mNumberChannelDescriptions) == 8)
+        #expect(MemoryLayout<AudioChannelLayout>.offset(of: \.mChannelDescriptions) == 12)
+        #expect(MemoryLayout<AudioChannelFlags>.size == 4)
+        // AudioValueTranslation: C's sizeof includes the tail padding after mOutputDataSize.
+        #expect(MemoryLayout<AudioValueTranslation>.size == 32)
+        #expect(MemoryLayout<AudioValueTranslation>.offset(of: \.mInputDataSize) == 8)
+        #expect(MemoryLayout<AudioValueTranslation>.offset(of: \.mOutputData) == 16)
+        #expect(MemoryLayout<AudioValueTranslation>.offset(of: \.mOutputDataSize) == 24)
+        // AURenderCallbackStruct: a one-word C function pointer (optional: null is none) and the refCon.
+        #expect(MemoryLayout<AURenderCallbackStruct>.size == 16)
+        #expect(MemoryLayout<AURenderCallbackStruct>.offset(of: \.inputProcRefCon) == 8)
+        #expect(MemoryLayout<AURenderCallback?>.size == MemoryLayout<UnsafeRawPointer>.size)
+        let empty = AURenderCallbackStruct()
+        #expect(empty.inputProc == nil && empty.inputProcRefCon == nil)
+        // AudioComponent.h: the description and the plug-in interface (four words).
+        #expect(MemoryLayout<AudioComponentDescription>.size == 20)
+        #expect(MemoryLayout<AudioComponentPlugInInterface>.size == 32)
+        #expect(MemoryLayout<AudioComponentPlugInInterface>.offset(of: \.Close) == 8)
+        #expect(MemoryLayout<AudioComponentPlugInInterface>.offset(of: \.Lookup) == 16)
+        #expect(MemoryLayout<AudioComponentPlugInInterface>.offset(of: \.reserved) == 24)
+        #expect(MemoryLayout<AudioComponentFactoryFunction>.size == MemoryLayout<UnsafeRawPointer>.size)
+        #expect(MemoryLayout<AudioComponentMethod>.size == MemoryLayout<UnsafeRawPointer>.size)
+        #expect(MemoryLayout<AudioUnitRenderProc>.size == MemoryLayout<UnsafeRawPointer>.size)
+    }
+
     @Test func halListenerIsACFunctionPointer() {
         let proc: AudioObjectPropertyListenerProc = halListener
         // A C function pointer is one machine word and round-trips through a raw pointer, as code

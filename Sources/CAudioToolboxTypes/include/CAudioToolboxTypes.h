@@ -141,6 +141,149 @@ struct ScheduledAudioFileRegion {
     uint32_t mFramesToPlay;
 };
 
+// MARK: CoreAudioTypes.h: channel layouts and value translations. Declared here rather than in
+// CCoreAudioTypes because AudioCore (which re-exports CCoreAudioTypes) has a Swift API type named
+// `AudioChannelLayout`; OpenAudioToolbox names this one with a typealias.
+
+/// Flags of a channel description (Apple's `AudioChannelFlags`).
+typedef OAT_OPTIONS(uint32_t, AudioChannelFlags) {
+    /// No coordinates.
+    kAudioChannelFlags_AllOff = 0,
+    /// `mCoordinates` are rectangular (left/right, back/front, down/up).
+    kAudioChannelFlags_RectangularCoordinates = (1U << 0),
+    /// `mCoordinates` are spherical (azimuth, elevation, distance).
+    kAudioChannelFlags_SphericalCoordinates = (1U << 1),
+    /// Units are metres (else relative to the unit circle or sphere).
+    kAudioChannelFlags_Meters = (1U << 2)
+} AudioChannelFlags;
+
+/// One channel's label and position (Apple's `AudioChannelDescription`, 20 bytes).
+typedef struct AudioChannelDescription {
+    /// The label (Apple's `AudioChannelLabel`, `kAudioChannelLabel_*`).
+    uint32_t mChannelLabel;
+    /// Which coordinates `mCoordinates` holds.
+    AudioChannelFlags mChannelFlags;
+    /// The position, as `mChannelFlags` says.
+    float mCoordinates[3];
+} AudioChannelDescription;
+
+/// A channel layout (Apple's `AudioChannelLayout`, 32 bytes with room for one description): a
+/// tag, a bitmap when the tag is `kAudioChannelLayoutTag_UseChannelBitmap`, and
+/// `mNumberChannelDescriptions` descriptions that follow in memory from `mChannelDescriptions`
+/// when the tag is `kAudioChannelLayoutTag_UseChannelDescriptions`. A layout with N descriptions
+/// takes `offsetof(AudioChannelLayout, mChannelDescriptions) + N * sizeof(AudioChannelDescription)`
+/// bytes.
+typedef struct AudioChannelLayout {
+    /// The layout tag (Apple's `AudioChannelLayoutTag`, `kAudioChannelLayoutTag_*`).
+    uint32_t mChannelLayoutTag;
+    /// The channels present, when the tag is `kAudioChannelLayoutTag_UseChannelBitmap`.
+    AudioChannelBitmap mChannelBitmap;
+    /// Number of descriptions from `mChannelDescriptions` on.
+    uint32_t mNumberChannelDescriptions;
+    /// The first description (the others follow it in memory).
+    AudioChannelDescription mChannelDescriptions[1];
+} AudioChannelLayout;
+
+/// Input and output buffers of a translating property (Apple's `AudioValueTranslation`).
+typedef struct AudioValueTranslation {
+    /// The value to translate.
+    void *mInputData;
+    /// Its size in bytes.
+    uint32_t mInputDataSize;
+    /// Where the translation goes.
+    void *mOutputData;
+    /// Its size in bytes.
+    uint32_t mOutputDataSize;
+} AudioValueTranslation;
+
+// MARK: AUComponent.h / AudioUnitProperties.h: render callbacks.
+
+/// A render callback (Apple's `AURenderCallback`, a C function type: pass a global function or a
+/// closure that captures nothing, and reach your state through `inRefCon`). It runs on the render
+/// thread: fill `ioData` (in the stream format set on the input scope of that bus) with
+/// `inNumberFrames` frames, or point its buffers at your own memory.
+typedef int32_t (*AURenderCallback)(void *inRefCon, AudioUnitRenderActionFlags *ioActionFlags,
+                                    const AudioTimeStamp *inTimeStamp, uint32_t inBusNumber, uint32_t inNumberFrames,
+                                    AudioBufferList * _Nullable ioData);
+
+/// A render callback and its context (Apple's `AURenderCallbackStruct`).
+typedef struct AURenderCallbackStruct {
+    /// The callback (null: none).
+    AURenderCallback _Nullable inputProc;
+    /// Passed to the callback as `inRefCon`.
+    void * _Nullable inputProcRefCon;
+} AURenderCallbackStruct;
+
+// MARK: AudioComponent.h: components and plug-ins.
+
+/// Describes a component (Apple's `AudioComponentDescription`); 0 in type, subtype or
+/// manufacturer matches anything in `AudioComponentFindNext`.
+typedef struct AudioComponentDescription {
+    /// `kAudioUnitType_*` (Apple's `OSType`).
+    uint32_t componentType;
+    /// `kAudioUnitSubType_*`.
+    uint32_t componentSubType;
+    /// `kAudioUnitManufacturer_Apple`, ...
+    uint32_t componentManufacturer;
+    /// Flags (`kAudioComponentFlag_*`); 0 when searching.
+    uint32_t componentFlags;
+    /// Must be 0.
+    uint32_t componentFlagsMask;
+} AudioComponentDescription;
+
+/// A component (Apple's `AudioComponent`, an opaque pointer).
+typedef struct OpaqueAudioComponent *AudioComponent;
+/// An instance of a component (Apple's `AudioComponentInstance`, an opaque pointer).
+typedef struct ComponentInstanceRecord *AudioComponentInstance;
+
+/// A plug-in's implementation of one selector (Apple's `AudioComponentMethod`): Swift imports this
+/// variadic C function pointer as an opaque pointer; cast it with `unsafeBitCast` to the
+/// `@convention(c)` type of the call the selector names.
+typedef int32_t (*AudioComponentMethod)(void *self, ...);
+
+/// A component plug-in's entry points (Apple's `AudioComponentPlugInInterface`): what an
+/// `AudioComponentFactoryFunction` returns. The interface pointer itself is `self` for the calls.
+typedef struct AudioComponentPlugInInterface {
+    /// Opens an instance: `self` is the interface, `mInstance` the new instance's handle.
+    int32_t (*Open)(void *self, AudioComponentInstance mInstance);
+    /// Closes the instance (after this, the interface is not used again).
+    int32_t (*Close)(void *self);
+    /// The method for a selector (`kAudioUnitRenderSelect`, ...), or null when not implemented.
+    AudioComponentMethod _Nullable (* _Nonnull Lookup)(int16_t selector);
+    /// Reserved: null.
+    void * _Nullable reserved;
+} AudioComponentPlugInInterface;
+
+/// Makes a plug-in instance for a description (Apple's `AudioComponentFactoryFunction`, a C
+/// function type): returns its interface, or null.
+typedef AudioComponentPlugInInterface * _Nullable (*AudioComponentFactoryFunction)(const AudioComponentDescription *inDesc);
+
+// The C types of a unit plug-in's methods (AUComponent.h): what its `Lookup` returns for a
+// selector, cast to `AudioComponentMethod`; `self` is the plug-in's interface pointer.
+
+/// `kAudioUnitInitializeSelect` (Apple's `AudioUnitInitializeProc`).
+typedef int32_t (*AudioUnitInitializeProc)(void *self);
+/// `kAudioUnitUninitializeSelect` (Apple's `AudioUnitUninitializeProc`).
+typedef int32_t (*AudioUnitUninitializeProc)(void *self);
+/// `kAudioUnitGetPropertySelect` (Apple's `AudioUnitGetPropertyProc`).
+typedef int32_t (*AudioUnitGetPropertyProc)(void *self, uint32_t prop, uint32_t scope, uint32_t elem, void *outData,
+                                            uint32_t *ioDataSize);
+/// `kAudioUnitSetPropertySelect` (Apple's `AudioUnitSetPropertyProc`).
+typedef int32_t (*AudioUnitSetPropertyProc)(void *self, uint32_t prop, uint32_t scope, uint32_t elem,
+                                            const void * _Nullable inData, uint32_t inDataSize);
+/// `kAudioUnitGetParameterSelect` (Apple's `AudioUnitGetParameterProc`).
+typedef int32_t (*AudioUnitGetParameterProc)(void *inComponentStorage, uint32_t inID, uint32_t inScope, uint32_t inElement,
+                                             float *outValue);
+/// `kAudioUnitSetParameterSelect` (Apple's `AudioUnitSetParameterProc`).
+typedef int32_t (*AudioUnitSetParameterProc)(void *inComponentStorage, uint32_t inID, uint32_t inScope, uint32_t inElement,
+                                             float inValue, uint32_t inBufferOffsetInFrames);
+/// `kAudioUnitRenderSelect` (Apple's `AudioUnitRenderProc`).
+typedef int32_t (*AudioUnitRenderProc)(void *inComponentStorage, AudioUnitRenderActionFlags * _Nullable ioActionFlags,
+                                       const AudioTimeStamp *inTimeStamp, uint32_t inOutputBusNumber, uint32_t inNumberFrames,
+                                       AudioBufferList *ioData);
+/// `kAudioUnitResetSelect` (Apple's `AudioUnitResetProc`).
+typedef int32_t (*AudioUnitResetProc)(void *self, uint32_t inScope, uint32_t inElement);
+
 #pragma clang assume_nonnull end
 
 #endif

@@ -33,28 +33,8 @@ public let kAudioUnitRenderAction_PostRender = AudioUnitRenderActionFlags.unitRe
 /// `kAudioUnitRenderAction_OutputIsSilence`.
 public let kAudioUnitRenderAction_OutputIsSilence = AudioUnitRenderActionFlags.unitRenderAction_OutputIsSilence
 
-/// A render callback (Apple's `AURenderCallback`, a C function type as on Apple: pass a global
-/// function or a closure that captures nothing, and reach your state through `inRefCon`). It runs on the render thread: fill `ioData` (in the stream
-/// format set on the input scope of that bus) with `inNumberFrames` frames, or point its
-/// buffers at your own memory, or set `mNumberBuffers` to 0 for silence.
-public typealias AURenderCallback = @convention(c) (_ inRefCon: UnsafeMutableRawPointer, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>,
-                                     _ inTimeStamp: UnsafePointer<AudioTimeStamp>, _ inBusNumber: UInt32, _ inNumberFrames: UInt32,
-                                     _ ioData: UnsafeMutablePointer<AudioBufferList>?) -> OSStatus
-
-/// A render callback and its context (Apple's `AURenderCallbackStruct`).
-public struct AURenderCallbackStruct {
-    /// The callback.
-    public var inputProc: AURenderCallback?
-    /// Passed to the callback as `inRefCon`.
-    public var inputProcRefCon: UnsafeMutableRawPointer?
-    /// An empty struct.
-    public init() { self.init(inputProc: nil, inputProcRefCon: nil) }
-    /// Apple's memberwise initialiser.
-    public init(inputProc: AURenderCallback?, inputProcRefCon: UnsafeMutableRawPointer?) {
-        self.inputProc = inputProc
-        self.inputProcRefCon = inputProcRefCon
-    }
-}
+// `AURenderCallback` (a C function type) and `AURenderCallbackStruct` (`inputProc` optional, as
+// on Apple) are Apple's C declarations (CAudioToolboxTypes).
 
 // MARK: - Types and subtypes
 
@@ -265,11 +245,15 @@ public struct AudioUnitParameterEvent {
 
 /// Prepares the unit to render (builds its node; an output unit opens nothing until started).
 @discardableResult
-public func AudioUnitInitialize(_ inUnit: AudioUnit) -> OSStatus { compatUnit(inUnit)?.initialize() ?? kAudio_ParamError }
+public func AudioUnitInitialize(_ inUnit: AudioUnit) -> OSStatus {
+    if let p = plugInInstance(inUnit) { return p.initialize() }
+    return compatUnit(inUnit)?.initialize() ?? kAudio_ParamError
+}
 
 /// Undoes ``AudioUnitInitialize(_:)`` (stops an output unit).
 @discardableResult
 public func AudioUnitUninitialize(_ inUnit: AudioUnit) -> OSStatus {
+    if let p = plugInInstance(inUnit) { return p.uninitialize() }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     unit.uninitialize()
     return noErr
@@ -326,6 +310,7 @@ func builtinAudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
 @discardableResult
 public func AudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                      _ outDataSize: UnsafeMutablePointer<UInt32>?, _ outWritable: UnsafeMutablePointer<DarwinBoolean>?) -> OSStatus {
+    if let p = plugInInstance(inUnit) { return p.getPropertyInfo(inID, inScope, inElement, outDataSize, outWritable) }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     if isPlayer(unit), let size = playerPropertySize(unit, inID) {
         outDataSize?.pointee = size
@@ -344,6 +329,7 @@ public func AudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
 @discardableResult
 public func AudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                  _ outData: UnsafeMutableRawPointer, _ ioDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
+    if let p = plugInInstance(inUnit) { return p.getProperty(inID, inScope, inElement, outData, ioDataSize) }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     if isPlayer(unit), let status = getPlayerProperty(unit, inID, outData, ioDataSize) { return status }
     if inID == kAudioOutputUnitProperty_CurrentDevice { return getCurrentDevice(unit, outData, ioDataSize) }
@@ -357,6 +343,7 @@ public func AudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
 @discardableResult
 public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                  _ inData: UnsafeRawPointer?, _ inDataSize: UInt32) -> OSStatus {
+    if let p = plugInInstance(inUnit) { return p.setProperty(inID, inScope, inElement, inData, inDataSize) }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     let status: OSStatus
     if isPlayer(unit), let s = setPlayerProperty(unit, inID, inData, inDataSize) {
@@ -388,19 +375,11 @@ public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     AudioUnitSetProperty(inUnit, inID, inScope, inElement, Optional(UnsafeRawPointer(inData)), inDataSize)
 }
 
-/// Sets the render callback (`kAudioUnitProperty_SetRenderCallback`) from an
-/// ``AURenderCallbackStruct``: the overload `&callbackStruct` picks, since the struct holds a
-/// Swift function here and may not be passed as a raw pointer.
-@discardableResult
-public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
-                                 _ inData: UnsafePointer<AURenderCallbackStruct>, _ inDataSize: UInt32) -> OSStatus {
-    AudioUnitSetProperty(inUnit, inID, inScope, inElement, Optional(UnsafeRawPointer(inData)), inDataSize)
-}
-
 /// Sets a parameter (any thread; picked up by the render thread at the next slice).
 @discardableResult
 public func AudioUnitSetParameter(_ inUnit: AudioUnit, _ inID: AudioUnitParameterID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                   _ inValue: AudioUnitParameterValue, _ inBufferOffsetInFrames: UInt32) -> OSStatus {
+    if let p = plugInInstance(inUnit) { return p.setParameter(inID, inScope, inElement, inValue, inBufferOffsetInFrames) }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     guard let node = unit.node, let p = node.parameter(id: inID, scope: AUScope(rawValue: inScope) ?? .global, element: Int(inElement)) else {
         return kAudioUnitErr_InvalidParameter
@@ -415,6 +394,7 @@ public func AudioUnitSetParameter(_ inUnit: AudioUnit, _ inID: AudioUnitParamete
 @discardableResult
 public func AudioUnitGetParameter(_ inUnit: AudioUnit, _ inID: AudioUnitParameterID, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement,
                                   _ outValue: UnsafeMutablePointer<AudioUnitParameterValue>) -> OSStatus {
+    if let p = plugInInstance(inUnit) { return p.getParameter(inID, inScope, inElement, outValue) }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     guard let node = unit.node, let p = node.parameter(id: inID, scope: AUScope(rawValue: inScope) ?? .global, element: Int(inElement)) else {
         return kAudioUnitErr_InvalidParameter
@@ -549,6 +529,7 @@ func refreshGraphNotifies(_ g: CompatGraph) {
 public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutablePointer<AudioUnitRenderActionFlags>?,
                             _ inTimeStamp: UnsafePointer<AudioTimeStamp>, _ inOutputBusNumber: UInt32, _ inNumberFrames: UInt32,
                             _ ioData: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
+    if let p = plugInInstance(inUnit) { return p.render(ioActionFlags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData) }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     // Element 1 of an I/O unit (the microphone, pulled on the render thread from an input or
     // render callback) renders no output: no notifications to refresh.
@@ -585,6 +566,7 @@ public func AudioUnitScheduleParameters(_ inUnit: AudioUnit, _ inParameterEvent:
 /// stop, reset, start.
 @discardableResult
 public func AudioUnitReset(_ inUnit: AudioUnit, _ inScope: AudioUnitScope, _ inElement: AudioUnitElement) -> OSStatus {
+    if let p = plugInInstance(inUnit) { return p.reset(inScope, inElement) }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     guard inScope <= kAudioUnitScope_Part else { return kAudioUnitErr_InvalidScope }
     _ = inElement

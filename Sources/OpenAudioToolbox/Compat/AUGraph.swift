@@ -196,6 +196,9 @@ public func DisposeAUGraph(_ inGraph: AUGraph) -> OSStatus {
 public func AUGraphAddNode(_ inGraph: AUGraph, _ inDescription: UnsafePointer<AudioComponentDescription>, _ outNode: UnsafeMutablePointer<AUNode>) -> OSStatus {
     guard let g = compatGraph(inGraph) else { return kAudio_ParamError }
     guard let c = AudioComponentFindNext(nil, inDescription), let component = compatComponent(c) else { return kAUGraphErr_InvalidAudioUnit }
+    // A C plug-in (AudioComponentRegister with a factory function) is driven only through the
+    // AudioUnit calls here, not as a graph node.
+    if case .plugIn = component.kind { return kAUGraphErr_InvalidAudioUnit }
     let unit = CompatUnit(component: component)
     unit.owner = g
     unit.handleSlot = CompatHandles.make(unit)

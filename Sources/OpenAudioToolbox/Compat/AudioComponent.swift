@@ -13,35 +13,19 @@ import Glibc
 
 // MARK: - Types
 
-/// Describes a component (Apple's `AudioComponentDescription`); 0 in type, subtype or
-/// manufacturer matches anything in ``AudioComponentFindNext(_:_:)``.
-public struct AudioComponentDescription: Equatable, Sendable {
-    /// `kAudioUnitType_*`.
-    public var componentType: UInt32
-    /// `kAudioUnitSubType_*`.
-    public var componentSubType: UInt32
-    /// `kAudioUnitManufacturer_Apple`.
-    public var componentManufacturer: UInt32
-    /// Must be 0.
-    public var componentFlags: UInt32
-    /// Must be 0.
-    public var componentFlagsMask: UInt32
-    /// A zeroed description.
-    public init() { self.init(componentType: 0, componentSubType: 0, componentManufacturer: 0, componentFlags: 0, componentFlagsMask: 0) }
-    /// Apple's memberwise initialiser.
-    public init(componentType: UInt32, componentSubType: UInt32, componentManufacturer: UInt32, componentFlags: UInt32, componentFlagsMask: UInt32) {
-        self.componentType = componentType
-        self.componentSubType = componentSubType
-        self.componentManufacturer = componentManufacturer
-        self.componentFlags = componentFlags
-        self.componentFlagsMask = componentFlagsMask
+// `AudioComponentDescription`, `AudioComponent`, `AudioComponentInstance`, and the plug-in types
+// (`AudioComponentPlugInInterface`, `AudioComponentMethod`, `AudioComponentFactoryFunction`) are
+// Apple's C declarations (CAudioToolboxTypes).
+
+extension AudioComponentDescription: @retroactive Equatable {
+    /// Field-by-field equality.
+    public static func == (lhs: AudioComponentDescription, rhs: AudioComponentDescription) -> Bool {
+        lhs.componentType == rhs.componentType && lhs.componentSubType == rhs.componentSubType
+            && lhs.componentManufacturer == rhs.componentManufacturer && lhs.componentFlags == rhs.componentFlags
+            && lhs.componentFlagsMask == rhs.componentFlagsMask
     }
 }
 
-/// A component (Apple's `AudioComponent`, an opaque pointer).
-public typealias AudioComponent = OpaquePointer
-/// An instance of a component (Apple's `AudioComponentInstance`).
-public typealias AudioComponentInstance = OpaquePointer
 /// An audio unit (Apple's `AudioUnit`).
 
 /// A description is registered twice (Apple's `kAudioComponentErr_DuplicateDescription`).
@@ -67,6 +51,8 @@ enum CompatUnitKind: Sendable {
     case output(generic: Bool), mixer, eq, reverb, delay, varispeed, converter, dynamics, limiter, splitter
     /// Units defined in other files (time-pitch, players, AudioComponentRegister): a node factory.
     case custom(@Sendable (CompatUnit) -> AudioUnits.AUNode?)
+    /// A C plug-in registered with Apple's factory function type (AudioComponentPlugIn.swift).
+    case plugIn(UncheckedSendable<AudioComponentFactoryFunction>)
 }
 
 struct CompatComponent: Sendable {
@@ -130,6 +116,7 @@ public func AudioComponentGetDescription(_ inComponent: AudioComponent, _ outDes
 @discardableResult
 public func AudioComponentInstanceNew(_ inComponent: AudioComponent, _ outInstance: UnsafeMutablePointer<AudioComponentInstance?>) -> OSStatus {
     guard let c = compatComponent(inComponent) else { return kAudio_ParamError }
+    if case .plugIn(let factory) = c.kind { return newPlugInInstance(c, factory.value, outInstance) }
     let unit = CompatUnit(component: c)
     unit.handleSlot = CompatHandles.make(unit)
     outInstance.pointee = unit.handle
@@ -140,6 +127,7 @@ public func AudioComponentInstanceNew(_ inComponent: AudioComponent, _ outInstan
 /// or a stale handle) returns `kAudio_ParamError`.
 @discardableResult
 public func AudioComponentInstanceDispose(_ inInstance: AudioComponentInstance) -> OSStatus {
+    if let status = disposePlugInInstance(inInstance) { return status }
     guard let unit = CompatHandles.remove(inInstance, as: CompatUnit.self) else { return kAudio_ParamError }
     unit.uninitialize()
     unit.extras.slices?.stop()
@@ -148,7 +136,7 @@ public func AudioComponentInstanceDispose(_ inInstance: AudioComponentInstance) 
 
 // MARK: - Components defined here
 
-/// Registered components (``AudioComponentRegister(_:_:_:_:)``).
+/// Registered components (`AudioComponentRegister`).
 private let registeredComponents = Locked<[CompatComponent]>([])
 
 /// Every component: the built-in ones, the ones in this file, the registered ones.
@@ -179,27 +167,43 @@ private let extraCompatComponents: [CompatComponent] = {
     ]
 }()
 
-/// Makes a unit's node (Apple: an `AudioComponentPlugInInterface`; here a Swift AudioUnits
-/// node, which the C API then drives like the built-in units: stream formats, render
-/// callbacks on its inputs, parameters by ID, graphs). Different from Apple's
-/// `AudioComponentFactoryFunction`, which returns a C plug-in interface.
-public typealias AudioComponentFactoryFunction = (UnsafePointer<AudioComponentDescription>) -> AudioUnits.AUNode?
-
-/// Registers a unit implemented in Swift (Apple's `AudioComponentRegister`): afterwards
-/// `AudioComponentFindNext` finds `inDesc` and `AudioComponentInstanceNew` creates units whose
-/// node `inFactory` makes (called again when formats change). ``AudioComponentCopyName(_:_:)``
-/// and ``AudioComponentGetVersion(_:_:)`` answer `inName` and `inVersion`.
+/// Registers a component plug-in (Apple's `AudioComponentRegister`): afterwards
+/// `AudioComponentFindNext` finds `inDesc`, and `AudioComponentInstanceNew` calls `inFactory` for
+/// an `AudioComponentPlugInInterface` and its `Open`; the AudioUnit calls on the instance
+/// (initialise, properties, parameters, render, reset) call the methods its `Lookup` returns, and
+/// `AudioComponentInstanceDispose` calls `Close`. ``AudioComponentCopyName(_:_:)`` and
+/// ``AudioComponentGetVersion(_:_:)`` answer `inName` and `inVersion`. Different: such a unit
+/// cannot be a node of an AUGraph here (`AUGraphAddNode` answers `kAUGraphErr_InvalidAudioUnit`);
+/// render it with `AudioUnitRender`.
 public func AudioComponentRegister(_ inDesc: UnsafePointer<AudioComponentDescription>, _ inName: CFString, _ inVersion: UInt32,
-                                   _ inFactory: @escaping AudioComponentFactoryFunction) -> AudioComponent {
+                                   _ inFactory: AudioComponentFactoryFunction) -> AudioComponent {
+    register(CompatComponent(description: registeredDescription(inDesc), kind: .plugIn(UncheckedSendable(inFactory)), name: inName, version: inVersion))
+}
+
+/// Registers a unit implemented as a Swift AudioUnits node (an OpenAudioToolbox addition beside
+/// Apple's C plug-in form): `AudioComponentInstanceNew` creates units whose node `inFactory` makes
+/// (called again when formats change), driven by the C API like the built-in units (stream
+/// formats, render callbacks on its inputs, parameters by ID, graphs).
+public func AudioComponentRegister(_ inDesc: UnsafePointer<AudioComponentDescription>, _ inName: CFString, _ inVersion: UInt32,
+                                   _ inFactory: @escaping (UnsafePointer<AudioComponentDescription>) -> AudioUnits.AUNode?) -> AudioComponent {
+    let description = registeredDescription(inDesc)
+    let box = UncheckedSendable(inFactory)
+    return register(CompatComponent(description: description, kind: .custom({ _ in
+        var d = description
+        return box.value(&d)
+    }), name: inName, version: inVersion))
+}
+
+/// A registered description: flags and mask cleared.
+private func registeredDescription(_ inDesc: UnsafePointer<AudioComponentDescription>) -> AudioComponentDescription {
     var registered = inDesc.pointee
     registered.componentFlags = 0
     registered.componentFlagsMask = 0
-    let description = registered
-    let box = UncheckedSendable(inFactory)
-    let component = CompatComponent(description: description, kind: .custom({ _ in
-        var d = description
-        return box.value(&d)
-    }), name: inName, version: inVersion)
+    return registered
+}
+
+/// Adds a registered component; returns its handle.
+private func register(_ component: CompatComponent) -> AudioComponent {
     let index = registeredComponents.withLock { list -> Int in
         list.append(component)
         return list.count - 1
@@ -266,7 +270,7 @@ public func AudioComponentCopyName(_ inComponent: AudioComponent, _ outName: Uns
 }
 
 /// The version of a component as `0xMMMMmmDD` (Apple's `AudioComponentGetVersion`): the version
-/// given to ``AudioComponentRegister(_:_:_:_:)``, 0x00010000 for the built-in units.
+/// given to `AudioComponentRegister`, 0x00010000 for the built-in units.
 public func AudioComponentGetVersion(_ inComponent: AudioComponent, _ outVersion: UnsafeMutablePointer<UInt32>) -> OSStatus {
     guard let c = compatComponent(inComponent) else { return kAudio_ParamError }
     outVersion.pointee = c.version
@@ -276,6 +280,10 @@ public func AudioComponentGetVersion(_ inComponent: AudioComponent, _ outVersion
 /// The component an instance was made from (Apple's `AudioComponentInstanceGetComponent`).
 /// A disposed-of instance gives a component that every call rejects with `kAudio_ParamError`.
 public func AudioComponentInstanceGetComponent(_ inInstance: AudioComponentInstance) -> AudioComponent {
+    if let p = plugInInstance(inInstance),
+       let i = compatComponents.firstIndex(where: { $0.description == p.component.description && $0.name == p.component.name }) {
+        return OpaquePointer(bitPattern: i + 1)!
+    }
     guard let unit = compatUnit(inInstance),
           let i = compatComponents.firstIndex(where: { $0.description == unit.component.description && $0.name == unit.component.name })
     else { return OpaquePointer(bitPattern: -1)! }
@@ -287,6 +295,7 @@ public func AudioComponentInstanceGetComponent(_ inInstance: AudioComponentInsta
 /// (not `kAudioUnitComplexRenderSelect`, `kAudioUnitProcessSelect`, `kAudioUnitProcessMultipleSelect`),
 /// and `kAudioOutputUnitStartSelect`/`StopSelect` on output units.
 public func AudioComponentInstanceCanDo(_ inInstance: AudioComponentInstance, _ inSelectorID: Int16) -> Bool {
+    if let p = plugInInstance(inInstance) { return p.canDo(Int(inSelectorID)) }
     guard let unit = compatUnit(inInstance) else { return false }
     switch Int(inSelectorID) {
     case kAudioUnitInitializeSelect, kAudioUnitUninitializeSelect, kAudioUnitGetPropertyInfoSelect, kAudioUnitGetPropertySelect,

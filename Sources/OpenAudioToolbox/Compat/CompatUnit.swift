@@ -99,6 +99,7 @@ final class CompatUnit: @unchecked Sendable {
         case .limiter: n = AUPeakLimiterNode(channels: inCh)
         case .splitter: n = AUSplitterNode(channels: inCh, outputs: outputCount)
         case .custom(let make): n = make(self)
+        case .plugIn: n = nil  // never made: AudioComponentInstanceNew and AUGraphAddNode refuse plug-ins for CompatUnit
         }
         if let n {
             for (k, v) in parameterValues { n.parameter(id: k.id, scope: AUScope(rawValue: k.scope) ?? .global, element: Int(k.element))?.value = v }

@@ -299,59 +299,83 @@ public struct UnsafeMutableAudioBufferListPointer: MutableCollection, RandomAcce
 
 // MARK: - AudioChannelLayout (C shape)
 
-/// Flags of a channel description (Apple's `AudioChannelFlags`).
-public struct AudioChannelFlags: OptionSet, Hashable, Sendable {
-    /// The bits.
-    public var rawValue: UInt32
-    /// Creates flags.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    /// Rectangular coordinates.
-    public static let rectangularCoordinates = AudioChannelFlags(rawValue: 1 << 0)
-    /// Spherical coordinates.
-    public static let sphericalCoordinates = AudioChannelFlags(rawValue: 1 << 1)
-    /// Coordinates in metres.
-    public static let meters = AudioChannelFlags(rawValue: 1 << 2)
-}
+// `AudioChannelFlags`, `AudioChannelDescription` and `AudioChannelLayout` are Apple's C
+// declarations (CAudioToolboxTypes), with Apple's fields, layout and initialisers: a layout with N
+// descriptions takes `MemoryLayout<AudioChannelLayout>.size + (N - 1) * MemoryLayout<AudioChannelDescription>.size`
+// bytes and its descriptions are reached from `mChannelDescriptions` (e.g. through
+// `UnsafeMutableBufferPointer`, as on Apple). The Swift API's type is `AudioCore.AudioChannelLayout`.
 
-/// One channel's label and position (Apple's `AudioChannelDescription`).
-public struct AudioChannelDescription {
-    /// The label (`kAudioChannelLabel_*`).
-    public var mChannelLabel: AudioChannelLabel
-    /// Coordinate flags.
-    public var mChannelFlags: AudioChannelFlags
-    /// Coordinates.
-    public var mCoordinates: (Float32, Float32, Float32)
-    /// A zeroed description.
-    public init() { self.init(mChannelLabel: 0, mChannelFlags: [], mCoordinates: (0, 0, 0)) }
-    /// Apple's memberwise initialiser.
-    public init(mChannelLabel: AudioChannelLabel, mChannelFlags: AudioChannelFlags, mCoordinates: (Float32, Float32, Float32)) {
-        self.mChannelLabel = mChannelLabel
-        self.mChannelFlags = mChannelFlags
-        self.mCoordinates = mCoordinates
+/// A channel layout in Apple's variable-length C shape (Apple's `AudioChannelLayout`, the C
+/// struct): this name picks it over the Swift API's `AudioCore.AudioChannelLayout` in code that
+/// imports `OpenAudioToolbox`.
+public typealias AudioChannelLayout = CAudioToolboxTypes.AudioChannelLayout
+
+extension AudioChannelLayout {
+    /// Bytes from the start of a layout to its first description.
+    @usableFromInline
+    static var descriptionsOffset: Int { MemoryLayout<AudioChannelLayout>.offset(of: \AudioChannelLayout.mChannelDescriptions)! }
+
+    /// A read-only collection view of a layout's `mNumberChannelDescriptions` descriptions (Apple's
+    /// `AudioChannelLayout.UnsafePointer`, CoreAudioTypes Swift overlay).
+    public struct UnsafePointer: RandomAccessCollection {
+        /// The layout.
+        public var unsafePointer: Swift.UnsafePointer<AudioChannelLayout>
+        /// Wraps a layout.
+        public init(_ unsafePointer: Swift.UnsafePointer<AudioChannelLayout>) { self.unsafePointer = unsafePointer }
+        /// Wraps a layout, or nil.
+        public init?(_ unsafePointer: Swift.UnsafePointer<AudioChannelLayout>?) {
+            guard let unsafePointer else { return nil }
+            self.unsafePointer = unsafePointer
+        }
+        /// The number of descriptions (`mNumberChannelDescriptions`).
+        public var count: Int { Int(unsafePointer.pointee.mNumberChannelDescriptions) }
+        /// 0.
+        public var startIndex: Int { 0 }
+        /// ``count``.
+        public var endIndex: Int { count }
+        /// The description at `index` (the descriptions follow `mChannelDescriptions` in memory).
+        public subscript(index: Int) -> AudioChannelDescription {
+            UnsafeRawPointer(unsafePointer).load(fromByteOffset: AudioChannelLayout.descriptionsOffset + index * MemoryLayout<AudioChannelDescription>.stride,
+                                                 as: AudioChannelDescription.self)
+        }
     }
-}
 
-/// A channel layout in Apple's variable-length C shape (`AudioChannelLayout`):
-/// `mNumberChannelDescriptions` descriptions follow in memory from `mChannelDescriptions`.
-/// Properties deliver it in this shape; the Swift API's type is `AudioCore.AudioChannelLayout`.
-public struct AudioChannelLayout {
-    /// The layout tag.
-    public var mChannelLayoutTag: AudioChannelLayoutTag
-    /// The bitmap, when the tag is `kAudioChannelLayoutTag_UseChannelBitmap`.
-    public var mChannelBitmap: AudioChannelBitmap
-    /// Number of channel descriptions that follow.
-    public var mNumberChannelDescriptions: UInt32
-    /// The first channel description.
-    public var mChannelDescriptions: (AudioChannelDescription)
-    /// A zeroed layout.
-    public init() { self.init(mChannelLayoutTag: 0, mChannelBitmap: [], mNumberChannelDescriptions: 0, mChannelDescriptions: AudioChannelDescription()) }
-    /// Apple's memberwise initialiser.
-    public init(mChannelLayoutTag: AudioChannelLayoutTag, mChannelBitmap: AudioChannelBitmap, mNumberChannelDescriptions: UInt32,
-                mChannelDescriptions: (AudioChannelDescription)) {
-        self.mChannelLayoutTag = mChannelLayoutTag
-        self.mChannelBitmap = mChannelBitmap
-        self.mNumberChannelDescriptions = mNumberChannelDescriptions
-        self.mChannelDescriptions = mChannelDescriptions
+    /// A mutable collection view of a layout's `mNumberChannelDescriptions` descriptions (Apple's
+    /// `AudioChannelLayout.UnsafeMutablePointer`, CoreAudioTypes Swift overlay). Setting ``count``
+    /// changes `mNumberChannelDescriptions`, not the memory allocated for the layout.
+    public struct UnsafeMutablePointer: MutableCollection, RandomAccessCollection {
+        /// The layout.
+        public var unsafeMutablePointer: Swift.UnsafeMutablePointer<AudioChannelLayout>
+        /// The layout, read-only.
+        public var unsafePointer: Swift.UnsafePointer<AudioChannelLayout> { Swift.UnsafePointer(unsafeMutablePointer) }
+        /// Wraps a layout.
+        public init(_ unsafeMutablePointer: Swift.UnsafeMutablePointer<AudioChannelLayout>) { self.unsafeMutablePointer = unsafeMutablePointer }
+        /// Wraps a layout, or nil.
+        public init?(_ unsafeMutablePointer: Swift.UnsafeMutablePointer<AudioChannelLayout>?) {
+            guard let unsafeMutablePointer else { return nil }
+            self.unsafeMutablePointer = unsafeMutablePointer
+        }
+        /// The number of descriptions (`mNumberChannelDescriptions`).
+        public var count: Int {
+            get { Int(unsafeMutablePointer.pointee.mNumberChannelDescriptions) }
+            nonmutating set { unsafeMutablePointer.pointee.mNumberChannelDescriptions = UInt32(newValue) }
+        }
+        /// 0.
+        public var startIndex: Int { 0 }
+        /// ``count``.
+        public var endIndex: Int { count }
+        /// The description at `index` (the descriptions follow `mChannelDescriptions` in memory).
+        public subscript(index: Int) -> AudioChannelDescription {
+            get {
+                UnsafeRawPointer(unsafeMutablePointer).load(fromByteOffset: AudioChannelLayout.descriptionsOffset + index * MemoryLayout<AudioChannelDescription>.stride,
+                                                            as: AudioChannelDescription.self)
+            }
+            nonmutating set {
+                UnsafeMutableRawPointer(unsafeMutablePointer).storeBytes(of: newValue,
+                                                                         toByteOffset: AudioChannelLayout.descriptionsOffset + index * MemoryLayout<AudioChannelDescription>.stride,
+                                                                         as: AudioChannelDescription.self)
+            }
+        }
     }
 }
 
@@ -412,24 +436,8 @@ nonisolated(unsafe) let compatNilClientData: UnsafeMutableRawPointer =
 /// Any sample rate (Apple's `kAudioStreamAnyRate`, 0).
 public let kAudioStreamAnyRate: Float64 = 0
 
-/// Input and output buffers of a translation (Apple's `AudioValueTranslation`).
-public struct AudioValueTranslation {
-    /// The input data.
-    public var mInputData: UnsafeMutableRawPointer
-    /// Its size in bytes.
-    public var mInputDataSize: UInt32
-    /// The output data.
-    public var mOutputData: UnsafeMutableRawPointer
-    /// Its size in bytes.
-    public var mOutputDataSize: UInt32
-    /// Apple's memberwise initialiser.
-    public init(mInputData: UnsafeMutableRawPointer, mInputDataSize: UInt32, mOutputData: UnsafeMutableRawPointer, mOutputDataSize: UInt32) {
-        self.mInputData = mInputData
-        self.mInputDataSize = mInputDataSize
-        self.mOutputData = mOutputData
-        self.mOutputDataSize = mOutputDataSize
-    }
-}
+// `AudioValueTranslation` is Apple's C struct (CAudioToolboxTypes): non-optional pointers, so no
+// zeroed `init()`, as on Apple.
 
 /// Quadraphonic: L R Ls Rs.
 public let kAudioChannelLayoutTag_Quadraphonic: AudioChannelLayoutTag = (108 << 16) | 4
