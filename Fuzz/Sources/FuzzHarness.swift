@@ -287,7 +287,8 @@ enum FuzzHarness {
     /// The packet/frame/byte conversions with in-range arguments (must not trap).
     private static func queries(_ s: AudioFileStream, hash: UInt64) {
         guard s.dataFormat != nil else { return }
-        let limit = max(1, (s.audioDataPacketCount ?? 0) * 2 + 16)
+        let count = max(0, s.audioDataPacketCount ?? 0) // a file may state up to 2^63-1 packets
+        let limit = count > (Int64.max - 16) / 2 ? Int64.max : count * 2 + 16
         let packet = Int64(hash % UInt64(limit))
         _ = s.frame(forPacket: packet)
         _ = s.packet(forFrame: packet &* 7)

@@ -164,6 +164,18 @@ public final class AudioConverter {
         }
     }
 
+    /// Loads the codec libraries now (FFmpeg's libavcodec, libavutil, libswresample), which
+    /// converters otherwise load on first use, so that creating the first converter later does
+    /// not wait for them (Apple's `AudioConverterPrepare`). Returns nil once they are loaded, or
+    /// what could not be loaded. Loading happens once per process; later calls return at once.
+    public static func prepareCodecs() -> String? {
+        oat_ffmpeg_load().map { String(cString: $0) }
+    }
+
+    /// True when the codec libraries are loaded in this process (by ``prepareCodecs()`` or a
+    /// converter).
+    public static var codecsLoaded: Bool { oat_ffmpeg_is_loaded() != 0 }
+
     /// Opens the libavcodec decoder for ``sourceFormat`` (loading FFmpeg if needed).
     func openFFmpegDecoder() throws(AudioError) {
         let source = sourceFormat

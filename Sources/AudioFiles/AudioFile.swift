@@ -96,6 +96,10 @@ public final class AudioFile {
     public let packetTableInfo: AudioFilePacketTableInfo?
     /// Tags and facts keyed by ``InfoKey`` strings.
     public let infoDictionary: [String: String]
+    /// Markers (WAV `cue ` named by `labl`, AIFF `MARK`, CAF `mark` named by `strg`).
+    public let markers: [AudioFileMarkerInfo]
+    /// Regions (WAV `ltxt` segments, AIFF `INST` sustain/release loops, CAF `regn`).
+    public let regions: [AudioFileRegionInfo]
     /// Offset of the audio data in the file.
     public let dataOffset: Int64
     /// Bytes of audio data (sum of packet sizes).
@@ -214,6 +218,8 @@ public final class AudioFile {
         self.channelLayout = stream.channelLayout
         var packetTable = stream.packetTableInfo
         self.infoDictionary = stream.infoDictionary
+        self.markers = stream.markers
+        self.regions = stream.regions
         self.dataOffset = stream.dataOffset ?? 0
         self.audioDataByteCount = bytes
         self.packetCount = count
@@ -274,6 +280,17 @@ public final class AudioFile {
     public func framesInPacket(_ index: Int64) -> UInt32 {
         if dataFormat.framesPerPacket > 0 { return dataFormat.framesPerPacket }
         return index >= 0 && index < Int64(frames.count) ? frames[Int(index)] : 0
+    }
+
+    /// Bytes of packets `range` (clamped to the file), from the index: exact, as the packets are
+    /// indexed when the file is opened (Apple's `kAudioFilePropertyPacketRangeByteCountUpperBound`).
+    public func byteCount(ofPackets range: Range<Int64>) -> Int64 {
+        let lower = max(0, range.lowerBound), upper = min(packetCount, range.upperBound)
+        guard lower < upper else { return 0 }
+        if offsets.isEmpty { return (upper - lower) * Int64(dataFormat.bytesPerPacket) }
+        var total: Int64 = 0
+        for i in Int(lower)..<Int(min(upper, Int64(sizes.count))) { total += Int64(sizes[i]) }
+        return total
     }
 
     /// Reads packets `range` (clamped to the file): their bytes back to back, with packet

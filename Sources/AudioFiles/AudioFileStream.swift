@@ -365,6 +365,10 @@ public final class AudioFileStream {
     public var packetTableInfo: AudioFilePacketTableInfo? { out.info.packetTableInfo }
     /// Tags and facts (`InfoDictionary`), keyed by ``InfoKey`` strings.
     public var infoDictionary: [String: String] { out.info.infoDictionary }
+    /// Markers the container gives (WAV `cue `, AIFF `MARK`, CAF `mark`), as read so far.
+    public var markers: [AudioFileMarkerInfo] { out.info.markers }
+    /// Regions the container gives (WAV `ltxt`, AIFF `INST` loops, CAF `regn`), as read so far.
+    public var regions: [AudioFileRegionInfo] { out.info.regions }
     /// True when the packets precede the index describing them (MP4 with `moov` at the end):
     /// seek to deliver packets (Apple's `kAudioFileStreamError_NotOptimized` case).
     public var isNotOptimized: Bool { out.info.isNotOptimized }

@@ -17,6 +17,10 @@ struct StreamInfo: Equatable {
     var bitRate: UInt32?
     var averageBytesPerPacket: Double?
     var infoDictionary: [String: String] = [:]
+    /// Markers the container gives (WAV `cue `, AIFF `MARK`, CAF `mark`), in file order.
+    var markers: [AudioFileMarkerInfo] = []
+    /// Regions the container gives (WAV `ltxt`, AIFF `INST` loops, CAF `regn`).
+    var regions: [AudioFileRegionInfo] = []
     /// Packets come before the index that describes them (MP4 with `moov` after `mdat`): a
     /// streaming reader must seek (see ``AudioFileStream/seek(toPacket:)``).
     var isNotOptimized = false

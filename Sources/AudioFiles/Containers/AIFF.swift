@@ -22,6 +22,8 @@ struct AIFFParser: ContainerParser {
     var afterData: Int64?
     /// True once packets of the data chunk have been set up for delivery.
     var deliveredData = false
+    /// The `MARK` and `INST` chunks read so far (markers and loop regions).
+    var markerInfo = AIFFMarkerInfo()
 
     init() {}
 
@@ -133,6 +135,13 @@ struct AIFFParser: ContainerParser {
             default: key = InfoKey.comments
             }
             if !text.isEmpty && out.info.infoDictionary[key] == nil { out.setTags([key: text]) }
+            return .skip(total)
+        case "MARK", "INST":
+            guard size >= 2, size <= Int64(out.limits.maximumTagBytes) else { return .skip(total) }
+            let body = try r.slice(Int(size))
+            if id == "MARK" { markerInfo.readMarkers(body) } else { markerInfo.readInstrument(body) }
+            out.info.markers = markerInfo.marks
+            out.info.regions = markerInfo.regions
             return .skip(total)
         case "ID3 ", "id3 ":
             guard size <= Int64(out.limits.maximumTagBytes) else { return .skip(total) }

@@ -28,6 +28,8 @@ struct CAFParser: ContainerParser {
     var dataSize: Int64?
     /// True when the data chunk was skipped to read a packet table after it.
     var dataSkipped = false
+    /// The `mark`, `regn` and `strg` chunks read so far.
+    var markerInfo = CAFMarkerInfo()
 
     init() {}
 
@@ -208,6 +210,17 @@ struct CAFParser: ContainerParser {
             guard size >= 12, size <= 1 << 20 else { return .skip(total) }
             let body = try r.slice(Int(size))
             if let layout = decodeChannelLayout(body) { out.set(\.channelLayout, layout, .channelLayout) }
+            return .skip(total)
+        case "mark", "regn", "strg":
+            guard size >= 4, size <= Int64(out.limits.maximumTagBytes) else { return .skip(total) }
+            let body = try r.slice(Int(size))
+            switch type {
+            case "mark": markerInfo.readMarkers(body)
+            case "regn": markerInfo.readRegions(body)
+            default: markerInfo.readStrings(body)
+            }
+            out.info.markers = markerInfo.markers
+            out.info.regions = markerInfo.regions
             return .skip(total)
         case "info":
             guard size >= 4, size <= Int64(out.limits.maximumTagBytes) else { return .skip(total) }

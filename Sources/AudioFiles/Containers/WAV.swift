@@ -25,6 +25,8 @@ struct WAVParser: ContainerParser {
     var dataSize: Int64?
     /// Where the chunk after `data` begins (including the pad byte), when the size is known.
     var afterData: Int64?
+    /// The `cue ` and `LIST`/`adtl` chunks read so far (markers and regions).
+    var cueInfo = WAVCueInfo()
 
     init() {}
 
@@ -168,7 +170,18 @@ struct WAVParser: ContainerParser {
             if body[0] == 0x49, body[1] == 0x4E, body[2] == 0x46, body[3] == 0x4F { // INFO
                 let tags = parseInfoList(UnsafeRawBufferPointer(rebasing: body[4...]))
                 if !tags.isEmpty { out.setTags(tags) }
+            } else if body[0] == 0x61, body[1] == 0x64, body[2] == 0x74, body[3] == 0x6C { // adtl
+                cueInfo.readAssociatedData(UnsafeRawBufferPointer(rebasing: body[4...]), bigEndian: bigEndian)
+                out.info.markers = cueInfo.markers
+                out.info.regions = cueInfo.regions
             }
+            return .skip(total)
+        case "cue ":
+            guard size >= 4, size <= Int64(out.limits.maximumTagBytes) else { return .skip(total) }
+            let body = try r.slice(Int(size))
+            cueInfo.readCue(body, bigEndian: bigEndian)
+            out.info.markers = cueInfo.markers
+            out.info.regions = cueInfo.regions
             return .skip(total)
         case "id3 ", "ID3 ":
             guard size <= Int64(out.limits.maximumTagBytes) else { return .skip(total) }

@@ -30,6 +30,24 @@ typedef OAT_OPTIONS(uint32_t, AudioFileStreamPropertyFlags) {
     kAudioFileStreamPropertyFlag_CacheProperty = 2
 } AudioFileStreamPropertyFlags;
 
+/// A panning algorithm for `kAudioFormatProperty_PanningMatrix` (Apple's `AudioPanningMode`,
+/// AudioFormat.h; a C enum so that `AudioPanningInfo` has Apple's layout).
+typedef OAT_ENUM(uint32_t, AudioPanningMode) {
+    /// Sound-field panning: every speaker by its closeness to the source (a first-order, cardioid
+    /// decode here).
+    kPanningMode_SoundField = 3,
+    /// Vector-base amplitude panning between the pair of speakers around the source.
+    kPanningMode_VectorBasedPanning = 4
+} AudioPanningMode;
+
+/// How `kAudioFormatProperty_BalanceFade` trades gains (Apple's `AudioBalanceFadeType`).
+typedef OAT_ENUM(uint32_t, AudioBalanceFadeType) {
+    /// No gain exceeds 1: the far side fades as the balance moves.
+    kAudioBalanceFadeType_MaxUnityGain = 0,
+    /// Constant power: 1 at the centre, up to +3 dB on the near side, silence on the far side.
+    kAudioBalanceFadeType_EqualPower = 1
+} AudioBalanceFadeType;
+
 /// An audio queue buffer (Apple's `AudioQueueBuffer`, AudioQueue.h). The queue fills in the
 /// constant fields when it allocates the buffer.
 typedef struct AudioQueueBuffer {

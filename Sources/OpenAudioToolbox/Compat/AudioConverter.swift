@@ -3,6 +3,7 @@
 
 import AudioCore
 import AudioConversion
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -487,4 +488,51 @@ public func AudioConverterConvertComplexBuffer(_ inAudioConverter: AudioConverte
     let status = AudioConverterConvertBuffer(inAudioConverter, inBytes, input, &outSize, output)
     if status == noErr { outOutputData.pointee.mBuffers.mDataByteSize = outSize }
     return status
+}
+
+// MARK: - Preparing, real-time variant
+
+/// Loads the codecs now, so that creating converters later does not wait for them (Apple's
+/// `AudioConverterPrepare`, an optional warm-up): here it loads FFmpeg's libraries, which
+/// converters otherwise load on first use. With a completion block the loading runs on another
+/// thread and the block gets `noErr`, or `kAudioConverterErr_FormatNotSupported` when the
+/// libraries cannot be loaded; without one the call loads them before returning. `inFlags` and
+/// `ioReserved` are reserved (pass 0 and nil).
+public func AudioConverterPrepare(_ inFlags: UInt32, _ ioReserved: UnsafeMutableRawPointer?, _ inCompletionBlock: ((OSStatus) -> Void)?) {
+    guard let inCompletionBlock else {
+        _ = AudioConverter.prepareCodecs()
+        return
+    }
+    let block = UncheckedSendable(inCompletionBlock)
+    DispatchQueue.global(qos: .utility).async {
+        block.value(AudioConverter.prepareCodecs() == nil ? noErr : kAudioConverterErr_FormatNotSupported)
+    }
+}
+
+/// Supplies input to ``AudioConverterFillComplexBufferRealtimeSafe(_:_:_:_:_:_:)`` (Apple's
+/// `AudioConverterComplexInputDataProcRealtimeSafe`): the same parameters as
+/// ``AudioConverterComplexInputDataProc``.
+public typealias AudioConverterComplexInputDataProcRealtimeSafe = @convention(c) (AudioConverterRef, UnsafeMutablePointer<UInt32>, UnsafeMutablePointer<AudioBufferList>,
+                                                                   UnsafeMutablePointer<UnsafeMutablePointer<AudioStreamPacketDescription>?>?,
+                                                                   UnsafeMutableRawPointer?) -> OSStatus
+
+/// ``AudioConverterFillComplexBuffer(_:_:_:_:_:_:)`` for conversions Apple calls real-time safe
+/// (Apple's `AudioConverterFillComplexBufferRealtimeSafe`): PCM to PCM (interleaving, channel
+/// count, sample rate). Other conversions (decoding, encoding) return
+/// `kAudioConverterErr_OperationNotSupported`, as on Apple. Different: the PCM conversion here
+/// is the same code as `AudioConverterFillComplexBuffer`, which is not free of allocation.
+@discardableResult
+public func AudioConverterFillComplexBufferRealtimeSafe(_ inAudioConverter: AudioConverterRef,
+                                                        _ inInputDataProc: AudioConverterComplexInputDataProcRealtimeSafe,
+                                                        _ inInputDataProcUserData: UnsafeMutableRawPointer?,
+                                                        _ ioOutputDataPacketSize: UnsafeMutablePointer<UInt32>,
+                                                        _ outOutputData: UnsafeMutablePointer<AudioBufferList>,
+                                                        _ outPacketDescription: UnsafeMutablePointer<AudioStreamPacketDescription>?) -> OSStatus {
+    guard let box = CompatConverter.from(inAudioConverter) else { return kAudio_ParamError }
+    guard box.clientSource.formatID == .linearPCM, box.clientDestination.formatID == .linearPCM else {
+        ioOutputDataPacketSize.pointee = 0
+        return kAudioConverterErr_OperationNotSupported
+    }
+    return AudioConverterFillComplexBuffer(inAudioConverter, inInputDataProc, inInputDataProcUserData, ioOutputDataPacketSize,
+                                           outOutputData, outPacketDescription)
 }

@@ -113,7 +113,8 @@ public let kAudioFilePropertyMaximumPacketSize: AudioFilePropertyID = fourCC("ps
 public let kAudioFilePropertyDataOffset: AudioFilePropertyID = fourCC("doff")
 /// `AudioChannelLayout` (`'cmap'`).
 public let kAudioFilePropertyChannelLayout: AudioFilePropertyID = fourCC("cmap")
-/// Apple: `CFDictionary`; not available through the C API here (`'info'`).
+/// Tags and the approximate duration: a `CFDictionary` (`NSDictionary` here) handed over +1,
+/// keyed by the `kAFInfoDictionary_*` strings (`'info'`).
 public let kAudioFilePropertyInfoDictionary: AudioFilePropertyID = fourCC("info")
 /// `AudioFilePacketTableInfo` (`'pnfo'`).
 public let kAudioFilePropertyPacketTableInfo: AudioFilePropertyID = fourCC("pnfo")
@@ -499,6 +500,20 @@ private func fileProperty(_ f: AudioFile, _ id: AudioFilePropertyID, input: Unsa
     case kAudioFilePropertyAverageBytesPerPacket:
         return .success(.float64(f.packetCount > 0 ? Double(f.audioDataByteCount) / Double(f.packetCount) : 0))
     case kAudioFilePropertyAudioTrackCount: return .success(.uint32(1))
+    case kAudioFilePropertyInfoDictionary: return .success(.object(infoDictionaryObject(f)))
+    case kAudioFilePropertyMarkerList: return .success(markerListProperty(f.markers))
+    case kAudioFilePropertyRegionList: return .success(regionListProperty(f.regions))
+    case kAudioFilePropertyRestrictsRandomAccess: return .success(.uint32(0))
+    case kAudioFilePropertyPacketRangeByteCountUpperBound:
+        guard let t = input?.loadUnaligned(as: AudioPacketRangeByteCountTranslation.self) else {
+            return .success(.packetRange(AudioPacketRangeByteCountTranslation()))
+        }
+        guard t.mPacket >= 0, t.mPacketCount >= 0, t.mPacket <= f.packetCount else { return .failure(OSErr(kAudioFileInvalidPacketOffsetError)) }
+        let end = t.mPacket.addingReportingOverflow(t.mPacketCount)
+        let range = t.mPacket..<(end.overflow ? Int64.max : end.partialValue)
+        return .success(.packetRange(AudioPacketRangeByteCountTranslation(mPacket: t.mPacket, mPacketCount: t.mPacketCount,
+                                                                          mByteCountUpperBound: f.byteCount(ofPackets: range))))
+    case kAudioFilePropertyID3TagOffset: return id3TagOffset(f).map { .success(.int64($0)) } ?? unsupported
     case kAudioFilePropertyPacketToFrame:
         guard let t = input?.loadUnaligned(as: AudioFramePacketTranslation.self) else { return .success(.framePacket(AudioFramePacketTranslation())) }
         guard t.mPacket >= 0, t.mPacket <= f.packetCount else { return .failure(OSErr(kAudioFileInvalidPacketOffsetError)) }
@@ -554,8 +569,9 @@ public func AudioFileGetPropertyInfo(_ inAudioFile: AudioFileID, _ inPropertyID:
     }
 }
 
-/// Reads a property in Apple's layout (Apple's `AudioFileGetProperty`). `InfoDictionary` is not
-/// available here (Swift API: `AudioFile.infoDictionary`).
+/// Reads a property in Apple's layout (Apple's `AudioFileGetProperty`). `InfoDictionary` is a
+/// `CFDictionary` (`NSDictionary` here) handed over +1: read it into `CFDictionary?` or
+/// `Unmanaged<CFDictionary>?` and `takeRetainedValue()`, as on Apple.
 @discardableResult
 public func AudioFileGetProperty(_ inAudioFile: AudioFileID, _ inPropertyID: AudioFilePropertyID,
                                  _ ioDataSize: UnsafeMutablePointer<UInt32>, _ outPropertyData: UnsafeMutableRawPointer) -> OSStatus {

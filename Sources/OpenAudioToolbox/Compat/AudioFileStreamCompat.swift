@@ -151,7 +151,7 @@ public let kAudioFileStreamProperty_PacketSizeUpperBound: AudioFileStreamPropert
 public let kAudioFileStreamProperty_AverageBytesPerPacket: AudioFileStreamPropertyID = fourCC("abpp")
 /// `UInt32` bits per second (`'brat'`).
 public let kAudioFileStreamProperty_BitRate: AudioFileStreamPropertyID = fourCC("brat")
-/// Apple: `CFDictionary`; not available through the C API here (`'info'`).
+/// The tags found so far: a `CFDictionary` (`NSDictionary` here) handed over +1 (`'info'`).
 public let kAudioFileStreamProperty_InfoDictionary: AudioFileStreamPropertyID = fourCC("info")
 
 /// The container is not recognised (`'typ?'`).
@@ -296,6 +296,13 @@ enum CPropertyValue {
     case bytes([UInt8])
     case framePacket(AudioFramePacketTranslation)
     case bytePacket(AudioBytePacketTranslation)
+    case packetRange(AudioPacketRangeByteCountTranslation)
+    /// A Core Foundation-style object handed over +1 (Apple's "Copy" properties: the caller's
+    /// `CFDictionary?` or `Unmanaged<CFDictionary>?` owns it).
+    case object(AnyObject)
+    /// A variable-length value of this size written by the closure (marker and region lists):
+    /// it gets the caller's size (in/out) and buffer.
+    case custom(UInt32, (UnsafeMutablePointer<UInt32>, UnsafeMutableRawPointer) -> OSStatus)
 
     var size: UInt32 {
         switch self {
@@ -307,6 +314,9 @@ enum CPropertyValue {
         case .bytes(let b): UInt32(b.count)
         case .framePacket: UInt32(MemoryLayout<AudioFramePacketTranslation>.size)
         case .bytePacket: UInt32(MemoryLayout<AudioBytePacketTranslation>.size)
+        case .packetRange: UInt32(MemoryLayout<AudioPacketRangeByteCountTranslation>.size)
+        case .object: UInt32(MemoryLayout<UnsafeMutableRawPointer>.size)
+        case .custom(let n, _): n
         }
     }
 
@@ -314,16 +324,26 @@ enum CPropertyValue {
     /// the caller's size, fixed-size values need room.
     func write(_ ioSize: UnsafeMutablePointer<UInt32>, _ out: UnsafeMutableRawPointer?, sizeError: OSStatus) -> OSStatus {
         switch self {
-        case .uint32(let x): writeProperty(x, ioSize, out, sizeError: sizeError)
-        case .uint64(let x): writeProperty(x, ioSize, out, sizeError: sizeError)
-        case .int64(let x): writeProperty(x, ioSize, out, sizeError: sizeError)
-        case .float64(let x): writeProperty(x, ioSize, out, sizeError: sizeError)
-        case .asbd(let x): writeProperty(x, ioSize, out, sizeError: sizeError)
-        case .packetTable(let x): writeProperty(x, ioSize, out, sizeError: sizeError)
-        case .formatList(let l): writeArray(l, ioSize, out)
-        case .bytes(let b): writeBytes(b, ioSize, out, sizeError: sizeError)
-        case .framePacket(let x): writeProperty(x, ioSize, out, sizeError: sizeError)
-        case .bytePacket(let x): writeProperty(x, ioSize, out, sizeError: sizeError)
+        case .uint32(let x): return writeProperty(x, ioSize, out, sizeError: sizeError)
+        case .uint64(let x): return writeProperty(x, ioSize, out, sizeError: sizeError)
+        case .int64(let x): return writeProperty(x, ioSize, out, sizeError: sizeError)
+        case .float64(let x): return writeProperty(x, ioSize, out, sizeError: sizeError)
+        case .asbd(let x): return writeProperty(x, ioSize, out, sizeError: sizeError)
+        case .packetTable(let x): return writeProperty(x, ioSize, out, sizeError: sizeError)
+        case .formatList(let l): return writeArray(l, ioSize, out)
+        case .bytes(let b): return writeBytes(b, ioSize, out, sizeError: sizeError)
+        case .framePacket(let x): return writeProperty(x, ioSize, out, sizeError: sizeError)
+        case .bytePacket(let x): return writeProperty(x, ioSize, out, sizeError: sizeError)
+        case .packetRange(let x): return writeProperty(x, ioSize, out, sizeError: sizeError)
+        case .object(let o):
+            guard let out else { ioSize.pointee = size; return noErr }
+            guard ioSize.pointee >= size else { return sizeError }
+            out.storeBytes(of: Unmanaged.passRetained(o).toOpaque(), as: UnsafeMutableRawPointer.self)
+            ioSize.pointee = size
+            return noErr
+        case .custom(let n, let body):
+            guard let out else { ioSize.pointee = n; return noErr }
+            return body(ioSize, out)
         }
     }
 }
@@ -347,6 +367,7 @@ private func streamProperty(_ s: AudioFileStream, _ id: AudioFileStreamPropertyI
     case kAudioFileStreamProperty_AverageBytesPerPacket: return s.dataFormat == nil ? unknown : .success(.float64(s.averageBytesPerPacket))
     case kAudioFileStreamProperty_BitRate: return s.dataFormat == nil ? unknown : .success(.uint32(s.bitRate))
     case kAudioFileStreamProperty_RestrictsRandomAccess: return .success(.uint32(0))
+    case kAudioFileStreamProperty_InfoDictionary: return s.fileFormat == nil ? unknown : .success(.object(infoDictionaryObject(s)))
     case kAudioFileStreamProperty_PacketToFrame:
         guard let t = input?.loadUnaligned(as: AudioFramePacketTranslation.self) else { return .success(.framePacket(AudioFramePacketTranslation())) }
         guard let f = s.frame(forPacket: t.mPacket) else { return unknown }
@@ -402,7 +423,7 @@ public func AudioFileStreamGetPropertyInfo(_ inAudioFileStream: AudioFileStreamI
 /// Reads a property in Apple's layout (Apple's `AudioFileStreamGetProperty`): `DataFormat` an
 /// `AudioStreamBasicDescription`, counts `UInt64`, `DataOffset` `Int64`, `MagicCookieData`
 /// bytes, `FormatList` `AudioFormatListItem`s, `ChannelLayout` a C `AudioChannelLayout`,
-/// translations in/out. `InfoDictionary` is not available here (Swift API: `infoDictionary`).
+/// translations in/out, `InfoDictionary` a `CFDictionary` handed over +1 (the tags found so far).
 @discardableResult
 public func AudioFileStreamGetProperty(_ inAudioFileStream: AudioFileStreamID, _ inPropertyID: AudioFileStreamPropertyID,
                                        _ ioPropertyDataSize: UnsafeMutablePointer<UInt32>,

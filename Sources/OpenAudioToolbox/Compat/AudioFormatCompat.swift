@@ -101,9 +101,11 @@ public let kAudioFormatProperty_ChannelName: AudioFormatPropertyID = fourCC("cna
 public let kAudioFormatProperty_ChannelShortName: AudioFormatPropertyID = fourCC("csnm")
 /// Layout tags for a channel count (`'tagc'`): not provided.
 public let kAudioFormatProperty_TagsForNumberOfChannels: AudioFormatPropertyID = fourCC("tagc")
-/// Panning matrix (`'panm'`): not provided.
+/// Panning coefficients (`'panm'`): specifier an ``AudioPanningInfo``, value one `Float32` per
+/// output channel.
 public let kAudioFormatProperty_PanningMatrix: AudioFormatPropertyID = fourCC("panm")
-/// Balance/fade (`'balf'`): not provided.
+/// Balance/fade coefficients (`'balf'`): specifier an ``AudioBalanceFade``, value one `Float32`
+/// per channel of its layout.
 public let kAudioFormatProperty_BalanceFade: AudioFormatPropertyID = fourCC("balf")
 /// ID3 tag size (`'id3s'`): not provided.
 public let kAudioFormatProperty_ID3TagSize: AudioFormatPropertyID = fourCC("id3s")
@@ -270,6 +272,20 @@ enum FormatServices {
             return .success(.ids([kAudioFormatLinearPCM] + AudioEncoder.encodableFormats.map(\.rawValue)))
         case kAudioFormatProperty_DecodeFormatIDs:
             return .success(.ids(decodable))
+        case kAudioFormatProperty_PanningMatrix:
+            guard spec.count >= MemoryLayout<AudioPanningInfo>.size else { return .failure(Failure(status: kAudioFormatBadSpecifierSizeError)) }
+            let info = spec.withUnsafeBytes { $0.loadUnaligned(as: AudioPanningInfo.self) }
+            guard AudioPanningMode(rawValue: spec.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }) != nil,
+                  let gains = panningCoefficients(info) else { return .failure(Failure(status: kAudioFormatBadSpecifierSizeError)) }
+            return .success(.bytes(gains.withUnsafeBytes { Array($0) }))
+        case kAudioFormatProperty_BalanceFade:
+            guard spec.count >= MemoryLayout<AudioBalanceFade>.size else { return .failure(Failure(status: kAudioFormatBadSpecifierSizeError)) }
+            guard AudioBalanceFadeType(rawValue: spec.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self) }) != nil else {
+                return .failure(Failure(status: kAudioFormatBadSpecifierSizeError))
+            }
+            let fade = spec.withUnsafeBytes { $0.loadUnaligned(as: AudioBalanceFade.self) }
+            guard let gains = balanceFadeCoefficients(fade) else { return .failure(Failure(status: kAudioFormatBadSpecifierSizeError)) }
+            return .success(.bytes(gains.withUnsafeBytes { Array($0) }))
         case kAudioFormatProperty_FormatIsVBR:
             return asbdSpecifier(spec).map { .uint32($0.mFormatID != kAudioFormatLinearPCM && $0.mBytesPerPacket == 0 ? 1 : 0) }
         case kAudioFormatProperty_FormatIsExternallyFramed:
