@@ -12,8 +12,8 @@ import Glibc
 @Suite struct SourceReaderMemoryTests {
     /// True when `bytes` is the only reference to its storage (writing to it needs no copy).
     static func isUnique(_ bytes: inout [UInt8]) -> Bool {
-        let shared = bytes.withUnsafeBufferPointer { $0.baseAddress }
-        let writable = bytes.withUnsafeMutableBufferPointer { $0.baseAddress }
+        let shared = bytes.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+        let writable = bytes.withUnsafeMutableBufferPointer { UnsafeRawPointer($0.baseAddress) }
         return shared == writable
     }
 
