@@ -17,6 +17,14 @@ import Glibc
         return shared == writable
     }
 
+    /// The next audio bytes the reader hands over (other items skipped), held only by the caller.
+    static func nextBytes(_ reader: SourceReader) -> ([UInt8], Int64)? {
+        while let item = reader.next() {
+            if case .bytes(let b, let o) = item { return (b, o) }
+        }
+        return nil
+    }
+
     /// A reader over a file of `chunks` reads of 32 KiB, once the whole file is in its FIFO.
     static func filledReader(chunks: Int) throws -> (SourceReader, ScratchDirectory) {
         let dir = try ScratchDirectory("source-reader")
@@ -34,12 +42,12 @@ import Glibc
         defer { reader.cancel(); _ = dir }
         var chunks = 0
         var offset: Int64 = 0
-        while let item = reader.next() {
-            guard case .bytes(var b, let o) = item else { continue }
+        while case (var b, let o)? = Self.nextBytes(reader) {
             #expect(o == offset)
             offset += Int64(b.count)
             chunks += 1
-            #expect(Self.isUnique(&b), "chunk \(chunks) (offset \(o)) is still referenced by the reader after next()")
+            let unique = Self.isUnique(&b)   // not inside #expect, which keeps a copy to print
+            #expect(unique, "chunk \(chunks) (offset \(o), \(b.count) bytes) is still referenced by the reader after next()")
         }
         #expect(chunks >= 4)
         #expect(offset == Int64(4 * SourceReader.chunkBytes))
@@ -56,7 +64,8 @@ import Glibc
         reader.pushBack(.bytes(first, offset: o))
         // Skip over the first two chunks: the FIFO must let go of them.
         reader.drop(before: Int64(2 * SourceReader.chunkBytes))
-        #expect(Self.isUnique(&first), "a dropped chunk is still referenced by the reader")
+        let unique = Self.isUnique(&first)
+        #expect(unique, "a dropped chunk is still referenced by the reader")
         guard case .bytes(_, let next)? = reader.next() else { Issue.record("no bytes after the drop"); return }
         #expect(next == Int64(2 * SourceReader.chunkBytes))
     }
