@@ -10,7 +10,7 @@ import AudioTestSupport
 import Synchronization
 import Testing
 
-/// The play ring is sized in time (``BufferingPolicy/playRingSeconds``, 0.7 s by default; it was
+/// A live stream's play ring is sized in time (``BufferingPolicy/liveRingSeconds``, 0.7 s by default; it was
 /// 2 s), the deeper reserve waits in received bytes. A live stream from a jittery server (a
 /// slow start, then a network stall of 1.5 s) played into a private PulseAudio null sink while
 /// two threads keep both cores busy: no underrun, and no gap in the audio recorded from the
@@ -65,7 +65,7 @@ import Testing
         return found
     }
 
-    @Test(arguments: [2.0, BufferingPolicy().playRingSeconds])
+    @Test(arguments: [2.0, BufferingPolicy().liveRingSeconds])
     func jitteryLiveStreamUnderCPULoadDoesNotDropOut(ringSeconds: Double) async throws {
         let dir = try ScratchDirectory("ring-load")
         defer { dir.remove() }
@@ -94,7 +94,7 @@ import Testing
             try AudioOutput.open(.pulse(sink: sink), format: format, options: AudioOutput.Options(pulseServer: serverName)).device
         }
         var policy = BufferingPolicy()
-        policy.playRingSeconds = ringSeconds
+        policy.liveRingSeconds = ringSeconds
         policy.steadyOutputLatency = 0.4   // as afplay
         let log = StreamingEventLog()
         let hogs = CPUHogs(count: 2)
@@ -105,6 +105,7 @@ import Testing
         #expect(await log.waitFor(10) { if case .firstAudio = $0 { true } else { false } })
         try await Task.sleep(for: .seconds(13))
         let stats = await player.statistics
+        let info = await player.sourceInfo
         await player.stop()
         task.cancel()
         hogs.stop()
@@ -113,6 +114,7 @@ import Testing
 
         let gaps = Self.gaps(samples, channels: 2, minimumFrames: 441)
         print("ring \(ringSeconds) s under load: played \(stats.playedSeconds) s, underruns \(stats.underruns), output underruns \(stats.outputUnderruns), gaps of 10 ms or more \(gaps.map { "\($0.frames) frames at \($0.frame)" })")
+        #expect(info?.isLive == true, "a live stream (the ring under test is the live one)")
         #expect(stats.playedSeconds > 10, "played \(stats.playedSeconds) s")
         #expect(stats.underruns == 0, "the player rebuffered \(stats.underruns) times")
         #expect(stats.outputUnderruns == 0, "the device found the ring short \(stats.outputUnderruns) times")

@@ -52,7 +52,7 @@ final class DecoderThread {
     init(engine: StreamingEngine) {
         self.engine = engine
         pump = DecodePump(policy: engine.policy)
-        feeder = OutputFeeder(crossfadeSeconds: engine.policy.crossfadeSeconds, ringSeconds: engine.policy.playRingSeconds)
+        feeder = OutputFeeder(crossfadeSeconds: engine.policy.crossfadeSeconds)
         buffering = BufferingController(policy: engine.policy)
         failures = FailurePacer(policy: engine.policy)
     }

@@ -170,12 +170,15 @@ final class OutputFeeder {
     private(set) var crossfade = CrossfadeMixer(channels: 2)
     /// ``BufferingPolicy/crossfadeSeconds``.
     let crossfadeSeconds: Double
-    /// ``BufferingPolicy/playRingSeconds``.
-    let ringSeconds: Double
+    /// The play ring of the next queue opened: ``BufferingPolicy/liveRingSeconds`` for a live
+    /// first item, ``onDemandRingSeconds`` otherwise.
+    var ringSeconds = OutputFeeder.onDemandRingSeconds
+    /// The play ring for an on-demand first item: the decoder parses about this far ahead, so a
+    /// seek forward inside it lands on the exact frame.
+    static let onDemandRingSeconds = 2.0
 
-    init(crossfadeSeconds: Double, ringSeconds: Double = BufferingPolicy().playRingSeconds) {
+    init(crossfadeSeconds: Double) {
         self.crossfadeSeconds = crossfadeSeconds
-        self.ringSeconds = ringSeconds
     }
 
     var deviceRate: Double { plan.sampleRate }
@@ -354,6 +357,7 @@ extension DecoderThread {
         }
         guard queue == nil else { return }
         let plan = OutputFeeder.Plan(sampleRate: format.sampleRate, channelsPerFrame: format.channelsPerFrame)
+        feeder.ringSeconds = (pump.current?.isLive ?? false) ? policy.liveRingSeconds : OutputFeeder.onDemandRingSeconds
         let wake = engine.wake
         let engine = self.engine
         try feeder.open(plan, layout: format.channelsPerFrame == UInt32(plan.channels) ? labels : nil, output: engine.output,
@@ -438,7 +442,7 @@ extension DecoderThread {
         let decoded = Double(feeder.framesAhead(played: queue.playedStreamFrames)) / deviceRate
         let inputDone = (pump.current?.inputEnded ?? true) || (pump.current?.reader.isFinished ?? true)
         // Every queue buffer is in use: no more decoded audio fits (the play ring holds
-        // `playRingSeconds`); the rest of the target is counted in received bytes.
+        // `liveRingSeconds` of a live stream); the rest of the target is counted in received bytes.
         let full = feeder.pool.isEmpty && decoded > 0
         if buffering.readyToStart(decoded: decoded, full: full, inputDone: inputDone, undecoded: undecodedSeconds()) {
             if engine.control.withLock({ $0.paused }) {
