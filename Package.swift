@@ -127,9 +127,11 @@ let package = Package(
                                                          "-L", packageDirectory + "Sources/afplay/Link",
                                                          "-Xlinker", "--symbol-ordering-file=" + packageDirectory + "Sources/afplay/Link/afplay.order",
                                                          "-Xlinker", "--no-warn-symbol-ordering"])]),
+        // afinfo is linked like afplay, static libstdc++ included (afplay's Link/libstdc++.so).
         .executableTarget(name: "afinfo", dependencies: ["AudioToolboxKit"], swiftSettings: strict,
                           linkerSettings: [.unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-                                                         "-Xlinker", "--no-export-dynamic", "-Xlinker", "--as-needed"])]),
+                                                         "-Xlinker", "--no-export-dynamic", "-Xlinker", "--as-needed",
+                                                         "-L", packageDirectory + "Sources/afplay/Link"])]),
         .executableTarget(name: "afconvert", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
         .executableTarget(name: "afrecord", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
         .target(name: "AudioTestSupport", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices"], swiftSettings: strict),

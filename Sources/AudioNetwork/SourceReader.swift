@@ -41,6 +41,11 @@ package final class SourceReader: @unchecked Sendable {
         case item(ReaderItem)
         case spilled(at: Int64, count: Int, offset: Int64)
     }
+    /// What a slot before `head` holds once its item was taken or dropped: the item's bytes
+    /// are released at once, not when the array is next compacted (up to 256 taken chunks, a
+    /// few hundred KB of a live stream, stayed referenced there; docs/PERFORMANCE.md, "The
+    /// stream's footprint"). Nothing reads the slots before `head`.
+    private static let taken = Stored.item(.end)
     private struct State {
         var items: [Stored] = []
         /// Bytes spilled to the timeshift file and not yet taken.
@@ -355,6 +360,7 @@ package final class SourceReader: @unchecked Sendable {
         let item = state.withLock { s -> ReaderItem? in
             guard s.head < s.items.count else { return nil }
             let stored = s.items[s.head]
+            s.items[s.head] = Self.taken
             s.head += 1
             let item: ReaderItem
             switch stored {
@@ -466,6 +472,7 @@ package final class SourceReader: @unchecked Sendable {
                 case .item(.bytes(let b, let o)):
                     if o + Int64(b.count) <= offset {
                         s.bytes -= b.count
+                        s.items[s.head] = Self.taken
                         s.head += 1
                     } else {
                         if o < offset {
@@ -491,6 +498,7 @@ package final class SourceReader: @unchecked Sendable {
                     let cost = Self.cost(of: m)
                     s.bytes -= cost
                     s.metadataBytes -= cost
+                    s.items[s.head] = Self.taken
                     s.head += 1
                 case .item(.reconnected), .item(.opened), .item(.discontinuity):
                     s.head += 1

@@ -111,10 +111,20 @@ final class QueueProcessingChain {
     private var postTime: Double = 0
     private var preStarted = false
     private var postStarted = false
-    private let planarIn: UnsafeMutablePointer<UnsafePointer<Float>>
-    private let planarOut: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    private let work: UnsafeMutablePointer<Float>
-    private let interleaved: UnsafeMutablePointer<Float>
+    /// The work buffers of the stages (`chunk` * 9 frames per channel each, 72 KB at stereo),
+    /// allocated when a stage is first configured: a queue that only ever passes audio through
+    /// (afplay, a stream) does not keep 147 KB of zeroed memory resident for them.
+    private struct Buffers {
+        let planarIn: UnsafeMutablePointer<UnsafePointer<Float>>
+        let planarOut: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+        let work: UnsafeMutablePointer<Float>
+        let interleaved: UnsafeMutablePointer<Float>
+    }
+    private var buffers: Buffers?
+    private var planarIn: UnsafeMutablePointer<UnsafePointer<Float>> { buffers!.planarIn }
+    private var planarOut: UnsafeMutablePointer<UnsafeMutablePointer<Float>> { buffers!.planarOut }
+    private var work: UnsafeMutablePointer<Float> { buffers!.work }
+    private var interleaved: UnsafeMutablePointer<Float> { buffers!.interleaved }
 
     init(channels: Int, sampleRate: Double, chunk: Int = 1024) {
         self.channels = channels
@@ -122,24 +132,34 @@ final class QueueProcessingChain {
         self.chunk = chunk
         pre = Array(repeating: [], count: channels)
         post = Array(repeating: [], count: channels)
-        work = .allocate(capacity: chunk * 9 * channels)
+    }
+
+    deinit {
+        guard let b = buffers else { return }
+        b.work.deallocate()
+        b.interleaved.deallocate()
+        b.planarIn.deallocate()
+        b.planarOut.deallocate()
+    }
+
+    /// Allocates the work buffers (once, when a stage is first configured).
+    private func allocateBuffers() {
+        guard buffers == nil else { return }
+        let work = UnsafeMutablePointer<Float>.allocate(capacity: chunk * 9 * channels)
         work.initialize(repeating: 0, count: chunk * 9 * channels)
-        interleaved = .allocate(capacity: chunk * 9 * channels)
+        let interleaved = UnsafeMutablePointer<Float>.allocate(capacity: chunk * 9 * channels)
         interleaved.initialize(repeating: 0, count: chunk * 9 * channels)
-        planarIn = .allocate(capacity: channels)
-        planarOut = .allocate(capacity: channels)
+        let planarIn = UnsafeMutablePointer<UnsafePointer<Float>>.allocate(capacity: channels)
+        let planarOut = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
         for c in 0..<channels {
             planarIn.advanced(by: c).initialize(to: UnsafePointer(work + c * chunk * 9))
             planarOut.advanced(by: c).initialize(to: work + c * chunk * 9)
         }
+        buffers = Buffers(planarIn: planarIn, planarOut: planarOut, work: work, interleaved: interleaved)
     }
 
-    deinit {
-        work.deallocate()
-        interleaved.deallocate()
-        planarIn.deallocate()
-        planarOut.deallocate()
-    }
+    /// Whether the work buffers were allocated (a stage was configured).
+    var hasWorkBuffers: Bool { buffers != nil }
 
     /// True when audio passes straight through.
     var isIdle: Bool { preTaps.isEmpty && postTaps.isEmpty && (timePitch == nil || settings.bypass) && pre[0].isEmpty && post[0].isEmpty }
@@ -149,6 +169,9 @@ final class QueueProcessingChain {
     @discardableResult
     func configure(_ s: QueueTimePitchSettings, taps: [AudioQueueProcessingTap]) -> AudioError? {
         var failure: AudioError?
+        // Every stage runs in the work buffers; once allocated they stay (audio held in `pre`
+        // or `post` is still processed after the stages are turned off).
+        if s.enabled || !taps.isEmpty { allocateBuffers() }
         if s.enabled {
             if timePitch == nil || timePitch!.algorithm != s.algorithm {
                 do throws(AudioError) {

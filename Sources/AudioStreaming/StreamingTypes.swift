@@ -19,6 +19,15 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// Largest number of undecoded bytes held between the network thread and the decoder; the
     /// network thread blocks when it is reached (bounded memory for endless streams). Default 4 MiB.
     public var maximumBufferedBytes: Int = 4 << 20
+    /// Seconds of decoded audio the output queue's play ring holds when the first item is a live
+    /// stream (rounded up to a power of two of samples: 0.74 s at 44.1 kHz stereo for the
+    /// default). The reserve beyond it, up to the grown targets, waits as received bytes
+    /// (``maximumBufferedBytes``) and is decoded as the ring drains: a 128 kbps MP3 takes 16 KB a
+    /// second undecoded and 353 KB as Float32 stereo. With the queue's buffers (about 0.46 s)
+    /// that much decoded audio is ready when the decoder thread does not get the CPU. An
+    /// on-demand first item gets a 2 s ring: the decoder then parses further ahead, and a seek
+    /// into the parsed bytes lands on the exact frame. Default 0.7 s.
+    public var liveRingSeconds: Double = 0.7
     /// Largest number of already-decoded bytes of the current item kept so that a seek back
     /// inside them needs no new request. Default 16 MiB.
     public var maximumRetainedBytes: Int = 16 << 20

@@ -50,6 +50,21 @@ import Testing
         #expect(b.underruns == 2)
     }
 
+    /// Once every queue buffer is in use (the play ring holds less than the grown targets), the
+    /// received bytes not decoded yet count toward the target; when they cannot be estimated
+    /// or cannot grow (`undecoded` nil), a full queue starts as before.
+    @Test func aFullQueueCountsReceivedBytesTowardTheTarget() {
+        var b = BufferingController(policy: Self.policy())
+        b.phase = .playing
+        do { let r = b.underrun(count: 1, paused: false, inputDone: false, aheadFrames: 0, rate: 44100); #expect(r) }
+        #expect(b.target == 2)
+        #expect(!b.readyToStart(decoded: 1.2, full: true, inputDone: false, undecoded: 0.5), "1.7 s of 2")
+        #expect(b.readyToStart(decoded: 1.2, full: true, inputDone: false, undecoded: 0.8))
+        #expect(!b.readyToStart(decoded: 1.2, full: false, inputDone: false, undecoded: 5), "not full: the decoder is still filling the queue")
+        #expect(b.readyToStart(decoded: 1.2, full: true, inputDone: false, undecoded: nil))
+        #expect(b.readyToStart(decoded: 2, full: false, inputDone: false, undecoded: 0))
+    }
+
     /// A silent source fails the item past the stall timeout only while buffering; while playing
     /// the output's own underrun handling covers it.
     @Test func stallCountsOnlyWhileBuffering() {

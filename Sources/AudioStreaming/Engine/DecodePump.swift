@@ -37,9 +37,9 @@ struct DecodePump {
     /// The most bytes parsed (and their packets decoded) at a time. The decoded PCM waits in
     /// the converter's FIFO until the queue takes it, so the FIFO grows to one parse call's
     /// worth: a 32 KiB chunk of a 128 kbps MP3 (a server's burst) is 2 s of audio, 700 KB of
-    /// Float32 stereo and a 1 MiB FIFO; 8 KiB keeps it at 256 KiB (docs/PERFORMANCE.md, "The
-    /// stream's footprint").
-    static let maximumParseBytes = 8 << 10
+    /// Float32 stereo and a 1 MiB FIFO; 4 KiB (a quarter of a second) keeps it at 128 KiB
+    /// (docs/PERFORMANCE.md, "The stream's footprint").
+    static let maximumParseBytes = 4 << 10
 
     /// The bytes of a `count`-byte chunk at audio byte `offset` to parse before `metadata`
     /// applies: all of them unless the metadata begins inside the chunk, and at most `limit`.

@@ -336,7 +336,7 @@ final class DecoderThread {
         // Not before the first audio has been heard: with PulseAudio's latency adjustment a
         // larger buffer also delays the start of a stream the server has not started yet.
         if let steady = policy.steadyOutputLatency, !steadyLatencySet, firstAudioReported, buffering.phase == .playing, !queuePaused,
-           Double(played) / deviceRate >= steady + 0.5, Double(queue.bufferedFrames) / deviceRate >= steady + 0.5 {
+           Double(played) / deviceRate >= steady + 0.5, Double(enqueuedFrames - played) / deviceRate >= steady + 0.5 {
             steadyLatencySet = true
             queue.setDeviceLatency(steady)
             debug("output buffer set to \(steady) s")

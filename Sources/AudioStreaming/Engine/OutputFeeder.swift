@@ -42,11 +42,19 @@ struct BufferingController {
     var target: Double { phase == .starting ? startTarget : rebufferTarget }
 
     /// Whether the queue may start: `decoded` seconds of audio wait in the queue; `full` when
-    /// every queue buffer is in use; `inputDone` when no more bytes will come. Decoded audio,
-    /// not received bytes, decides (a queue started on the bytes of a burst the decoder had not
-    /// been through yet began with one frame in its ring and underran at once).
-    func readyToStart(decoded: Double, full: Bool, inputDone: Bool) -> Bool {
-        isBuffering && (decoded >= target || full || (inputDone && decoded > 0))
+    /// every queue buffer is in use; `inputDone` when no more bytes will come; `undecoded` the
+    /// seconds of received bytes not decoded yet (nil when they cannot be estimated or cannot
+    /// grow: an unknown bit rate, the network thread at its byte limit). Decoded audio decides
+    /// (a queue started on the bytes of a burst the decoder had not been through yet began with
+    /// one frame in its ring and underran at once), up to what the queue holds: once it is
+    /// full, the rest of the target is counted in received bytes, which the decoder turns into
+    /// audio as the ring drains (the play ring holds less than the grown targets).
+    func readyToStart(decoded: Double, full: Bool, inputDone: Bool, undecoded: Double? = nil) -> Bool {
+        guard isBuffering else { return false }
+        if decoded >= target || (inputDone && decoded > 0) { return true }
+        guard full else { return false }
+        guard let undecoded else { return true }
+        return decoded + undecoded >= target
     }
 
     /// The progress shown while buffering, 0...1 in steps of 0.01, for `buffered` seconds
@@ -162,6 +170,12 @@ final class OutputFeeder {
     private(set) var crossfade = CrossfadeMixer(channels: 2)
     /// ``BufferingPolicy/crossfadeSeconds``.
     let crossfadeSeconds: Double
+    /// The play ring of the next queue opened: ``BufferingPolicy/liveRingSeconds`` for a live
+    /// first item, ``onDemandRingSeconds`` otherwise.
+    var ringSeconds = OutputFeeder.onDemandRingSeconds
+    /// The play ring for an on-demand first item: the decoder parses about this far ahead, so a
+    /// seek forward inside it lands on the exact frame.
+    static let onDemandRingSeconds = 2.0
 
     init(crossfadeSeconds: Double) {
         self.crossfadeSeconds = crossfadeSeconds
@@ -180,7 +194,7 @@ final class OutputFeeder {
         self.plan = plan
         let pool = self.pool
         let q = try AudioOutputQueue(format: plan.format, deviceFormat: AudioDeviceFormat(sampleRate: plan.sampleRate, channels: plan.channels, channelLabels: labels),
-                                     bufferReturn: .whenCopied, output: output) { _, buffer in
+                                     ringSeconds: ringSeconds, bufferReturn: .whenCopied, output: output) { _, buffer in
             pool.put(buffer, wake: returned)
         }
         for _ in 0..<Self.bufferCount {
@@ -343,6 +357,7 @@ extension DecoderThread {
         }
         guard queue == nil else { return }
         let plan = OutputFeeder.Plan(sampleRate: format.sampleRate, channelsPerFrame: format.channelsPerFrame)
+        feeder.ringSeconds = (pump.current?.isLive ?? false) ? policy.liveRingSeconds : OutputFeeder.onDemandRingSeconds
         let wake = engine.wake
         let engine = self.engine
         try feeder.open(plan, layout: format.channelsPerFrame == UInt32(plan.channels) ? labels : nil, output: engine.output,
@@ -408,11 +423,16 @@ extension DecoderThread {
 
     /// Decoded seconds waiting, plus an estimate for the undecoded bytes.
     func bufferedSeconds() -> Double {
-        var seconds = Double(feeder.framesAhead(played: queue?.playedStreamFrames ?? 0)) / deviceRate
-        if let item = pump.current, let parser = item.parser, parser.bitRate > 0 {
-            seconds += Double(item.reader.bufferedBytes) * 8 / Double(parser.bitRate)
-        }
-        return seconds
+        Double(feeder.framesAhead(played: queue?.playedStreamFrames ?? 0)) / deviceRate + (undecodedSeconds() ?? 0)
+    }
+
+    /// Seconds of audio in the received bytes the decoder has not taken yet; nil when the bit
+    /// rate is unknown or the network thread is at its byte limit (no more can be buffered).
+    func undecodedSeconds() -> Double? {
+        guard let item = pump.current, let parser = item.parser, parser.bitRate > 0 else { return nil }
+        let bytes = item.reader.bufferedBytes
+        guard bytes < policy.maximumBufferedBytes else { return nil }
+        return Double(bytes) * 8 / Double(parser.bitRate)
     }
 
     /// Starts (or resumes) the queue once enough is buffered.
@@ -420,12 +440,11 @@ extension DecoderThread {
         guard let queue, buffering.isBuffering else { return }
         let buffered = bufferedSeconds()
         let decoded = Double(feeder.framesAhead(played: queue.playedStreamFrames)) / deviceRate
-        // The play ring holds about 2 s: never wait for more decoded audio than fits.
         let inputDone = (pump.current?.inputEnded ?? true) || (pump.current?.reader.isFinished ?? true)
-        // Every queue buffer is in use: nothing more can be buffered before playback starts.
+        // Every queue buffer is in use: no more decoded audio fits (the play ring holds
+        // `liveRingSeconds` of a live stream); the rest of the target is counted in received bytes.
         let full = feeder.pool.isEmpty && decoded > 0
-        // `buffered` (bytes included) only drives the progress shown while buffering.
-        if buffering.readyToStart(decoded: decoded, full: full, inputDone: inputDone) {
+        if buffering.readyToStart(decoded: decoded, full: full, inputDone: inputDone, undecoded: undecodedSeconds()) {
             if engine.control.withLock({ $0.paused }) {
                 buffering.phase = .playing
                 engine.setState(.paused)
