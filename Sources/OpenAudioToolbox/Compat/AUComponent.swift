@@ -579,8 +579,12 @@ public func AudioUnitScheduleParameters(_ inUnit: AudioUnit, _ inParameterEvent:
 // MARK: - Reset, old listener removal, in-place processing
 
 /// Clears a unit's processing state (Apple's `AudioUnitReset`): delay lines, reverb tails,
-/// filter and smoothing state, time-pitch buffers; parameters and formats are kept. Different:
-/// a unit that is rendering (a started output unit or graph) answers
+/// filter and smoothing state, time-pitch buffers; parameters and formats are kept. The player
+/// units clear their schedule, as Apple's, also while their graph runs (a seek): a scheduled
+/// sound player's slices are all complete (`kScheduledAudioSliceFlag_Complete` set, completion
+/// procs called) when this returns, a file player's regions not yet read have their completion
+/// procs called, and nothing plays until a new start time stamp. Different: another unit that
+/// is rendering (a started output unit or graph) answers
 /// `kAudioUnitErr_CannotDoInCurrentContext`, since its nodes are reset only between renders;
 /// stop, reset, start.
 @discardableResult
@@ -593,8 +597,21 @@ public func AudioUnitReset(_ inUnit: AudioUnit, _ inScope: AudioUnitScope, _ inE
         resetFilePlayer(unit, player, rendering: unit.running || unit.owner?.running == true)
         return noErr
     }
+    // A scheduled sound player's schedule: its render thread acts on the reset at its next
+    // render; this waits (at most 0.5 s) until it no longer reads the old slices, then calls
+    // their completion procs.
+    if let slices = unit.node as? ScheduledSlicePlayerNode, unit.running || unit.owner?.running == true {
+        let generation = slices.requestReset()
+        let deadline = HostTime.now() + HostTime.ticks(seconds: 0.5)
+        guard pollWithBackoff(until: deadline, { slices.resetAcknowledged >= generation }) else {
+            return kAudioUnitErr_CannotDoInCurrentContext
+        }
+        unit.extras.slices?.sweep()
+        return noErr
+    }
     guard let node = unit.node, node.isPrepared else { return noErr }   // nothing rendered yet: nothing to clear
     if unit.running || unit.owner?.running == true { return kAudioUnitErr_CannotDoInCurrentContext }
+    defer { unit.extras.slices?.sweep() }
     do { try node.prepare(sampleRate: node.sampleRate, maxFrames: node.maxFrames) } catch { return osStatus(error, default: kAudioUnitErr_FailedInitialization) }
     return noErr
 }
