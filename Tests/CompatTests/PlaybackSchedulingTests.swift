@@ -112,10 +112,12 @@ struct PlaybackSchedulingTests {
         setenv("OAT_OUTPUT", "pulse:\(daemon.sinkName)", 1)
         setenv("PULSE_SERVER", daemon.server, 1)
         defer { unsetenv("OAT_OUTPUT"); unsetenv("PULSE_SERVER") }
-        let g = try PlayerGraph(subType: kAudioUnitSubType_ScheduledSoundPlayer, rate: 44100)
-        defer { g.dispose() }
         let looping = TestSlice((0..<4410).map { Float(sin(Double($0) * 0.05) * 0.3) }, at: 0, flags: .scheduledAudioSliceFlag_Loop)
         let later = TestSlice([Float](repeating: 0.25, count: 4410), at: 44100 * 60)
+        let next = TestSlice([Float](repeating: 0.5, count: 4410), at: 2205)
+        let g = try PlayerGraph(subType: kAudioUnitSubType_ScheduledSoundPlayer, rate: 44100)
+        // The slices (their procs' user data) outlive the graph, as Apple requires.
+        defer { g.dispose(); withExtendedLifetime([looping, later, next]) {} }
         #expect(looping.schedule(on: g.player) == noErr)
         #expect(later.schedule(on: g.player) == noErr)
         #expect(setStart(g.player) == noErr)
@@ -137,10 +139,10 @@ struct PlaybackSchedulingTests {
         #expect(after.allSatisfy { $0 == 0 }, "the looping slice still plays after AudioUnitReset")
 
         // The seek: new slices, a new start.
-        let next = TestSlice([Float](repeating: 0.5, count: 4410), at: 2205)
         #expect(next.schedule(on: g.player) == noErr)
         #expect(setStart(g.player) == noErr)
-        #expect(waitUntil(10) { next.flags.contains(.scheduledAudioSliceFlag_Complete) }, "the slice scheduled after the reset did not play")
+        #expect(waitUntil(10) { next.calls.load(ordering: .relaxed) == 1 }, "the slice scheduled after the reset did not play")
+        #expect(next.flags.contains(.scheduledAudioSliceFlag_Complete))
         #expect(next.flags.contains(.scheduledAudioSliceFlag_BeganToRender) && !next.flags.contains(.scheduledAudioSliceFlag_BeganToRenderLate))
         let out = g.capture.frames
         let first = try #require(out.firstIndex(of: 0.5), "the new slice is not in the output")

@@ -554,8 +554,12 @@ public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
     // render callback) renders no output: no notifications to refresh.
     if !(inOutputBusNumber == 1 && unit.isOutput) { refreshRenderNotifies(unit, inUnit) }
     let status = builtinAudioUnitRender(inUnit, ioActionFlags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData)
-    // A scheduled sound player rendered here (offline): its slices are marked when the call returns.
+    // A scheduled sound player rendered here (offline), alone or in the graph whose output unit
+    // this is: the render marked its slices; their completion procs run before the call returns.
     unit.extras.slices?.sweep()
+    if inOutputBusNumber == 0, let graph = unit.owner, unit.isOutput, !graph.running {
+        for (_, member) in graph.units { member.extras.slices?.sweep() }
+    }
     return status
 }
 

@@ -142,6 +142,7 @@ public func AudioComponentInstanceNew(_ inComponent: AudioComponent, _ outInstan
 public func AudioComponentInstanceDispose(_ inInstance: AudioComponentInstance) -> OSStatus {
     guard let unit = CompatHandles.remove(inInstance, as: CompatUnit.self) else { return kAudio_ParamError }
     unit.uninitialize()
+    unit.extras.slices?.sweep()
     unit.extras.slices?.stop()
     return noErr
 }
