@@ -113,6 +113,32 @@ func fileLeftChannel(_ file: AudioFileID, frames: Int) -> [Float] {
         #expect(slices.dropFirst().allSatisfy { $0.calls.load(ordering: .relaxed) == 1 })
     }
 
+    /// AudioUnitUninitialize clears a slice player's schedule as AudioUnitReset does (Apple's
+    /// header: "This also happens when the unit is uninitialized"): a slice not played yet is
+    /// Complete, not begun, its proc called, when the call returns.
+    @Test func uninitializeCompletesTheScheduledSlices() throws {
+        var desc = AudioComponentDescription(componentType: kAudioUnitType_Generator, componentSubType: kAudioUnitSubType_ScheduledSoundPlayer,
+                                             componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
+        let component = try #require(AudioComponentFindNext(nil, &desc))
+        var instance: AudioUnit?
+        #expect(AudioComponentInstanceNew(component, &instance) == noErr)
+        let unit = try #require(instance)
+        let slice = TestSlice([Float](repeating: 0.5, count: 1000), at: 100_000)
+        defer { AudioComponentInstanceDispose(unit); withExtendedLifetime(slice) {} }
+        #expect(AudioUnitInitialize(unit) == noErr)
+        #expect(setStart(unit) == noErr)
+        #expect(slice.schedule(on: unit) == noErr)
+        var l = [Float](repeating: 0, count: 512), r = [Float](repeating: 0, count: 512)
+        let list = AudioBufferList.allocate(maximumBuffers: 2)
+        defer { free(list.unsafeMutablePointer) }
+        renderStereoSlice(unit, at: 0, &l, &r, list: list)
+        #expect(!slice.flags.contains(.scheduledAudioSliceFlag_Complete))
+        #expect(AudioUnitUninitialize(unit) == noErr)
+        #expect(slice.flags.contains(.scheduledAudioSliceFlag_Complete), "AudioUnitUninitialize left the slice scheduled")
+        #expect(!slice.flags.contains(.scheduledAudioSliceFlag_BeganToRender))
+        #expect(slice.calls.load(ordering: .relaxed) == 1)
+    }
+
     /// A region whose time stamp has passed when it is set (the player ran dry before it) plays
     /// from the next render, its past part skipped, in step with the timeline; its completion
     /// proc is called once read and a second time with an error (it was not read in time to play

@@ -267,11 +267,22 @@ public struct AudioUnitParameterEvent {
 @discardableResult
 public func AudioUnitInitialize(_ inUnit: AudioUnit) -> OSStatus { compatUnit(inUnit)?.initialize() ?? kAudio_ParamError }
 
-/// Undoes ``AudioUnitInitialize(_:)`` (stops an output unit).
+/// Undoes ``AudioUnitInitialize(_:)`` (stops an output unit). A standalone player unit's
+/// schedule is cleared as by ``AudioUnitReset(_:_:_:)``, as Apple's header says of both players
+/// ("This also happens when the unit is uninitialized"): its slices complete, their procs and
+/// those of the regions not read yet are called.
 @discardableResult
 public func AudioUnitUninitialize(_ inUnit: AudioUnit) -> OSStatus {
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     unit.uninitialize()
+    if unit.owner == nil, isPlayer(unit), let node = unit.node {
+        if let slices = node as? ScheduledSlicePlayerNode, slices.isPrepared {
+            try? slices.prepare(sampleRate: slices.sampleRate, maxFrames: slices.maxFrames)
+            unit.extras.slices?.sweep()
+        } else if let player = node as? AUPlayerNode {
+            resetFilePlayer(unit, player, rendering: false)
+        }
+    }
     return noErr
 }
 
