@@ -49,6 +49,11 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     private let producerIdle = Atomic<Bool>(false)
     private let idleSilence = Atomic<Int64>(0)
     private let idleAllowance = Atomic<Int64>(0)
+    // Timeline-anchored playback (``anchorToTimeline(_:)``): frames the render played as
+    // silence for want of data since the start gate opened, which the ring's next frames are
+    // late by (skipped by the render, or claimed by the producer, which then writes fewer).
+    private let anchored = Atomic<Bool>(false)
+    private let owed = Atomic<Int64>(0)
 
     /// Creates a player of `channels` channels whose ring holds `bufferSeconds` at 48 kHz.
     public init(channels: Int = 2, bufferFrames: Int = 48000, name: String = "player") {
@@ -98,6 +103,8 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         holdFrames.store(max(0, frames), ordering: .relaxed)
         startSample.store(Int64.max, ordering: .relaxed)
         held.store(true, ordering: .releasing)
+        owed.store(0, ordering: .releasing)
+        sinceStart.store(-1, ordering: .releasing)
     }
 
     /// Starts a held player at render sample time `sampleTime` (frames rendered since the graph
@@ -109,7 +116,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
 
     /// The player's timeline: frames rendered since the start gate of
     /// ``holdPlayback(untilBuffered:)`` opened (Apple's player's sample time after its start
-    /// time stamp), or -1 while it has not opened.
+    /// time stamp), or -1 while it has not opened since the last hold.
     public var timelineSampleTime: Int64 { sinceStart.load(ordering: .acquiring) }
 
     /// Whether playback is held (waiting for its start time or its prime frames).
@@ -143,6 +150,31 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         guard feederRunning.load(ordering: .acquiring), !ended.load(ordering: .acquiring) else { return false }
         guard producerIdle.load(ordering: .acquiring) else { return true }
         return idleSilence.load(ordering: .relaxed) < idleAllowance.load(ordering: .relaxed)
+    }
+
+    /// Plays each frame at its place on the timeline (Apple's scheduled players, which play
+    /// what they have at its time stamp): when the ring runs dry after the start, the frames
+    /// that come later are late by the silence rendered meanwhile, and the render skips them (or
+    /// the producer, told by ``claimLateFrames(upTo:)``, does not write them) rather than play
+    /// everything after them late. Off by default (a stream player plays its ring in order).
+    /// Set it before the start.
+    public func anchorToTimeline(_ on: Bool) {
+        anchored.store(on, ordering: .releasing)
+    }
+
+    /// Producer (anchored, ``anchorToTimeline(_:)``): takes up to `frames` of the frames the
+    /// timeline has run ahead of what was written; the producer advances its position by the
+    /// returned count without writing those frames (their time has passed). Lock-free; the
+    /// render thread takes what is left from the ring.
+    public func claimLateFrames(upTo frames: Int64) -> Int64 {
+        var o = owed.load(ordering: .acquiring)
+        while o > 0 && frames > 0 {
+            let k = min(o, frames)
+            let (exchanged, current) = owed.compareExchange(expected: o, desired: o - k, ordering: .acquiringAndReleasing)
+            if exchanged { return k }
+            o = current
+        }
+        return 0
     }
 
     /// Drops what the ring holds at the next render (Apple's player stopping at once rather
@@ -317,6 +349,19 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
             held.store(false, ordering: .releasing)
             lead = at
             sinceStart.store(0, ordering: .relaxed)
+            owed.store(0, ordering: .releasing)
+        }
+        let isAnchored = anchored.load(ordering: .relaxed)
+        if isAnchored {
+            // Frames whose time passed while the ring was dry: skipped, so what follows is on time.
+            var o = owed.load(ordering: .acquiring)
+            while o > 0 {
+                let k = min(o, Int64(ring.availableToRead / ch))
+                if k == 0 { break }
+                let (exchanged, current) = owed.compareExchange(expected: o, desired: o - k, ordering: .acquiringAndReleasing)
+                if exchanged { _ = ring.skip(Int(k) * ch); break }
+                o = current
+            }
         }
         renderSampleTime &+= Int64(frames)
         let since = sinceStart.load(ordering: .relaxed)
@@ -339,6 +384,9 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         }
         volume = v
         played.add(Int64(n), ordering: .relaxed)
+        if isAnchored && since >= 0 && lead + n < frames {
+            owed.add(Int64(frames - lead - n), ordering: .releasing)
+        }
         if lead + n < frames && producerIdle.load(ordering: .relaxed) {
             idleSilence.add(Int64(frames - lead - n), ordering: .relaxed)
         }

@@ -196,15 +196,18 @@ struct Options {
     var cycles = 3
     var seconds = 2.0
     var warmupCalls = 8
-    var kinds = ["self-test", "irregular", "null", "alsa", "pulse", "avengine-null", "avengine-alsa", "avengine-pulse"]
+    var kinds = ["self-test", "irregular", "null", "alsa", "pulse", "avengine-null", "avengine-alsa", "avengine-pulse", "players-null"]
     var json = false
 
     static let usage = """
     usage: render-alloc-bench [--cycles N] [--seconds S] [--warmup-calls N] [--json] [KIND...]
-      KIND: self-test irregular null alsa pulse avengine-null avengine-alsa avengine-pulse
+      KIND: self-test irregular null alsa pulse avengine-null avengine-alsa avengine-pulse players-null
             (default: all; pulse and avengine-pulse start a private daemon). avengine-* play an
             AVAudioEngine graph (player -> EQ -> reverb -> main mixer, plus a 44.1 kHz source
-            node resampled by the mixer) on that device for cycles x seconds.
+            node resampled by the mixer) on that device for cycles x seconds. players-null plays
+            a C API AUGraph (ScheduledSoundPlayer and AudioFilePlayer -> mixer) on the null
+            device while slices are rescheduled, the slice player is reset and file regions
+            are set after the file player ran dry.
             self-test is irregular with an array allocated in every render callback: the
             counters must report it (it fails when they do not)
       --cycles N        play cycles per device kind; the first is warm-up, not counted (default 3)
@@ -470,6 +473,10 @@ if options.kinds.contains("pulse") || options.kinds.contains("avengine-pulse") {
 var results: [KindResult] = []
 for kind in options.kinds {
     note("render-alloc-bench: \(kind): \(options.cycles) cycles of \(options.seconds) s (first one warm-up)")
+    if kind == "players-null" {
+        results.append(runPlayers(kind, spec: "null", options: options))
+        continue
+    }
     if kind.hasPrefix("avengine-") {
         let device = String(kind.dropFirst("avengine-".count))
         switch device {

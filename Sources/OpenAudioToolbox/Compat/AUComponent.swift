@@ -250,12 +250,23 @@ public func AudioUnitInitialize(_ inUnit: AudioUnit) -> OSStatus {
     return compatUnit(inUnit)?.initialize() ?? kAudio_ParamError
 }
 
-/// Undoes ``AudioUnitInitialize(_:)`` (stops an output unit).
+/// Undoes ``AudioUnitInitialize(_:)`` (stops an output unit). A standalone player unit's
+/// schedule is cleared as by ``AudioUnitReset(_:_:_:)``, as Apple's header says of both players
+/// ("This also happens when the unit is uninitialized"): its slices complete, their procs and
+/// those of the regions not read yet are called.
 @discardableResult
 public func AudioUnitUninitialize(_ inUnit: AudioUnit) -> OSStatus {
     if let p = plugInInstance(inUnit) { return p.uninitialize() }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     unit.uninitialize()
+    if unit.owner == nil, isPlayer(unit), let node = unit.node {
+        if let slices = node as? ScheduledSlicePlayerNode, slices.isPrepared {
+            try? slices.prepare(sampleRate: slices.sampleRate, maxFrames: slices.maxFrames)
+            unit.extras.slices?.sweep()
+        } else if let player = node as? AUPlayerNode {
+            resetFilePlayer(unit, player, rendering: false)
+        }
+    }
     return noErr
 }
 
@@ -535,8 +546,12 @@ public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
     // render callback) renders no output: no notifications to refresh.
     if !(inOutputBusNumber == 1 && unit.isOutput) { refreshRenderNotifies(unit, inUnit) }
     let status = builtinAudioUnitRender(inUnit, ioActionFlags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData)
-    // A scheduled sound player rendered here (offline): its slices are marked when the call returns.
+    // A scheduled sound player rendered here (offline), alone or in the graph whose output unit
+    // this is: the render marked its slices; their completion procs run before the call returns.
     unit.extras.slices?.sweep()
+    if inOutputBusNumber == 0, let graph = unit.owner, unit.isOutput, !graph.running {
+        for (_, member) in graph.units { member.extras.slices?.sweep() }
+    }
     return status
 }
 
@@ -560,8 +575,12 @@ public func AudioUnitScheduleParameters(_ inUnit: AudioUnit, _ inParameterEvent:
 // MARK: - Reset, old listener removal, in-place processing
 
 /// Clears a unit's processing state (Apple's `AudioUnitReset`): delay lines, reverb tails,
-/// filter and smoothing state, time-pitch buffers; parameters and formats are kept. Different:
-/// a unit that is rendering (a started output unit or graph) answers
+/// filter and smoothing state, time-pitch buffers; parameters and formats are kept. The player
+/// units clear their schedule, as Apple's, also while their graph runs (a seek): a scheduled
+/// sound player's slices are all complete (`kScheduledAudioSliceFlag_Complete` set, completion
+/// procs called) when this returns, a file player's regions not yet read have their completion
+/// procs called, and nothing plays until a new start time stamp. Different: another unit that
+/// is rendering (a started output unit or graph) answers
 /// `kAudioUnitErr_CannotDoInCurrentContext`, since its nodes are reset only between renders;
 /// stop, reset, start.
 @discardableResult
@@ -575,8 +594,21 @@ public func AudioUnitReset(_ inUnit: AudioUnit, _ inScope: AudioUnitScope, _ inE
         resetFilePlayer(unit, player, rendering: unit.running || unit.owner?.running == true)
         return noErr
     }
+    // A scheduled sound player's schedule: its render thread acts on the reset at its next
+    // render; this waits (at most 0.5 s) until it no longer reads the old slices, then calls
+    // their completion procs.
+    if let slices = unit.node as? ScheduledSlicePlayerNode, unit.running || unit.owner?.running == true {
+        let generation = slices.requestReset()
+        let deadline = HostTime.now() + HostTime.ticks(seconds: 0.5)
+        guard pollWithBackoff(until: deadline, { slices.resetAcknowledged >= generation }) else {
+            return kAudioUnitErr_CannotDoInCurrentContext
+        }
+        unit.extras.slices?.sweep()
+        return noErr
+    }
     guard let node = unit.node, node.isPrepared else { return noErr }   // nothing rendered yet: nothing to clear
     if unit.running || unit.owner?.running == true { return kAudioUnitErr_CannotDoInCurrentContext }
+    defer { unit.extras.slices?.sweep() }
     do { try node.prepare(sampleRate: node.sampleRate, maxFrames: node.maxFrames) } catch { return osStatus(error, default: kAudioUnitErr_FailedInitialization) }
     return noErr
 }

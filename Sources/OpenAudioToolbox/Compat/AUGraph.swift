@@ -188,6 +188,12 @@ public func NewAUGraph(_ outGraph: UnsafeMutablePointer<AUGraph?>) -> OSStatus {
 public func DisposeAUGraph(_ inGraph: AUGraph) -> OSStatus {
     guard let g = CompatHandles.remove(inGraph, as: CompatGraph.self) else { return kAudio_ParamError }
     _ = g.stop()
+    // Scheduled sound players: the procs of the slices their renders completed run now, and
+    // their tracker threads end.
+    for (_, unit) in g.units {
+        unit.extras.slices?.sweep()
+        unit.extras.slices?.stop()
+    }
     return noErr
 }
 

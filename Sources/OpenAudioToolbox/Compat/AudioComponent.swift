@@ -130,6 +130,7 @@ public func AudioComponentInstanceDispose(_ inInstance: AudioComponentInstance) 
     if let status = disposePlugInInstance(inInstance) { return status }
     guard let unit = CompatHandles.remove(inInstance, as: CompatUnit.self) else { return kAudio_ParamError }
     unit.uninitialize()
+    unit.extras.slices?.sweep()
     unit.extras.slices?.stop()
     return noErr
 }

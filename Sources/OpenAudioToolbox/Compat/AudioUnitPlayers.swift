@@ -53,7 +53,9 @@ func getPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ out: Uns
         if let slices = unit.node as? ScheduledSlicePlayerNode {
             played = Double(slices.timelineSampleTime)   // -1 before the start, as Apple's
         } else {
-            played = x.started ? Double((unit.node as? AUPlayerNode)?.playedFrames ?? 0) : -1
+            // The timeline (frames since the start time stamp, silence included: a player that
+            // ran dry keeps counting, as Apple's); -1 before the start.
+            played = x.started ? Double((unit.node as? AUPlayerNode)?.timelineSampleTime ?? -1) : -1
         }
         return writeProperty(AudioTimeStamp(sampleTime: played, hostTime: 0, rateScalar: 1, flags: .sampleTimeValid), ioSize, out, sizeError: e)
     case kAudioUnitProperty_ScheduledFilePrime: return writeProperty(x.primeFrames, ioSize, out, sizeError: e)
@@ -146,40 +148,66 @@ func setPlayerProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ data: Un
 }
 
 /// The file player's schedule: the regions set with `kAudioUnitProperty_ScheduledFileRegion`
-/// that the feeder has not taken yet (each set adds one, as Apple's), and where on the
-/// player's timeline the feeder's next frame goes.
+/// that the feeder has not taken yet (each set adds one, as Apple's), the one it reads, and
+/// where on the player's timeline the feeder's next frame goes.
 final class FileRegionSchedule: @unchecked Sendable {
-    /// Regions waiting for the feeder, in the order set (under `lock`).
-    private var list: [ScheduledAudioFileRegion] = []
-    /// True while a feeder runs: it takes the regions set meanwhile.
-    private let lock = Locked<Bool>(false)
+    /// (Regions hold C pointers: Sendable by this lock.)
+    private struct State: @unchecked Sendable {
+        /// Regions waiting for the feeder, in the order set.
+        var list: [ScheduledAudioFileRegion] = []
+        /// The region the feeder reads (its completion proc not called yet).
+        var current: ScheduledAudioFileRegion?
+        /// True while a feeder runs: it takes the regions set meanwhile.
+        var feeding = false
+    }
+    private let state = Locked(State())
     /// Timeline position after the last frame fed (frames after the start time stamp).
     let end = Atomic<Int64>(0)
 
     /// Adds a region; true when a feeder runs and will take it.
     func add(_ region: ScheduledAudioFileRegion) -> Bool {
-        lock.withLock { feeding in list.append(region); return feeding }
+        state.withLock { s in s.list.append(region); return s.feeding }
     }
     /// The first region waiting, if any.
-    var first: ScheduledAudioFileRegion? { lock.withLock { _ in list.first } }
+    var first: ScheduledAudioFileRegion? { state.withLock { $0.list.first } }
     /// A feeder starts.
-    func feederStarts() { lock.withLock { $0 = true } }
-    /// Feeder: the next region, or nil (the feeder ends; `position` is where it ended).
+    func feederStarts() { state.withLock { $0.feeding = true } }
+    /// Feeder: the next region (now the current one), or nil (the feeder ends; `position` is where it ended).
     func take(endingAt position: Int64) -> ScheduledAudioFileRegion? {
-        lock.withLock { feeding in
-            if list.isEmpty { feeding = false; end.store(position, ordering: .releasing); return nil }
-            return list.removeFirst()
+        state.withLock { s in
+            s.current = nil
+            if s.list.isEmpty { s.feeding = false; end.store(position, ordering: .releasing); return nil }
+            s.current = s.list.removeFirst()
+            return s.current
         }
     }
-    /// Forgets every region (AudioUnitReset, once the feeder has been stopped).
-    func removeAll() { lock.withLock { feeding in list.removeAll(); feeding = false } }
+    /// Feeder: the current region has been read (its proc is called next).
+    func currentRead() { state.withLock { $0.current = nil } }
+    /// Forgets every region (AudioUnitReset, once the feeder has been stopped); returns those
+    /// not read yet (the current one first), whose completion procs the reset calls.
+    func removeAll() -> [ScheduledAudioFileRegion] {
+        state.withLock { s in
+            defer { s = State() }
+            return (s.current.map { [$0] } ?? []) + s.list
+        }
+    }
 }
 
 /// Starts the feeder that reads the scheduled regions (each at its time stamp, looping as
 /// asked) into the player and waits until the prime frames are buffered (at most 5 s).
 /// `fresh`: the player is held until its start time stamp and the timeline starts at 0;
-/// otherwise the feeder continues the timeline where the last one ended (or where playback is,
-/// when the player ran dry meanwhile).
+/// otherwise the feeder continues the timeline where the last one ended.
+///
+/// The player is anchored to its timeline (``AUPlayerNode/anchorToTimeline(_:)``): frames whose
+/// time passed while it had nothing to play (it ran dry, or the reader fell behind) are not
+/// played late; the feeder does not write them (``AUPlayerNode/claimLateFrames(upTo:)``) or the
+/// render skips them, so a region set after the player ran dry starts exactly at its time stamp
+/// (or, when that has passed, at the next render with its past part skipped).
+///
+/// Completion procs, as Apple's header describes them: called on the reading thread once the
+/// region has been read (not when played), and, when part of the region was not read in time to
+/// play at its scheduled time, called a second time with `kAudioUnitErr_RenderTimeout` (Apple
+/// says "an error code" without naming it).
 private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: Bool = true) -> OSStatus {
     let schedule = unit.extras.regions
     guard let first = schedule.first else { return kAudioUnitErr_FileNotSpecified }
@@ -193,6 +221,8 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: 
         var framesPerPass: Int64
         var passesLeft: Int
         var leftInPass: Int64
+        /// Part of it was not read in time to play at its time (skipped).
+        var late = false
     }
     func open(_ region: ScheduledAudioFileRegion) throws(AudioError) -> Current {
         guard let id = region.audioFileIfSet, let box = CompatAudioFile.from(id) else {
@@ -203,15 +233,26 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: 
         let ratio = format.mSampleRate / box.file.dataFormat.sampleRate
         let fileFrames = region.mFramesToPlay == UInt32.max ? reader.frameCount - region.mStartFrame : Int64(region.mFramesToPlay)
         let framesPerPass = Int64((Double(max(0, fileFrames)) * ratio).rounded())
+        // A region of no frames plays once, even when asked to loop forever.
+        let passes = framesPerPass == 0 ? 1 : region.mLoopCount == UInt32.max ? Int.max : Int(region.mLoopCount) + 1
         return Current(reader: reader, state: UncheckedState(region: region), framesPerPass: framesPerPass,
-                       passesLeft: region.mLoopCount == UInt32.max ? Int.max : Int(region.mLoopCount) + 1, leftInPass: framesPerPass)
+                       passesLeft: passes, leftInPass: framesPerPass)
     }
-    func complete(_ c: Current, _ status: OSStatus) {
-        if let done = c.state.region.mCompletionProc { done(c.state.region.mCompletionProcUserData, &c.state.region, status) }
+    func complete(_ c: Current) {
+        schedule.currentRead()
+        guard let done = c.state.region.mCompletionProc else { return }
+        done(c.state.region.mCompletionProcUserData, &c.state.region, noErr)
+        if c.late { done(c.state.region.mCompletionProcUserData, &c.state.region, kAudioUnitErr_RenderTimeout) }
+    }
+    /// Seeks the current region's reader to `done` frames (output rate) into its pass.
+    func seek(_ c: Current, toPassFrame done: Int64) throws(AudioError) {
+        let fileFrames = Int64((Double(done) * c.reader.file.dataFormat.sampleRate / format.mSampleRate).rounded())
+        try c.reader.seek(toFrame: max(0, min(c.state.region.mStartFrame + fileFrames, c.reader.frameCount)))
     }
     // The first region must open now (Apple's prime and start fail for a bad file).
     do throws(AudioError) { _ = try open(first) } catch { return kAudioUnitErr_InvalidFile }
-    var position: Int64 = fresh ? 0 : max(schedule.end.load(ordering: .acquiring), player.timelineSampleTime)
+    var position: Int64 = fresh ? 0 : schedule.end.load(ordering: .acquiring)
+    player.anchorToTimeline(true)
     var leadIn: Int64 = 0
     var current: Current?
     var pcm: AudioPCMBuffer?
@@ -221,8 +262,10 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: 
     var target = prime
     if let c = try? open(first) {
         let t = first.mTimeStamp
-        let at = t.mFlags.contains(.sampleTimeValid) ? max(Int64(t.mSampleTime.rounded()), position) : position
-        target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: at - position + c.framesPerPass))
+        // (Continuing a running timeline, the silence whose time has passed is not written.)
+        let now = fresh ? position : max(position, player.timelineSampleTime)
+        let at = t.mFlags.contains(.sampleTimeValid) ? max(Int64(t.mSampleTime.rounded()), now) : now
+        target = min(prime, Int(unit.extras.bufferFrames) / 2, Int(clamping: at - now + c.framesPerPass))
     }
     schedule.feederStarts()
     if fresh { player.holdPlayback(untilBuffered: target) }
@@ -230,6 +273,11 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: 
         let want = out.count / channels
         while true {
             if leadIn > 0 {
+                // Silence whose time has passed (the player ran dry meanwhile) is not written.
+                let claimed = player.claimLateFrames(upTo: leadIn)
+                leadIn -= claimed
+                position += claimed
+                if leadIn == 0 { continue }
                 let n = Int(min(Int64(want), leadIn))
                 out.baseAddress!.update(repeating: 0, count: n * channels)
                 leadIn -= Int64(n)
@@ -243,6 +291,7 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: 
                 guard let region = schedule.take(endingAt: position) else { return 0 }
                 var opened: Current
                 do throws(AudioError) { opened = try open(region) } catch {
+                    schedule.currentRead()
                     if let done = region.mCompletionProc {
                         var r = region
                         done(region.mCompletionProcUserData, &r, kAudioUnitErr_InvalidFile)
@@ -253,6 +302,13 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: 
                 let at = t.mFlags.contains(.sampleTimeValid) ? Int64(t.mSampleTime.rounded()) : position
                 if at > position { leadIn = at - position }
                 var late = position - at
+                if late >= 0 {
+                    // The player ran dry before it: the frames due meanwhile are late too.
+                    let claimed = player.claimLateFrames(upTo: Int64.max)
+                    position += claimed
+                    late += claimed
+                }
+                opened.late = late > 0
                 while late > 0 && opened.passesLeft > 0 {
                     if late >= opened.leftInPass {
                         late -= opened.leftInPass
@@ -266,15 +322,25 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: 
                         late = 0
                     }
                 }
-                if opened.passesLeft == 0 { complete(opened, noErr); continue }
+                if opened.passesLeft == 0 { complete(opened); continue }
                 current = opened
                 continue
             }
             if c.leftInPass <= 0 {
                 c.passesLeft -= 1
-                if c.passesLeft == 0 { complete(c, noErr); current = nil; continue }
+                if c.passesLeft == 0 { complete(c); current = nil; continue }
                 try c.reader.seek(toFrame: max(0, min(c.state.region.mStartFrame, c.reader.frameCount)))
                 c.leftInPass = c.framesPerPass
+                current = c
+                continue
+            }
+            // Frames whose time passed before they were read (the reader fell behind): skipped.
+            let claimed = player.claimLateFrames(upTo: c.leftInPass)
+            if claimed > 0 {
+                c.leftInPass -= claimed
+                position += claimed
+                c.late = true
+                try seek(c, toPassFrame: c.framesPerPass - c.leftInPass)
                 current = c
                 continue
             }
@@ -295,13 +361,13 @@ private func startFileRegion(_ unit: CompatUnit, _ player: AUPlayerNode, fresh: 
 }
 
 /// AudioUnitReset on a file player: the schedule is cleared as on Apple: the feeder stops, the
-/// regions not yet read are dropped, what was read ahead is discarded, and nothing plays until a
+/// regions not yet read are dropped (their completion procs called), what was read ahead is discarded, and nothing plays until a
 /// new start time stamp (regions set from now on start a new timeline at 0). While the unit
 /// renders (its graph runs), the discarding happens at the next render, waited for (at most 0.2 s).
 func resetFilePlayer(_ unit: CompatUnit, _ player: AUPlayerNode, rendering: Bool) {
     let x = unit.extras
     player.stop()
-    x.regions.removeAll()
+    let dropped = x.regions.removeAll()
     x.regions.end.store(0, ordering: .releasing)
     x.primed = false
     x.started = false
@@ -312,6 +378,13 @@ func resetFilePlayer(_ unit: CompatUnit, _ player: AUPlayerNode, rendering: Bool
         _ = pollWithBackoff(until: deadline) { !player.isFlushPending }
     } else {
         player.discardBuffered()
+    }
+    // Apple's header: the completion proc of each region in the schedule is called (the status
+    // is not documented; noErr here). Regions already read had theirs called then.
+    for region in dropped {
+        guard let done = region.mCompletionProc else { continue }
+        var r = region
+        done(r.mCompletionProcUserData, &r, noErr)
     }
 }
 
@@ -349,20 +422,20 @@ private func scheduleSlice(_ unit: CompatUnit, _ player: ScheduledSlicePlayerNod
     unit.extras.slices = tracker
     guard tracker.attach(player) == noErr else { return kAudioUnitErr_CannotDoInCurrentContext }
     let entry = ScheduledSlicePlayerNode.Entry(address: UInt(bitPattern: slice), list: listPointer, frames: frames, start: start,
-                                               flags: slice.pointee.mFlags.rawValue, interleaved: interleaved)
+                                               flags: slice.pointee.mFlags.rawValue, interleaved: interleaved,
+                                               proc: slice.pointee.mCompletionProc, userData: slice.pointee.completionProcUserDataIfSet)
     // The player holds ScheduledSlicePlayerNode.capacity slices; more wait (at most 1 s) for room.
     let deadline = HostTime.now() + HostTime.ticks(seconds: 1)
     return pollWithBackoff(until: deadline) { player.schedule(entry) } ? noErr : kAudioUnitErr_CannotDoInCurrentContext
 }
 
-/// Sets a scheduled sound player's slice flags and calls its completion procs, as the render
-/// thread reports them (``ScheduledSlicePlayerNode/events``): `BeganToRender` /
-/// `BeganToRenderLate` when the unit has rendered part of a slice (or skipped its late part),
-/// `Complete` and the completion proc when it is done with the slice. Called from this
-/// tracker's thread, which sleeps on a semaphore the render thread posts after a render that
-/// had something to report (no polling), and from ``AudioUnitRender(_:_:_:_:_:_:)`` on the unit,
-/// so an offline render sees its slices marked when the call returns. Never on a device's
-/// render thread.
+/// Calls a scheduled sound player's completion procs as the render thread reports them
+/// (``ScheduledSlicePlayerNode/events``; the render thread sets the slices' flags itself). Called
+/// from this tracker's thread, which sleeps on a semaphore the render thread posts after a
+/// render that completed a slice with a proc (no polling), from
+/// ``AudioUnitRender(_:_:_:_:_:_:)`` on the unit (an offline render returns with the procs
+/// called) and from ``AudioUnitReset(_:_:_:)`` (the procs of the slices it dropped run before it
+/// returns). Never on a device's render thread.
 final class SliceTracker: @unchecked Sendable {
     /// What the render thread posts.
     let signal = SliceSignal()
@@ -411,12 +484,10 @@ final class SliceTracker: @unchecked Sendable {
 
     private func drain(_ node: ScheduledSlicePlayerNode) {
         // One consumer at a time (this thread, AudioUnitRender); the procs run outside the lock.
+        // The slice's memory is the caller's again (Complete is set): only its address is passed.
         while let event = player.withLock({ _ in node.events.pop() }) {
             guard let slice = UnsafeMutablePointer<ScheduledAudioSlice>(bitPattern: event.address) else { continue }
-            slice.pointee.mFlags.insert(AUScheduledAudioSliceFlags(rawValue: event.flags))
-            if event.flags & AUScheduledAudioSliceFlags.scheduledAudioSliceFlag_Complete.rawValue != 0 {
-                slice.pointee.mCompletionProc?(slice.pointee.completionProcUserDataIfSet, slice)
-            }
+            event.proc(event.userData, slice)
         }
     }
 

@@ -8,12 +8,14 @@ import Synchronization
 import Glibc
 #endif
 
-/// What the render thread tells the tracker about a slice: the flags to add (BeganToRender,
-/// BeganToRenderLate, Complete); Complete also calls the slice's completion proc.
+/// A slice the render thread is done with whose completion proc the tracker calls. The proc and
+/// its user data were copied when the slice was scheduled: once the render thread has set
+/// `Complete` the caller may reuse the slice's memory, so the tracker reads nothing from it.
 struct SliceEvent: BitwiseCopyable {
-    /// The slice's address (the caller's memory, valid until it is complete, as on Apple).
+    /// The slice's address (passed to the proc, as Apple's).
     var address: UInt
-    var flags: UInt32
+    var proc: ScheduledAudioSliceCompletionProc
+    var userData: UnsafeMutableRawPointer?
 }
 
 /// A semaphore the render thread posts and the tracker thread waits on. `sem_post` is an atomic
@@ -53,10 +55,22 @@ final class SliceSignal: @unchecked Sendable {
 /// pass) replaces it; an interrupting slice also completes, unplayed, the slices scheduled
 /// between. `CurrentPlayTime` is the timeline position.
 ///
+/// The slice's flags are set by the render thread itself, on the caller's slice (atomic ORs on
+/// `mFlags`): `BeganToRender` (and `BeganToRenderLate`) in the render that first plays (or
+/// skips) part of it, `Complete` in the render that is done with it, so a caller polling the
+/// flag after `AudioUnitRender` returns sees it, as on Apple. After `Complete` the render thread
+/// never touches the slice again.
+///
+/// ``requestReset()`` (Apple's AudioUnitReset, also while rendering): a reset generation the
+/// render thread observes at its next render: every slice scheduled before it is complete (its
+/// proc called; `BeganToRender` only if part of it played, as Apple's header defines the flags),
+/// the timeline waits for a new start time stamp, and ``resetAcknowledged`` tells the caller the
+/// render thread no longer reads the old slices.
+///
 /// Render thread: no allocation, no lock, no user code. Scheduled slices reach it through a
-/// preallocated SPSC queue; flags to set and completions leave through another, and a
-/// semaphore post wakes the tracker thread that sets the flags and calls the procs
-/// (``SliceTracker``).
+/// preallocated SPSC queue (pushed under a control-side lock, so any thread may schedule);
+/// completions with a proc leave through another, and a semaphore post wakes the tracker
+/// thread that calls the procs (``SliceTracker``).
 final class ScheduledSlicePlayerNode: AudioUnits.AUNode, @unchecked Sendable {
     /// A scheduled slice as the render thread keeps it (plain values only).
     struct Entry: BitwiseCopyable {
@@ -67,6 +81,11 @@ final class ScheduledSlicePlayerNode: AudioUnits.AUNode, @unchecked Sendable {
         var start: Int64
         var flags: UInt32
         var interleaved: Bool
+        /// The completion proc and its user data, copied when scheduled.
+        var proc: ScheduledAudioSliceCompletionProc?
+        var userData: UnsafeMutableRawPointer?
+        /// The reset generation it was scheduled in (set by ``schedule(_:)``).
+        var generation: UInt64 = 0
         /// Render side: frames of the current pass already played or skipped; begun.
         var position: Int = 0
         var begun: Bool = false
@@ -76,14 +95,16 @@ final class ScheduledSlicePlayerNode: AudioUnits.AUNode, @unchecked Sendable {
     static let capacity = 1024
 
     private let incoming = SPSCQueue<Entry>(minimumCapacity: capacity)
-    /// Events to the tracker (two per slice at most: began, complete).
-    let events = SPSCQueue<SliceEvent>(minimumCapacity: 4 * capacity)
+    /// Completions with a proc, to the tracker.
+    let events = SPSCQueue<SliceEvent>(minimumCapacity: 2 * capacity)
     /// Posted after a render that reported something (the tracker's).
     let signal: SliceSignal
     /// Render-side list of slices, in schedule order (a ring of `capacity`).
     private let ring: UnsafeMutablePointer<Entry>
     private var ringHead = 0
     private var ringCount = 0
+    /// A newer slice popped while completing the older ones of a reset (placed first).
+    private var carried: Entry?
     /// The render sample at which the timeline starts: `Int64.max` not yet, -1 the next render.
     private let startSample = Atomic<Int64>(Int64.max)
     /// Render thread: the timeline's sample 0 in render samples, once started.
@@ -93,8 +114,15 @@ final class ScheduledSlicePlayerNode: AudioUnits.AUNode, @unchecked Sendable {
     private var lastEnd: Int64 = 0
     /// Published timeline position (-1 before the start).
     private let timeline = Atomic<Int64>(-1)
-    /// Set by ``reset()``: the next render completes every slice without playing it.
-    private let dropAll = Atomic<Bool>(false)
+    /// Control side: the reset generation, under the lock that also orders the pushes.
+    private let control = Locked<UInt64>(0)
+    /// The reset generation (written under `control`), and the last one the render thread acted on.
+    private let generation = Atomic<UInt64>(0)
+    private let acknowledged = Atomic<UInt64>(0)
+    /// Render thread: the generation it plays.
+    private var seenGeneration: UInt64 = 0
+    /// Where `mFlags` is in a ScheduledAudioSlice.
+    private let flagsOffset = MemoryLayout<ScheduledAudioSlice>.offset(of: \.mFlags)!
 
     /// Creates a player of `channels` channels that posts `signal` when it has events.
     init(channels: Int, signal: SliceSignal) {
@@ -111,41 +139,89 @@ final class ScheduledSlicePlayerNode: AudioUnits.AUNode, @unchecked Sendable {
     /// Where the timeline is (the sample time the next render plays), or -1 before the start.
     var timelineSampleTime: Int64 { timeline.load(ordering: .acquiring) }
 
-    /// Control side: a new schedule (initialisation, AudioUnitReset): the timeline waits for a
-    /// new start time stamp. Not while rendering.
+    /// Control side: a new schedule (initialisation, AudioUnitReset of a unit that is not
+    /// rendering): every slice is complete and the timeline waits for a new start time stamp.
+    /// Not while rendering (see ``requestReset()``).
     override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
         try super.prepare(sampleRate: sampleRate, maxFrames: maxFrames)
         renderSampleTime = 0
-        origin = Int64.max
-        lastEnd = 0
-        startSample.store(Int64.max, ordering: .releasing)
-        timeline.store(-1, ordering: .releasing)
-        completeAll()
+        control.withLock { _ in
+            startSample.store(Int64.max, ordering: .releasing)
+            seenGeneration = generation.load(ordering: .acquiring)
+            completeAll()
+            acknowledged.store(seenGeneration, ordering: .releasing)
+        }
     }
 
-    /// Control side (scheduling thread): queues a slice; false when the player holds
-    /// ``capacity`` slices already.
-    func schedule(_ entry: Entry) -> Bool { incoming.push(entry) }
+    /// Control side (any thread): queues a slice; false when the player holds ``capacity``
+    /// slices already.
+    func schedule(_ entry: Entry) -> Bool {
+        control.withLock { g in
+            var e = entry
+            e.generation = g
+            return incoming.push(e)
+        }
+    }
 
     /// Control side: starts the timeline at render sample `sampleTime` (nil or negative: the next render).
     func start(atSampleTime sampleTime: Int64?) {
-        startSample.store(max(-1, sampleTime ?? -1), ordering: .releasing)
+        control.withLock { _ in startSample.store(max(-1, sampleTime ?? -1), ordering: .releasing) }
     }
 
-    /// Completes every queued slice unplayed at the next render (Apple's reset of the schedule).
-    func reset() { dropAll.store(true, ordering: .releasing) }
+    /// Control side (any thread, also while rendering): clears the schedule at the next render
+    /// (see the type's notes); returns the generation to wait for with ``resetAcknowledged``.
+    func requestReset() -> UInt64 {
+        control.withLock { g in
+            // The start goes first: a render that sees the new generation sees no old start.
+            startSample.store(Int64.max, ordering: .releasing)
+            g &+= 1
+            generation.store(g, ordering: .releasing)
+            return g
+        }
+    }
+
+    /// The last reset generation the render thread has acted on.
+    var resetAcknowledged: UInt64 { acknowledged.load(ordering: .acquiring) }
 
     // MARK: Render thread
 
-    @inline(__always) private func emit(_ e: Entry, _ flags: UInt32) {
-        _ = events.push(SliceEvent(address: e.address, flags: flags))
+    /// Sets `flags` on the caller's slice (an atomic OR on its `mFlags`) and, for `Complete`
+    /// with a proc, tells the tracker. After `Complete` nothing here reads the slice again.
+    @inline(__always) private func mark(_ e: Entry, _ flags: UInt32) {
+        guard let slice = UnsafeMutableRawPointer(bitPattern: e.address) else { return }
+        (slice + flagsOffset).assumingMemoryBound(to: Atomic<UInt32>.self).pointee.bitwiseOr(flags, ordering: .releasing)
+        if flags & 0x01 != 0, let proc = e.proc {
+            _ = events.push(SliceEvent(address: e.address, proc: proc, userData: e.userData))
+        }
     }
 
-    /// Completes every slice, playing nothing (render thread, or control side while not rendering).
+    /// Completes every slice, playing nothing (control side while not rendering).
     private func completeAll() {
-        while let e = incoming.pop() { emit(e, 0x01) }
-        while ringCount > 0 { emit(ring[ringHead], 0x01); popHead() }
+        if let e = carried { mark(e, 0x01); carried = nil }
+        while ringCount > 0 { mark(ring[ringHead], 0x01); popHead() }
+        while let e = incoming.pop() { mark(e, 0x01) }
+        origin = Int64.max
+        lastEnd = 0
+        timeline.store(-1, ordering: .releasing)
         signal.post()
+    }
+
+    /// Acts on a reset of generation `g`: the slices scheduled before it are complete, the
+    /// timeline waits for a new start.
+    private func observeReset(_ g: UInt64) {
+        seenGeneration = g
+        if let e = carried, e.generation < g { mark(e, 0x01); carried = nil }
+        while ringCount > 0 { mark(ring[ringHead], 0x01); popHead() }
+        if carried == nil {
+            while let e = incoming.pop() {
+                if e.generation >= g { carried = e; break }
+                mark(e, 0x01)
+            }
+        }
+        origin = Int64.max
+        lastEnd = 0
+        timeline.store(-1, ordering: .releasing)
+        acknowledged.store(g, ordering: .releasing)
     }
 
     private func popHead() {
@@ -167,7 +243,25 @@ final class ScheduledSlicePlayerNode: AudioUnits.AUNode, @unchecked Sendable {
 
     /// Completes the slices before `index` (unplayed ones get no BeganToRender).
     private func completeBefore(_ index: Int) {
-        for _ in 0..<index { emit(ring[ringHead], 0x01); popHead() }
+        for _ in 0..<index { mark(ring[ringHead], 0x01); popHead() }
+    }
+
+    /// Moves newly scheduled slices into the ring (a slice of a newer generation first acts on its reset).
+    private func takeIncoming() {
+        while ringCount < Self.capacity {
+            var next = carried
+            carried = nil
+            if next == nil { next = incoming.pop() }
+            guard let e = next else { return }
+            if e.generation < seenGeneration { mark(e, 0x01); continue }
+            if e.generation != seenGeneration {
+                carried = e
+                observeReset(generation.load(ordering: .acquiring))
+                continue
+            }
+            ring[(ringHead + ringCount) % Self.capacity] = e
+            ringCount += 1
+        }
     }
 
     override func render(_ context: AURenderContext) {
@@ -181,18 +275,19 @@ final class ScheduledSlicePlayerNode: AudioUnits.AUNode, @unchecked Sendable {
             if origin != Int64.max { timeline.store(renderSampleTime - origin, ordering: .releasing) }
             if events.count != eventsBefore { signal.post() }
         }
-        if dropAll.load(ordering: .acquiring) {
-            dropAll.store(false, ordering: .relaxed)
-            completeAll()
-        }
-        while ringCount < Self.capacity, let e = incoming.pop() {
-            ring[(ringHead + ringCount) % Self.capacity] = e
-            ringCount += 1
-        }
-        // The start time stamp.
+        let g = generation.load(ordering: .acquiring)
+        if g != seenGeneration { observeReset(g) }
+        takeIncoming()
+        // The start time stamp (read after the generation: a reset clears it first).
         var f = 0
         if origin == Int64.max {
-            let s = startSample.load(ordering: .acquiring)
+            var s = startSample.load(ordering: .acquiring)
+            let g2 = generation.load(ordering: .acquiring)
+            if g2 != seenGeneration {
+                observeReset(g2)
+                takeIncoming()
+                s = startSample.load(ordering: .acquiring)
+            }
             guard s != Int64.max else { return }
             if s < 0 || s <= renderSampleTime {
                 origin = renderSampleTime
@@ -231,7 +326,7 @@ final class ScheduledSlicePlayerNode: AudioUnits.AUNode, @unchecked Sendable {
                     if e.pointee.flags & 0x08 != 0 {
                         e.pointee.position = Int(late % Int64(max(1, e.pointee.frames)))
                     } else if late >= Int64(e.pointee.frames) {
-                        emit(e.pointee, 0x04 | 0x01)
+                        mark(e.pointee, 0x04 | 0x01)
                         popHead()
                         continue
                     } else {
@@ -239,7 +334,7 @@ final class ScheduledSlicePlayerNode: AudioUnits.AUNode, @unchecked Sendable {
                     }
                 }
                 e.pointee.begun = true
-                emit(e.pointee, flags)
+                mark(e.pointee, flags)
             }
             let n = min(limit - f, e.pointee.frames - e.pointee.position)
             if n > 0 {
@@ -257,7 +352,7 @@ final class ScheduledSlicePlayerNode: AudioUnits.AUNode, @unchecked Sendable {
                         completeBefore(j)   // the looping slice and those between
                         at(0).pointee.start = at(0).pointee.start == Int64.min ? lastEnd : at(0).pointee.start
                     } else {
-                        emit(e.pointee, 0x01)
+                        mark(e.pointee, 0x01)
                         popHead()
                     }
                 }
