@@ -130,6 +130,22 @@ public final class ALSAOutputDevice: AudioOutputDevice {
         int16Buffer.deallocate()
     }
 
+    /// The sample rate `device` plays at natively, nearest `preferred`: the rate
+    /// `snd_pcm_hw_params_set_rate_near` picks among the PCM's own rates with ALSA's automatic
+    /// resampling off. A hardware PCM (`hw:`, or `plughw:` and `default` through their slave)
+    /// gives its supported rate nearest `preferred` (e.g. 48,000 on a 48 kHz-only card asked for
+    /// 44,100); PCMs that take any rate (`null`, `file:`, `pulse`) give `preferred`. Nil when the
+    /// PCM cannot be opened now (missing, busy) or libasound is not available.
+    ///
+    /// `configText` is ALSA configuration loaded on top of the system one for this query only,
+    /// as in ``init(device:format:preferredSampleFormat:period:periods:configText:)``.
+    public static func nativeSampleRate(device: String = "default", near preferred: Double = 48000,
+                                        configText: String? = nil) -> Double? {
+        guard preferred.isFinite, preferred >= 1, preferred <= 1_536_000 else { return nil }
+        guard let rate = try? PCMHandle.nativeRate(device, configText: configText, near: Int(preferred.rounded())) else { return nil }
+        return Double(rate)
+    }
+
     /// Starts the device thread pulling from `render`.
     public func start(_ render: @escaping AudioRenderCallback) throws(AudioError) {
         guard state.move(from: .idle, to: .running) else {

@@ -54,7 +54,37 @@ final class PCMHandle: @unchecked Sendable {
         }
     }
 
-    private static func openRaw(_ name: String, stream: snd_pcm_stream_t, configText: String?) throws(AudioError) -> (OpaquePointer, OpaquePointer?) {
+    /// The rate `name` runs at without resampling nearest `preferred` (what
+    /// `snd_pcm_hw_params_set_rate_near` picks from the PCM's own rates): the PCM is opened with
+    /// `SND_PCM_NO_AUTO_RESAMPLE`, so a `plug` PCM (`default`, `plughw:`) offers its slave's
+    /// rates instead of converting any rate; PCMs that take any rate (`null`, `file:`, `pulse`)
+    /// give `preferred`. Opened non-blocking and closed again; throws when the PCM cannot be
+    /// opened (busy, missing) or refuses every rate.
+    static func nativeRate(_ name: String, stream: snd_pcm_stream_t = SND_PCM_STREAM_PLAYBACK, configText: String?,
+                           near preferred: Int) throws(AudioError) -> Int {
+        let (pcm, config) = try openRaw(name, stream: stream, configText: configText,
+                                        mode: Int32(SND_PCM_NO_AUTO_RESAMPLE) | Int32(SND_PCM_NONBLOCK))
+        defer {
+            snd_pcm_close(pcm)
+            if let config { snd_config_delete(config) }
+        }
+        let component = componentName(stream)
+        var hw: OpaquePointer?
+        guard snd_pcm_hw_params_malloc(&hw) >= 0 else {
+            throw AudioError(.deviceUnavailable, component: component, "cannot allocate hardware parameters")
+        }
+        defer { snd_pcm_hw_params_free(hw) }
+        var err = snd_pcm_hw_params_any(pcm, hw)
+        var rate = UInt32(max(1, preferred))
+        var dir: Int32 = 0
+        if err >= 0 { err = snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, &dir) }
+        guard err >= 0, rate > 0 else {
+            throw AudioError(.unsupportedFormat, component: component, "\(name) offers no sample rate", underlying: String(cString: snd_strerror(err)))
+        }
+        return Int(rate)
+    }
+
+    private static func openRaw(_ name: String, stream: snd_pcm_stream_t, configText: String?, mode: Int32 = 0) throws(AudioError) -> (OpaquePointer, OpaquePointer?) {
         let component = componentName(stream)
         try DeviceLibraries.requireALSA(component: component)
         let what = stream == SND_PCM_STREAM_CAPTURE ? "capture PCM" : "PCM"
@@ -64,7 +94,7 @@ final class PCMHandle: @unchecked Sendable {
         defer { snd_lib_error_set_local(previousHandler) }
         var pcm: OpaquePointer?
         guard let configText else {
-            let err = snd_pcm_open(&pcm, name, stream, 0)
+            let err = snd_pcm_open(&pcm, name, stream, mode)
             guard err >= 0, let pcm else {
                 throw AudioError(.deviceUnavailable, component: component, "cannot open \(what) \(name)", underlying: String(cString: snd_strerror(err)))
             }
@@ -87,7 +117,7 @@ final class PCMHandle: @unchecked Sendable {
             snd_config_delete(top)
             throw AudioError(.invalidArgument, component: component, "bad ALSA configuration text", underlying: String(cString: snd_strerror(err)))
         }
-        err = snd_pcm_open_lconf(&pcm, name, stream, 0, top)
+        err = snd_pcm_open_lconf(&pcm, name, stream, mode, top)
         guard err >= 0, let pcm else {
             snd_config_delete(top)
             throw AudioError(.deviceUnavailable, component: component, "cannot open \(what) \(name)", underlying: String(cString: snd_strerror(err)))

@@ -150,8 +150,11 @@ public enum AudioOutputSpec: Hashable, Sendable, CustomStringConvertible {
     case null(realTime: Bool)
 
     /// Parses `auto`, `pulse`, `pulse:SINK`, `alsa`, `alsa:DEVICE`, `wav:PATH`, `null`,
-    /// `null:fast` (the afplay `--output` syntax).
-    public init?(parsing text: String) {
+    /// `null:fast` (the afplay `--output` syntax). Any of them may end with `,rate=HZ`
+    /// (`null:rate=HZ` for the null output), the rate an engine renders at for that output
+    /// (``sampleRate(parsing:)``); the spec itself leaves it out.
+    public init?(parsing rawText: String) {
+        let text = Self.splitRate(rawText).spec
         let (kind, arg): (Substring, String?) = {
             if let colon = text.firstIndex(of: ":") { return (text[..<colon], String(text[text.index(after: colon)...])) }
             return (Substring(text), nil)
@@ -166,6 +169,26 @@ public enum AudioOutputSpec: Hashable, Sendable, CustomStringConvertible {
         case "null": self = .null(realTime: arg != "fast")
         default: return nil
         }
+    }
+
+    /// The rate asked for with a trailing `,rate=HZ` (`wav:/tmp/out.wav,rate=44100`,
+    /// `null:fast,rate=32000`, `null:rate=22050`, `alsa:hw:0,rate=96000`): the rate an engine
+    /// renders at for that output instead of its own choice. Nil when the text has none or it
+    /// is not a rate (1 Hz to 1,536 kHz).
+    public static func sampleRate(parsing text: String) -> Double? { splitRate(text).rate }
+
+    /// `text` without a trailing `,rate=HZ` option (or the `rate=HZ` argument of `null:`), and
+    /// that rate.
+    private static func splitRate(_ text: String) -> (spec: String, rate: Double?) {
+        func rate(_ value: Substring) -> Double? {
+            guard !value.isEmpty, value.allSatisfy(\.isNumber), let hz = Double(value), hz >= 1, hz <= 1_536_000 else { return nil }
+            return hz
+        }
+        if text.hasPrefix("null:rate="), let hz = rate(text.dropFirst("null:rate=".count)) { return ("null", hz) }
+        guard let comma = text.lastIndex(of: ",") else { return (text, nil) }
+        let option = text[text.index(after: comma)...]
+        guard option.hasPrefix("rate="), let hz = rate(option.dropFirst("rate=".count)) else { return (text, nil) }
+        return (String(text[..<comma]), hz)
     }
 
     /// The `--output` text for this spec.

@@ -263,6 +263,48 @@ public final class PulseTestDaemon: @unchecked Sendable {
         return MonitorRecording(process: p, path: path, channels: sink.channels)
     }
 
+    /// Runs `pactl` with `arguments` against the daemon (waiting at most 10 s) and returns what
+    /// it printed; throws when pactl is missing, does not finish or fails.
+    @discardableResult
+    public func pactl(_ arguments: [String]) throws(AudioError) -> String {
+        guard let pactl = ChildProcess.which("pactl") else {
+            throw AudioError(.deviceUnavailable, component: "PulseTestDaemon", "pactl is not installed (pulseaudio-utils)")
+        }
+        let out = "\(directory)/pactl-\(UInt32.random(in: 0...UInt32.max)).out"
+        defer { unlink(out) }
+        let p = try ToolProcess(pactl, arguments, environment: environment, outputPath: out)
+        let status = p.wait(timeout: 10)
+        let text = p.output
+        guard let status else {
+            p.stop(grace: 0.5)
+            throw AudioError(.timedOut, component: "PulseTestDaemon", "pactl \(arguments.joined(separator: " ")) did not finish")
+        }
+        guard status == 0 else {
+            throw AudioError(.deviceUnavailable, component: "PulseTestDaemon", "pactl \(arguments.joined(separator: " ")) failed", underlying: text)
+        }
+        return text
+    }
+
+    /// Loads another null sink into the running daemon, as the daemon's own (float32le,
+    /// `norewinds=1`), and returns its module index.
+    ///
+    /// Always through here, never a bare `pactl load-module module-null-sink`: a null sink with
+    /// rewinds, idle, renders silence in blocks of its maximum latency (2 s) and sleeps until
+    /// the block has "played"; a stream that connects then gets its first request (the target
+    /// length: 3,307 frames at 0.1 s and 44.1 kHz, 3,600 at 48 kHz) and nothing more until
+    /// the sink wakes, up to 2 s later (measured: 1.93 s with pacat's own client as with ours).
+    /// `norewinds=1` makes it render only what is due.
+    @discardableResult
+    public func loadNullSink(_ sink: Sink) throws(AudioError) -> Int {
+        let map = (sink.channelMap ?? Self.surroundMaps[sink.channels]).map { ["channel_map=\($0)"] } ?? []
+        let text = try pactl(["load-module", "module-null-sink", "sink_name=\(sink.name)", "format=float32le", "rate=\(sink.rate)",
+                              "channels=\(sink.channels)"] + map + ["norewinds=1"])
+        guard let index = Int(String(text.filter { !$0.isWhitespace })) else {
+            throw AudioError(.deviceUnavailable, component: "PulseTestDaemon", "pactl load-module printed no module index", underlying: text)
+        }
+        return index
+    }
+
     /// True once some client records from the monitor (asks `pactl`).
     private static func hasSourceOutput(_ d: PulseTestDaemon) -> Bool {
         guard let pactl = ChildProcess.which("pactl") else { usleep(300_000); return true }

@@ -191,18 +191,33 @@ extension AVAudioEngine {
         return n
     }
 
-    /// The format engines render to a device at: two channels at the session's preferred
-    /// sample rate when one is set (PulseAudio converts to the sink), else the rate of the
-    /// PulseAudio sink `OAT_OUTPUT` names (or the default sink), as Apple's output node takes
-    /// the hardware's rate; 48 kHz for ALSA (its plug layer converts), files and the null output.
+    /// The format engines render to a device at: two channels at the output's real rate, as
+    /// Apple's output node takes the hardware's.
+    /// - `OAT_OUTPUT` ending in `,rate=HZ` (`wav:PATH,rate=44100`, `null:rate=22050`): that rate,
+    ///   for any output.
+    /// - PulseAudio (`pulse:SINK`, or `auto` with a server): the session's preferred sample
+    ///   rate when one is set (the stream opens at it, PulseAudio converts), else the sink's.
+    /// - ALSA (`alsa:PCM`, or `auto` without a server: `default`): the PCM's own rate nearest
+    ///   the preferred one (48 kHz when none is set), asked with ALSA's resampling off
+    ///   (``ALSAOutputDevice/nativeSampleRate(device:near:configText:)``), so a `plughw:` or
+    ///   `default` PCM over a 44.1 kHz-only card gives 44.1 kHz and nothing converts.
+    /// - A WAV file or the null output: the preferred rate, else 48 kHz.
     static func deviceOutputFormat() -> AVAudioFormat {
-        var rate = AVAudioSession.sharedInstance().preferredSampleRate
+        let text = getenv("OAT_OUTPUT").map { String(cString: $0) }
+        let spec = text.flatMap { AudioOutputSpec(parsing: $0) } ?? .auto
+        let preferred = AVAudioSession.sharedInstance().preferredSampleRate
+        var rate = text.flatMap { AudioOutputSpec.sampleRate(parsing: $0) } ?? 0
         if rate <= 0 {
-            let spec = getenv("OAT_OUTPUT").flatMap { AudioOutputSpec(parsing: String(cString: $0)) } ?? .auto
+            func alsaRate(_ device: String) -> Double {
+                ALSAOutputDevice.nativeSampleRate(device: device, near: preferred > 0 ? preferred : defaultFormat.sampleRate) ?? preferred
+            }
             switch spec {
-            case .pulse(let sink): rate = pulseSinkRate(sink) ?? 0
-            case .auto: rate = pulseSinkRate(nil) ?? 0
-            default: break
+            case .pulse(let sink): rate = preferred > 0 ? preferred : pulseSinkRate(sink) ?? 0
+            case .alsa(let device): rate = alsaRate(device)
+            case .auto:
+                if let sinkRate = pulseSinkRate(nil) { rate = preferred > 0 ? preferred : sinkRate }
+                else { rate = alsaRate(AudioOutput.Options().alsaDevice) }
+            case .wav, .null: rate = preferred
             }
         }
         if rate <= 0 { rate = defaultFormat.sampleRate }

@@ -143,9 +143,10 @@ open class AVAudioSessionRouteDescription: NSObject, @unchecked Sendable {
 /// from the watcher's thread, as Apple posts them on a secondary thread.
 ///
 /// ``setPreferredIOBufferDuration(_:)`` sets the PulseAudio target latency engines started
-/// afterwards use (``ioBufferDuration``); the engines render at the output device's rate (the
-/// PulseAudio sink's), which is ``sampleRate``, unless ``setPreferredSampleRate(_:)`` asked for
-/// another (engines started afterwards render at it and PulseAudio converts to the sink).
+/// afterwards use (``ioBufferDuration``); the engines render at the output device's rate, which
+/// is ``sampleRate``: the PulseAudio sink's unless ``setPreferredSampleRate(_:)`` asked for
+/// another (engines started afterwards render at it and PulseAudio converts to the sink), an
+/// ALSA PCM's own rate nearest the preferred one, a WAV file's or null output's chosen rate.
 /// Recording needs no permission on Linux: ``recordPermission`` is `granted`.
 ///
 /// Thread safety: every member may be called from any thread.
@@ -462,7 +463,8 @@ open class AVAudioSession: NSObject, @unchecked Sendable {
     // MARK: Hardware
 
     /// Asks for a sample rate (0: no preference): engines started afterwards render and open
-    /// their device at it (PulseAudio converts to the sink's rate); ``sampleRate`` reports it.
+    /// their device at it (PulseAudio converts to the sink's rate; an ALSA PCM gives its own
+    /// rate nearest it); ``sampleRate`` reports the rate they get.
     open func setPreferredSampleRate(_ sampleRate: Double) throws {
         guard sampleRate >= 0, sampleRate.isFinite, sampleRate <= 384_000 else {
             throw avError(kAudioSessionErrorParamErr, "AVAudioSession.setPreferredSampleRate: \(sampleRate) Hz is not a rate")
@@ -487,10 +489,11 @@ open class AVAudioSession: NSObject, @unchecked Sendable {
     /// The preferred I/O buffer duration (0: none).
     open var preferredIOBufferDuration: TimeInterval { lock.lock(); defer { lock.unlock() }; return _preferredIO }
 
-    /// The rate audio is rendered at: the preferred rate if one was set (engines started
-    /// afterwards render at it; PulseAudio converts to the sink's own), else the output device's
-    /// (the PulseAudio sink's rate; 48 kHz for ALSA and without a device).
-    open var sampleRate: Double { let p = preferredSampleRate; return p > 0 ? p : AVAudioEngine.deviceOutputFormat().sampleRate }
+    /// The rate engines render at: the output device's (the PulseAudio sink's, or the preferred
+    /// rate when one is set, PulseAudio converting; an ALSA PCM's own rate nearest the preferred
+    /// one; a WAV file's or the null output's `OAT_OUTPUT` `rate=`, else the preferred rate,
+    /// else 48 kHz).
+    open var sampleRate: Double { AVAudioEngine.deviceOutputFormat().sampleRate }
 
     /// The output buffering engines ask the device for, in seconds: the preferred duration
     /// (5 ms ... 2 s) if one was set, else PulseAudio's 0.1 s target (ALSA: four periods of 23 ms).

@@ -466,3 +466,38 @@ extension AVAudioMixerNodeBusTests {
         #expect(now.sampleTime == 9600, "the player renders on: \(now.sampleTime)")
     }
 }
+
+/// A mono source into a stereo mixer at the pans Apple documents: `pan` −1 is "far left" and 1
+/// "far right" (kMultiChannelMixerParam_Pan; AVAudioPlayer.pan: "full left", "full right"), so
+/// the other channel is silent. The level per channel at pan 0 is not documented by Apple
+/// (searched: AVAudioMixerNode, AVAudioStereoMixing.pan, AUMultiChannelMixer, the mixer
+/// subtypes); it is printed here, not asserted (a mono input is upmixed to both channels at
+/// full level, then balanced).
+@Suite struct AVAudioMixerMonoPanTests {
+    @Test("A mono player panned to −1 plays on the left only, to 1 on the right only", arguments: [Float(-1), 0, 1])
+    func monoPanAtTheEnds(_ pan: Float) throws {
+        let engine = try AVAudioSourceNodeTests.offlineEngine()
+        let player = AVAudioPlayerNode()
+        engine.attach(player)
+        let mono = try #require(AVAudioFormat(standardFormatWithSampleRate: 48000, channels: 1))
+        engine.connect(player, to: engine.mainMixerNode, format: mono)
+        player.pan = pan
+        try engine.start()
+        player.scheduleBuffer(AVAudioEngineOfflineTests.toneBuffer(frequency: 500, amplitude: 0.4, frames: 48000, channels: 1))
+        player.play()
+        let out = try AVAudioEngineOfflineTests.render(engine, total: 24000)
+        let l = toneAmplitude(out[0], freq: 500, rate: 48000, from: 4800, count: 9600)
+        let r = toneAmplitude(out[1], freq: 500, rate: 48000, from: 4800, count: 9600)
+        print("mono 0.4 at pan \(pan): left \(l), right \(r)")
+        switch pan {
+        case -1:
+            #expect(l > 0.1, "left \(l)")
+            #expect(r < 1e-4, "far left: the right channel is silent (\(r))")
+        case 1:
+            #expect(r > 0.1, "right \(r)")
+            #expect(l < 1e-4, "far right: the left channel is silent (\(l))")
+        default:
+            #expect(abs(l - r) < 1e-3, "centre: both channels alike (\(l), \(r))")
+        }
+    }
+}

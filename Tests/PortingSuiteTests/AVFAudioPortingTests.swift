@@ -77,4 +77,32 @@ struct AVFAudioEngineWAVOutputTests {
             #expect(c.offset == 0, "the file starts with the player's first frame: \(c)")
         }
     }
+
+    /// `OAT_OUTPUT=wav:PATH,rate=HZ`: the engine renders at the rate chosen for the file, which
+    /// its header carries; a 22,050 Hz input then goes through unconverted, bit for bit.
+    /// (Before: the option was taken as part of the path and the file came out at 48 kHz,
+    /// the input resampled to it.)
+    @Test("OAT_OUTPUT=wav:PATH,rate=22050: the engine renders at 22,050 Hz, the file's header says so and holds the input exactly")
+    func enginePlayerToAWAVFileAtAChosenRate() throws {
+        let dir = try ScratchDirectory("avf-engine-wav-rate")
+        defer { dir.remove() }
+        let input = dir.path + "/a.wav"
+        let output = dir.path + "/out.wav"
+        try #require(makeFixture(input, rate: 22050, channels: 2, seconds: 2, codec: ["-c:a", "pcm_f32le"]))
+        let result = try run(try portingProgram("porting-avaudioengine-player"), [input, "plain"],
+                             environment: ["OAT_OUTPUT": "wav:\(output),rate=22050"], timeout: 60)
+        #expect(result.status == 0, "\(result.output)")
+        let header = try #require(Corpus.read(output), "no file at \(output): \(result.output)")
+        #expect(header.count > 44)
+        let rate = header.count > 28 ? Int(header[24]) | Int(header[25]) << 8 | Int(header[26]) << 16 | Int(header[27]) << 24 : 0
+        #expect(rate == 22050, "the WAV header's rate: \(rate)")
+        let written = readOutputWAV(output)
+        #expect(written.channels == 2)
+        let reference = try ffmpegDecode(input)
+        let c = try #require(check(written.samples, against: reference.samples, channels: 2), "no alignment: \(result.output)")
+        print("porting-avaudioengine-player to a WAV file at 22,050 Hz: \(c)")
+        #expect(c.snr >= 90, "\(c)")
+        #expect(c.offset == 0, "\(c)")
+        #expect(written.samples.count / 2 >= reference.samples.count / 2)
+    }
 }
