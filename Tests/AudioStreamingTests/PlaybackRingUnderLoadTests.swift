@@ -17,30 +17,28 @@ import Testing
 /// sink's monitor, with the old 2 s ring and with the new default alike.
 @Suite(.serialized) struct PlaybackRingUnderLoadTests {
     /// Threads spinning on the CPU until stopped.
-    final class CPUHogs: @unchecked Sendable {
-        private let running = Atomic<Bool>(true)
-        private var threads: [pthread_t] = []
+    final class CPUHogs: Sendable {
+        private final class RunFlag: Sendable { let running = Atomic<Bool>(true) }
+        private let flag: RunFlag
+        private let threads: [JoinableThread]
 
-        init(count: Int) {
-            for _ in 0..<count {
-                var t = pthread_t()
-                let box = Unmanaged.passRetained(self)
-                pthread_create(&t, nil, { arg in
-                    let hogs = Unmanaged<CPUHogs>.fromOpaque(arg!).takeRetainedValue()
+        init(count: Int) throws {
+            let flag = RunFlag()
+            self.flag = flag
+            threads = try (0..<count).map { i in
+                try JoinableThread(name: "cpu-hog-\(i)") {
                     var x: UInt64 = 1
-                    while hogs.running.load(ordering: .relaxed) {
+                    while flag.running.load(ordering: .relaxed) {
                         for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1442695040888963407 }
                     }
-                    return UnsafeMutableRawPointer(bitPattern: UInt(x & 1))
-                }, box.toOpaque())
-                threads.append(t)
+                    if x == 0 { print("cpu hog: \(x)") }
+                }
             }
         }
 
         func stop() {
-            running.store(false, ordering: .relaxed)
-            for t in threads { pthread_join(t, nil) }
-            threads = []
+            flag.running.store(false, ordering: .relaxed)
+            for t in threads { t.join() }
         }
     }
 
@@ -97,7 +95,7 @@ import Testing
         policy.liveRingSeconds = ringSeconds
         policy.steadyOutputLatency = 0.4   // as afplay
         let log = StreamingEventLog()
-        let hogs = CPUHogs(count: 2)
+        let hogs = try CPUHogs(count: 2)
         defer { hogs.stop() }
         let player = StreamingPlayer(policy: policy, output: output, onEvent: log.handler)
         let task = log.attach(player)

@@ -16,7 +16,7 @@ import Testing
 
 /// The statuses a region's completion proc was called with, in order.
 final class RegionCalls: Sendable {
-    let statuses = Mutex<[OSStatus]>([])
+    let statuses = Locked<[OSStatus]>([])
     var all: [OSStatus] { statuses.withLock { $0 } }
 }
 

@@ -84,7 +84,7 @@ func wrapped(_ a: Double) -> Double {
         try render(8)
         let tapped = Atomic<Int>(0)
         // The tap's buffers carry the node's time: from the time it was installed, contiguous.
-        let tapTimes = Mutex<[(Int64, Int)]>([])
+        let tapTimes = Locked<[(Int64, Int)]>([])
         stages.append(("installTap", clocks.count))
         engine.mainMixerNode.installTap(onBus: 0, bufferSize: 1024, format: nil) { b, when in
             tapped.add(Int(b.frameLength), ordering: .relaxed)
@@ -205,7 +205,7 @@ struct PlaybackAVAudioEngineLiveChangeTests {
         let second = AVAudioPlayerNode()
         let began = Date()
         let tapped = Atomic<Int>(0)
-        let firstTapTime = Mutex<Int64?>(nil)
+        let firstTapTime = Locked<Int64?>(nil)
         var done = (tap: false, untap: false, connect: false)
         while Date().timeIntervalSince(began) < seconds + 0.4 {
             let t = Date().timeIntervalSince(began)

@@ -516,7 +516,7 @@ struct PlaybackAVAudioEngineIOTests {
             let file = try AVAudioFile(forReading: URL(fileURLWithPath: path))
             engine.connect(player, to: engine.mainMixerNode, format: file.processingFormat)
             #expect(engine.outputNode.outputFormat(forBus: 0).sampleRate == 44100)
-            let done = Mutex(false)
+            let done = Locked(false)
             player.scheduleFile(file, at: nil, completionCallbackType: .dataPlayedBack) { _ in done.withLock { $0 = true } }
             let started = Date()
             try engine.start()
