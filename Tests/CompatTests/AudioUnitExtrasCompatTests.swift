@@ -286,23 +286,9 @@ extension AudioUnitExtrasCompatTests {
     /// out in order, and the graph's render notifications run around every render.
     @Test(.requires(corpusMissing)) func filePlayerInAGraphWithRenderNotify() throws {
         let path = try corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav")
-        var graph: AUGraph?
-        #expect(NewAUGraph(&graph) == noErr)
-        let g = try #require(graph)
+        let pg = try PlayerUnitGraph(kAudioUnitSubType_AudioFilePlayer)
+        let g = pg.graph, p = pg.player, o = pg.output
         defer { DisposeAUGraph(g) }
-        var playerDesc = AudioComponentDescription(componentType: kAudioUnitType_Generator, componentSubType: kAudioUnitSubType_AudioFilePlayer,
-                                                   componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
-        var outDesc = AudioComponentDescription(componentType: kAudioUnitType_Output, componentSubType: kAudioUnitSubType_GenericOutput,
-                                                componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
-        var playerNode: AUNode = 0, outNode: AUNode = 0
-        #expect(AUGraphAddNode(g, &playerDesc, &playerNode) == noErr)
-        #expect(AUGraphAddNode(g, &outDesc, &outNode) == noErr)
-        #expect(AUGraphOpen(g) == noErr)
-        var player: AudioUnit?, output: AudioUnit?
-        #expect(AUGraphNodeInfo(g, playerNode, nil, &player) == noErr)
-        #expect(AUGraphNodeInfo(g, outNode, nil, &output) == noErr)
-        let p = try #require(player), o = try #require(output)
-        #expect(AUGraphConnectNodeInput(g, playerNode, 0, outNode, 0) == noErr)
         var bufferFrames: UInt32 = 131_072
         #expect(AudioUnitSetProperty(p, kAudioUnitProperty_ScheduledFileBufferSizeFrames, kAudioUnitScope_Global, 0, &bufferFrames, 4) == noErr)
         let count = NotifyCount()

@@ -36,21 +36,12 @@ private func renderLeft(_ unit: AudioUnit, _ count: Int, from: Int) -> [Float] {
     /// once the first two were read plays at its time stamp too.
     @Test(.requires(corpusMissing)) func regionsQueueAtTheirTimeStamps() throws {
         let path = try corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav")
-        var desc = AudioComponentDescription(componentType: kAudioUnitType_Generator, componentSubType: kAudioUnitSubType_AudioFilePlayer,
-                                             componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
-        let component = try #require(AudioComponentFindNext(nil, &desc))
-        var instance: AudioUnit?
-        #expect(AudioComponentInstanceNew(component, &instance) == noErr)
-        let unit = try #require(instance)
+        // Rendering offline, as Apple's hosts say with kAudioUnitProperty_OfflineRender: a render
+        // waits for the player's reading thread instead of rendering silence where it is late
+        // (without it, this test failed under CI's parallel load: the second region came out as
+        // silence).
+        let unit = try makeOfflineFilePlayer(bufferFrames: 131_072)
         defer { AudioComponentInstanceDispose(unit) }
-        var bufferFrames: UInt32 = 131_072
-        #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_ScheduledFileBufferSizeFrames, kAudioUnitScope_Global, 0, &bufferFrames, 4) == noErr)
-        #expect(AudioUnitInitialize(unit) == noErr)
-        // Rendering offline, as Apple's hosts say with this property: a render waits for the
-        // player's reading thread instead of rendering silence where it is late (without it,
-        // this test failed under CI's parallel load: the second region came out as silence).
-        var offline: UInt32 = 1
-        #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_OfflineRender, kAudioUnitScope_Global, 0, &offline, 4) == noErr)
         var readBack: UInt32 = 0
         var readSize: UInt32 = 4
         #expect(AudioUnitGetProperty(unit, kAudioUnitProperty_OfflineRender, kAudioUnitScope_Global, 0, &readBack, &readSize) == noErr && readBack == 1)

@@ -74,21 +74,9 @@ private final class PlayerGraph {
     let capture: OutputCapture
 
     init(subType: UInt32, rate: Double) throws {
-        var g: AUGraph?
-        #expect(NewAUGraph(&g) == noErr)
-        graph = try #require(g)
-        var playerDesc = AudioComponentDescription(componentType: kAudioUnitType_Generator, componentSubType: subType,
-                                                   componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
-        var outDesc = AudioComponentDescription(componentType: kAudioUnitType_Output, componentSubType: kAudioUnitSubType_DefaultOutput,
-                                                componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
-        var playerNode: AUNode = 0, outNode: AUNode = 0
-        #expect(AUGraphAddNode(graph, &playerDesc, &playerNode) == noErr)
-        #expect(AUGraphAddNode(graph, &outDesc, &outNode) == noErr)
-        #expect(AUGraphOpen(graph) == noErr)
-        var p: AudioUnit?
-        #expect(AUGraphNodeInfo(graph, playerNode, nil, &p) == noErr)
-        player = try #require(p)
-        #expect(AUGraphConnectNodeInput(graph, playerNode, 0, outNode, 0) == noErr)
+        let units = try PlayerUnitGraph(subType, output: kAudioUnitSubType_DefaultOutput)
+        graph = units.graph
+        player = units.player
         capture = OutputCapture(seconds: 30, rate: rate)
         #expect(AUGraphAddRenderNotify(graph, captureNotify, Unmanaged.passUnretained(capture).toOpaque()) == noErr)
         #expect(AUGraphInitialize(graph) == noErr)

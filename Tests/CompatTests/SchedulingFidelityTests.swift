@@ -65,23 +65,9 @@ func fileLeftChannel(_ file: AudioFileID, frames: Int) -> [Float] {
     /// one not), with no wait for another thread (here one busy in a slow completion proc), as
     /// on Apple, whose render sets the flag.
     @Test func renderOfAGraphMarksSlicesCompleteBeforeItReturns() throws {
-        var graph: AUGraph?
-        #expect(NewAUGraph(&graph) == noErr)
-        let g = try #require(graph)
+        let pg = try PlayerUnitGraph(kAudioUnitSubType_ScheduledSoundPlayer)
+        let g = pg.graph, p = pg.player, o = pg.output
         defer { DisposeAUGraph(g) }
-        var playerDesc = AudioComponentDescription(componentType: kAudioUnitType_Generator, componentSubType: kAudioUnitSubType_ScheduledSoundPlayer,
-                                                   componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
-        var outDesc = AudioComponentDescription(componentType: kAudioUnitType_Output, componentSubType: kAudioUnitSubType_GenericOutput,
-                                                componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
-        var playerNode: AUNode = 0, outNode: AUNode = 0
-        #expect(AUGraphAddNode(g, &playerDesc, &playerNode) == noErr)
-        #expect(AUGraphAddNode(g, &outDesc, &outNode) == noErr)
-        #expect(AUGraphOpen(g) == noErr)
-        var player: AudioUnit?, output: AudioUnit?
-        #expect(AUGraphNodeInfo(g, playerNode, nil, &player) == noErr)
-        #expect(AUGraphNodeInfo(g, outNode, nil, &output) == noErr)
-        let p = try #require(player), o = try #require(output)
-        #expect(AUGraphConnectNodeInput(g, playerNode, 0, outNode, 0) == noErr)
         #expect(AUGraphInitialize(g) == noErr)
         #expect(setStart(p) == noErr)
         let frames = 512, count = 24
@@ -145,18 +131,8 @@ func fileLeftChannel(_ file: AudioFileID, frames: Int) -> [Float] {
     /// at its scheduled time). AudioUnitReset calls the procs of the regions not read yet.
     @Test(.requires(corpusMissing)) func lateRegionsAndResetCallTheCompletionProcsAsApplesHeaderSays() throws {
         let path = try corpusFile("ffmpeg-generated/wav/pcm_s16le_listinfo.wav")
-        var desc = AudioComponentDescription(componentType: kAudioUnitType_Generator, componentSubType: kAudioUnitSubType_AudioFilePlayer,
-                                             componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
-        let component = try #require(AudioComponentFindNext(nil, &desc))
-        var instance: AudioUnit?
-        #expect(AudioComponentInstanceNew(component, &instance) == noErr)
-        let unit = try #require(instance)
+        let unit = try makeOfflineFilePlayer(bufferFrames: 65536)
         defer { AudioComponentInstanceDispose(unit) }
-        var bufferFrames: UInt32 = 65536
-        #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_ScheduledFileBufferSizeFrames, kAudioUnitScope_Global, 0, &bufferFrames, 4) == noErr)
-        #expect(AudioUnitInitialize(unit) == noErr)
-        var offline: UInt32 = 1
-        #expect(AudioUnitSetProperty(unit, kAudioUnitProperty_OfflineRender, kAudioUnitScope_Global, 0, &offline, 4) == noErr)
         var fileID: AudioFileID?
         #expect(AudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, .readPermission, 0, &fileID) == noErr)
         let file = try #require(fileID)
