@@ -422,6 +422,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     func domainRate(of node: AVAudioNode, depth: Int = 0) -> Double {
         let rate = renderRate
         if node === outputNode || node is AVAudioMixerNode || node is AVAudioPlayerNode || depth > 64 { return rate }
+        if let input = node as? AVAudioInputNode, let m = input.pulledManualInput { return m.format.sampleRate }
         if let source = node as? AVAudioSourceNode {
             if let f = source.blockFormat { return f.sampleRate }
             if let f = connections.first(where: { $0.source === node })?.format { return f.sampleRate }
@@ -618,6 +619,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         manualStarted = false
         manualMode = nil
         manualFormat = nil
+        inputNodeStorage?.manualInput = nil
         dirty = true
     }
 
@@ -664,15 +666,17 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         let pointers = UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
         defer { pointers.deallocate() }
         for c in 0..<channels { pointers[c] = scratch + c * frames }
+        _ = takeInputStarved()
         graph.render(into: pointers, frames: frames)
         try writeRendered(pointers, frames: frames, into: buffer)
         manualTime += AVAudioFramePosition(frames)
+        let starved = takeInputStarved()
         for node in attached {
             for (_, tap) in node.taps {
                 let f = tap.format ?? AVAudioFormat(standardFormatWithSampleRate: renderRate, channels: AVAudioChannelCount(tap.node?.inputChannels[0] ?? 2))!
                 tap.drain(format: f)
             }
         }
-        return .success
+        return starved ? .insufficientDataFromInputNode : .success
     }
 }
