@@ -307,6 +307,7 @@ extension AVAudioEngine {
 
     /// Called once a graph is built: wires the voice processor's echo reference.
     func graphBuilt(_ g: AudioGraph) {
+        updateRenderGate()
         if let reference = inputNodeStorage?.reference, inputNodeStorage?.unit is AUVoiceProcessingNode {
             g.setRenderObserver(AURenderObserver(before: { _, _, _ in }, after: { buffers, frames, _ in reference.keep(buffers, frames: frames) }))
         } else {

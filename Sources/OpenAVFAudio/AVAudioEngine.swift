@@ -68,6 +68,8 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     var ioWatcher: EngineDeviceWatcher?
     var realtimeRenderer: ManualRealtimeRenderer?
     private var manualTime: AVAudioFramePosition = 0
+    /// What a device no clock paces waits for (AVAudioEngine+Render.swift), kept current on each build.
+    let gateSources = RenderGateSources()
 
     /// The node that plays to the device (or to ``renderOffline(_:to:)``).
     public let outputNode: AVAudioOutputNode
@@ -539,14 +541,21 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         for node in attached { (node as? AVAudioPlayerNode).map { if $0.isPlaying { $0.startFeeding(rate: renderRate) } } }
     }
 
-    /// The gate for a device that is not real time: renders go on while a player wants them
-    /// (``AUPlayerNode/wantsRender``). Nil (always render) when the graph has another kind of
-    /// source (a source node, the input) or no player.
+    /// The gate for a device that is not real time: renders go on while a player of the graph
+    /// as last built wants them (``AUPlayerNode/wantsRender``); always when the graph has
+    /// another kind of source (a source node, the input) or no player.
     private func renderGate() -> (@Sendable () -> Bool)? {
+        updateRenderGate()
+        let sources = gateSources
+        return { sources.wantRender }
+    }
+
+    /// Tells the gate the players (and other sources) of the graph just built: a player
+    /// attached while the engine runs is waited for too.
+    func updateRenderGate() {
         let players = attached.compactMap { ($0 as? AVAudioPlayerNode)?.unit as? AUPlayerNode }
         let otherSources = attached.contains { $0 is AVAudioSourceNode || ($0 is AVAudioInputNode && hasOutput(from: $0)) }
-        guard !players.isEmpty, !otherSources else { return nil }
-        return { players.contains { $0.wantsRender } }
+        gateSources.set(players.isEmpty || otherSources ? nil : players)
     }
 
     private func stopDevice() {

@@ -200,6 +200,31 @@ import Testing
         engine.stop()
     }
 
+    /// A mono block at 24 kHz into a 48 kHz engine: resampled on the way, so the block is asked
+    /// for about half the frames rendered and the tone keeps its frequency.
+    @Test func anInputBlockAtAnotherRateIsResampled() throws {
+        let engine = try Self.offlineEngine()
+        let format = try #require(AVAudioFormat(standardFormatWithSampleRate: 24000, channels: 1))
+        let source = try #require(AVAudioPCMBuffer(pcmFormat: format, frameCapacity: 4096))
+        var position = 0
+        #expect(engine.inputNode.setManualRenderingInputPCMFormat(format) { frames in
+            for f in 0..<Int(frames) { source.floatChannelData![0][f] = Float(0.5 * sin(2 * .pi * 1000 * Double(position + f) / 24000)) }
+            source.frameLength = frames
+            position += Int(frames)
+            return source.audioBufferList
+        })
+        #expect(engine.inputNode.outputFormat(forBus: 0).sampleRate == 24000)
+        engine.connect(engine.inputNode, to: engine.mainMixerNode, format: format)
+        try engine.start()
+        let out = try AVAudioEngineOfflineTests.render(engine, total: 48000)
+        try #require(out[0].count == 48000)
+        #expect(abs(position - 24000) <= 1024, "the block gave about 24000 frames (within a slice: the resampler reads ahead) for 48000 rendered: \(position)")
+        let f = dominantFrequency(Array(out[0][4800..<43200]), sampleRate: 48000)
+        #expect(abs(f - 1000) < 5, "1 kHz after resampling: \(f)")
+        #expect(toneAmplitude(out[0], freq: 1000, rate: 48000, from: 4800, count: 38400) > 0.2)
+        engine.stop()
+    }
+
     @Test func anInputBlockWithoutDataRendersSilenceAndSaysSo() throws {
         let engine = try Self.offlineEngine()
         let format = try #require(AVAudioFormat(commonFormat: .pcmFormatInt16, sampleRate: 48000, channels: 1, interleaved: true))
