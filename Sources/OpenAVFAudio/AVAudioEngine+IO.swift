@@ -138,12 +138,11 @@ open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
     }
 
     override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
-        if let source = pulledManualInput {
+        if let source = pulledManualInput, let engine {
             capture = nil
             reference = nil
             gate = nil
-            source.starved.store(false, ordering: .relaxed)
-            return ManualInputUnit(source: source)
+            return ManualInputUnit(source: source, starvation: engine.manualInputStarvation)
         }
         if isVoiceProcessingEnabled {
             var settings = VoiceProcessingSettings()
@@ -348,11 +347,13 @@ extension AVAudioEngine {
     /// next call). It neither allocates nor locks. Statuses: `.success`; `.error` with
     /// `outError` -80802 (not running) before ``start()``, -80800 (invalid mode) outside manual
     /// rendering, `kAudioUnitErr_TooManyFramesToProcess` for too many frames, or
-    /// `kAudioUnitErr_FormatNotSupported` for a buffer list that does not match the format.
+    /// `kAudioUnitErr_FormatNotSupported` for a buffer list that does not match the format;
+    /// `.insufficientDataFromInputNode` when the input node's block gave no data (the other
+    /// sources are rendered).
     /// Players feed themselves from their own threads, as on a device.
     public var manualRenderingBlock: AVAudioEngineManualRenderingBlock {
         lock.lock(); defer { lock.unlock() }
-        let renderer = realtimeRenderer ?? ManualRealtimeRenderer()
+        let renderer = realtimeRenderer ?? ManualRealtimeRenderer(inputStarvation: manualInputStarvation)
         realtimeRenderer = renderer
         renderer.configure(format: manualFormat, maximum: Int(manualMaximum), graph: graph)
         return { frames, list, error in renderer.render(frames: frames, into: list, error: error) }
@@ -360,7 +361,7 @@ extension AVAudioEngine {
 
     /// Starts the real-time manual renderer (lock held): players start feeding.
     func startRealtimeManual() {
-        let renderer = realtimeRenderer ?? ManualRealtimeRenderer()
+        let renderer = realtimeRenderer ?? ManualRealtimeRenderer(inputStarvation: manualInputStarvation)
         realtimeRenderer = renderer
         renderer.configure(format: manualFormat, maximum: Int(manualMaximum), graph: graph)
         renderer.isRunning.store(true, ordering: .releasing)
@@ -385,6 +386,12 @@ public typealias AVAudioEngineManualRenderingBlock = (_ numberOfFrames: AVAudioF
 /// render path neither allocates nor locks.
 final class ManualRealtimeRenderer: @unchecked Sendable {
     let isRunning = Atomic<Bool>(false)
+    /// Set when the input node's block gave no data during a render.
+    private let inputStarvation: ManualInputStarvation
+
+    init(inputStarvation: ManualInputStarvation) {
+        self.inputStarvation = inputStarvation
+    }
     private struct Setup {
         var graph: Unmanaged<AudioGraph>?
         var channels = 0
@@ -455,6 +462,7 @@ final class ManualRealtimeRenderer: @unchecked Sendable {
         let bytesPerSample = s.int16 ? 2 : 4
         let expected = s.interleaved ? 1 : s.channels
         guard abl.count == expected else { error?.pointee = kAudioUnitErr_FormatNotSupported; return .error }
+        inputStarvation.flag.store(false, ordering: .relaxed)
         graph._withUnsafeGuaranteedRef { $0.render(into: pointers, frames: n) }
         for i in 0..<abl.count {
             let samples = s.interleaved ? n * s.channels : n
@@ -480,7 +488,7 @@ final class ManualRealtimeRenderer: @unchecked Sendable {
             }
         }
         error?.pointee = noErr
-        return .success
+        return inputStarvation.flag.load(ordering: .relaxed) ? .insufficientDataFromInputNode : .success
     }
 }
 

@@ -70,6 +70,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     private var manualTime: AVAudioFramePosition = 0
     /// What a device no clock paces waits for (AVAudioEngine+Render.swift), kept current on each build.
     let gateSources = RenderGateSources()
+    let manualInputStarvation = ManualInputStarvation()
 
     /// The node that plays to the device (or to ``renderOffline(_:to:)``).
     public let outputNode: AVAudioOutputNode

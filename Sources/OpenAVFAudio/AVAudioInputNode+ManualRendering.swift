@@ -13,12 +13,16 @@ import Synchronization
 /// `.insufficientDataFromInputNode`).
 public typealias AVAudioIONodeInputBlock = (AVAudioFrameCount) -> UnsafePointer<AudioBufferList>?
 
+/// Set by the render when the input block gave no data or fewer frames than asked for; read
+/// (and cleared) after each manual render, offline or real time. One per engine.
+final class ManualInputStarvation: Sendable {
+    let flag = Atomic<Bool>(false)
+}
+
 /// An input block with its format (one per call of `setManualRenderingInputPCMFormat`).
 final class ManualInputSource: @unchecked Sendable {
     let format: AVAudioFormat
     let block: AVAudioIONodeInputBlock
-    /// Set by the render when the block gave no data or fewer frames than asked for.
-    let starved = Atomic<Bool>(false)
 
     init(format: AVAudioFormat, block: @escaping AVAudioIONodeInputBlock) {
         self.format = format
@@ -35,11 +39,13 @@ final class ManualInputSource: @unchecked Sendable {
 /// count and its buffers are copied (converted to Float32 planar) with nothing allocated.
 final class ManualInputUnit: AudioUnits.AUNode, @unchecked Sendable {
     let source: ManualInputSource
+    private let starvation: ManualInputStarvation
     private let interleaved: Bool
     private let int16: Bool
 
-    init(source: ManualInputSource) {
+    init(source: ManualInputSource, starvation: ManualInputStarvation) {
         self.source = source
+        self.starvation = starvation
         interleaved = source.format.isInterleaved
         int16 = source.format.commonFormat == .pcmFormatInt16
         super.init(name: "AVAudioInputNode manual input", inputChannels: [], outputChannels: [max(1, Int(source.format.channelCount))])
@@ -51,7 +57,7 @@ final class ManualInputUnit: AudioUnits.AUNode, @unchecked Sendable {
         let channels = out.channelCount
         guard let pointer = source.block(AVAudioFrameCount(frames)) else {
             out.silence()
-            source.starved.store(true, ordering: .relaxed)
+            starvation.flag.store(true, ordering: .relaxed)
             return
         }
         let list = UnsafeMutableAudioBufferListPointer(UnsafeMutablePointer(mutating: pointer))
@@ -66,7 +72,7 @@ final class ManualInputUnit: AudioUnits.AUNode, @unchecked Sendable {
         }
         guard complete else {
             out.silence()
-            source.starved.store(true, ordering: .relaxed)
+            starvation.flag.store(true, ordering: .relaxed)
             return
         }
         for c in 0..<channels {
@@ -103,7 +109,6 @@ extension AVAudioEngine {
 
     /// After a manual render: true (and cleared) when the input node's block gave no data.
     func takeInputStarved() -> Bool {
-        guard manualMode != nil, let source = inputNodeStorage?.manualInput else { return false }
-        return source.starved.exchange(false, ordering: .relaxed)
+        manualInputStarvation.flag.exchange(false, ordering: .relaxed)
     }
 }

@@ -225,6 +225,38 @@ import Testing
         engine.stop()
     }
 
+    /// Real-time manual rendering: `manualRenderingBlock` renders the input block's audio and
+    /// reports `.insufficientDataFromInputNode` for a call where the block had none.
+    @Test func theInputBlockFeedsRealtimeManualRendering() throws {
+        let engine = AVAudioEngine()
+        let format = try #require(AVAudioFormat(standardFormatWithSampleRate: 48000, channels: 2))
+        try engine.enableManualRenderingMode(.realtime, format: format, maximumFrameCount: 512)
+        let mono = try #require(AVAudioFormat(standardFormatWithSampleRate: 48000, channels: 1))
+        let source = try #require(AVAudioPCMBuffer(pcmFormat: mono, frameCapacity: 512))
+        var give = true
+        #expect(engine.inputNode.setManualRenderingInputPCMFormat(mono) { frames in
+            guard give else { return nil }
+            for f in 0..<Int(frames) { source.floatChannelData![0][f] = 0.5 }
+            source.frameLength = frames
+            return source.audioBufferList
+        })
+        engine.connect(engine.inputNode, to: engine.mainMixerNode, format: mono)
+        try engine.start()
+        let block = engine.manualRenderingBlock
+        let out = try #require(AVAudioPCMBuffer(pcmFormat: format, frameCapacity: 512))
+        var status: OSStatus = 0
+        #expect(block(256, out.mutableAudioBufferList, &status) == .success)
+        out.frameLength = 256
+        let level = out.floatChannelData![0][255]
+        #expect(level > 0.3, "the block's constant 0.5 through the mixer: \(level)")
+        give = false
+        #expect(block(256, out.mutableAudioBufferList, &status) == .insufficientDataFromInputNode)
+        #expect(out.floatChannelData![0][255] == 0, "no data: silence")
+        give = true
+        #expect(block(256, out.mutableAudioBufferList, &status) == .success)
+        engine.stop()
+    }
+
     @Test func anInputBlockWithoutDataRendersSilenceAndSaysSo() throws {
         let engine = try Self.offlineEngine()
         let format = try #require(AVAudioFormat(commonFormat: .pcmFormatInt16, sampleRate: 48000, channels: 1, interleaved: true))
