@@ -73,6 +73,8 @@ open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
     var capture: AUInputNode?
     var reference: EchoReferenceNode?
     let deviceChannels: Int
+    /// The block the node pulls in manual rendering mode (nil: it captures from the device).
+    var manualInput: ManualInputSource?
 
     init(deviceChannels: Int) {
         self.deviceChannels = max(1, min(8, deviceChannels))
@@ -83,12 +85,39 @@ open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
     /// or the format of the node's connection.
     open override func outputFormat(forBus bus: AVAudioNodeBus) -> AVAudioFormat {
         if let engine, let c = engine.connectionFormat(from: self) { return c }
+        if let m = pulledManualInput { return m.format }
         let rate = engine?.renderRate ?? AVAudioEngine.defaultFormat.sampleRate
         return AVAudioFormat(standardFormatWithSampleRate: rate, channels: AVAudioChannelCount(isVoiceProcessingEnabled ? 1 : deviceChannels))!
     }
 
-    /// The device's format (as ``outputFormat(forBus:)``).
-    open override func inputFormat(forBus bus: AVAudioNodeBus) -> AVAudioFormat { outputFormat(forBus: bus) }
+    /// The device's format (as ``outputFormat(forBus:)``); in manual rendering mode with an
+    /// input block, the block's format.
+    open override func inputFormat(forBus bus: AVAudioNodeBus) -> AVAudioFormat { pulledManualInput?.format ?? outputFormat(forBus: bus) }
+
+    /// In manual rendering mode, takes the node's audio from `block` (Apple's
+    /// `setManualRenderingInputPCMFormat(_:inputBlock:)`) instead of a capture device: each render
+    /// calls it for the frames it needs, in `format` (Float32 or Int16 PCM, interleaved or not,
+    /// at any rate: the engine converts its rate and channel count to the node's connection).
+    /// A nil return renders silence for the input and the render reports
+    /// `.insufficientDataFromInputNode`. The block runs on the thread that renders (the caller
+    /// of `renderOffline`, or the real-time thread of `manualRenderingBlock`). Returns false
+    /// (and keeps the previous block) for a format it cannot read. Leaving manual rendering mode
+    /// drops the block, as on Apple.
+    @discardableResult
+    open func setManualRenderingInputPCMFormat(_ format: AVAudioFormat, inputBlock block: @escaping AVAudioIONodeInputBlock) -> Bool {
+        guard ManualInputSource.supports(format), format.channelCount > 0, format.sampleRate > 0 else { return false }
+        engine?.lock.lock()
+        manualInput = ManualInputSource(format: format, block: block)
+        engine?.lock.unlock()
+        engine?.graphNeedsRebuild()
+        return true
+    }
+
+    /// The input block while the engine is in manual rendering mode.
+    var pulledManualInput: ManualInputSource? {
+        guard let engine, engine.isManualRendering else { return nil }
+        return manualInput
+    }
 
     /// Seconds from the device to the graph (capture latency plus the ring's reserve).
     open override var presentationLatency: TimeInterval { capture?.inputLatency ?? 0 }
@@ -109,6 +138,12 @@ open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
     }
 
     override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+        if let source = pulledManualInput, let engine {
+            capture = nil
+            reference = nil
+            gate = nil
+            return ManualInputUnit(source: source, starvation: engine.manualInputStarvation)
+        }
         if isVoiceProcessingEnabled {
             var settings = VoiceProcessingSettings()
             settings.automaticGainControl = isVoiceProcessingAGCEnabled
@@ -130,6 +165,8 @@ open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
 
     /// The unit stays while voice processing is as it was built and the width is the same.
     override func canKeep(_ unit: AudioUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+        if let source = pulledManualInput { return (unit as? ManualInputUnit)?.source === source }
+        if unit is ManualInputUnit { return false }
         if isVoiceProcessingEnabled { return unit is AUVoiceProcessingNode && capture != nil && reference != nil && gate != nil }
         return unit is AUInputNode && unit.outputChannels == [max(1, outputChannels)]
     }
@@ -269,6 +306,7 @@ extension AVAudioEngine {
 
     /// Called once a graph is built: wires the voice processor's echo reference.
     func graphBuilt(_ g: AudioGraph) {
+        updateRenderGate()
         if let reference = inputNodeStorage?.reference, inputNodeStorage?.unit is AUVoiceProcessingNode {
             g.setRenderObserver(AURenderObserver(before: { _, _, _ in }, after: { buffers, frames, _ in reference.keep(buffers, frames: frames) }))
         } else {
@@ -309,11 +347,13 @@ extension AVAudioEngine {
     /// next call). It neither allocates nor locks. Statuses: `.success`; `.error` with
     /// `outError` -80802 (not running) before ``start()``, -80800 (invalid mode) outside manual
     /// rendering, `kAudioUnitErr_TooManyFramesToProcess` for too many frames, or
-    /// `kAudioUnitErr_FormatNotSupported` for a buffer list that does not match the format.
+    /// `kAudioUnitErr_FormatNotSupported` for a buffer list that does not match the format;
+    /// `.insufficientDataFromInputNode` when the input node's block gave no data (the other
+    /// sources are rendered).
     /// Players feed themselves from their own threads, as on a device.
     public var manualRenderingBlock: AVAudioEngineManualRenderingBlock {
         lock.lock(); defer { lock.unlock() }
-        let renderer = realtimeRenderer ?? ManualRealtimeRenderer()
+        let renderer = realtimeRenderer ?? ManualRealtimeRenderer(inputStarvation: manualInputStarvation)
         realtimeRenderer = renderer
         renderer.configure(format: manualFormat, maximum: Int(manualMaximum), graph: graph)
         return { frames, list, error in renderer.render(frames: frames, into: list, error: error) }
@@ -321,7 +361,7 @@ extension AVAudioEngine {
 
     /// Starts the real-time manual renderer (lock held): players start feeding.
     func startRealtimeManual() {
-        let renderer = realtimeRenderer ?? ManualRealtimeRenderer()
+        let renderer = realtimeRenderer ?? ManualRealtimeRenderer(inputStarvation: manualInputStarvation)
         realtimeRenderer = renderer
         renderer.configure(format: manualFormat, maximum: Int(manualMaximum), graph: graph)
         renderer.isRunning.store(true, ordering: .releasing)
@@ -346,6 +386,12 @@ public typealias AVAudioEngineManualRenderingBlock = (_ numberOfFrames: AVAudioF
 /// render path neither allocates nor locks.
 final class ManualRealtimeRenderer: @unchecked Sendable {
     let isRunning = Atomic<Bool>(false)
+    /// Set when the input node's block gave no data during a render.
+    private let inputStarvation: ManualInputStarvation
+
+    init(inputStarvation: ManualInputStarvation) {
+        self.inputStarvation = inputStarvation
+    }
     private struct Setup {
         var graph: Unmanaged<AudioGraph>?
         var channels = 0
@@ -416,6 +462,7 @@ final class ManualRealtimeRenderer: @unchecked Sendable {
         let bytesPerSample = s.int16 ? 2 : 4
         let expected = s.interleaved ? 1 : s.channels
         guard abl.count == expected else { error?.pointee = kAudioUnitErr_FormatNotSupported; return .error }
+        inputStarvation.flag.store(false, ordering: .relaxed)
         graph._withUnsafeGuaranteedRef { $0.render(into: pointers, frames: n) }
         for i in 0..<abl.count {
             let samples = s.interleaved ? n * s.channels : n
@@ -441,7 +488,7 @@ final class ManualRealtimeRenderer: @unchecked Sendable {
             }
         }
         error?.pointee = noErr
-        return .success
+        return inputStarvation.flag.load(ordering: .relaxed) ? .insufficientDataFromInputNode : .success
     }
 }
 

@@ -4,6 +4,8 @@
 import Foundation
 import OpenAudioToolbox
 internal import AudioCore
+internal import AudioUnits
+import Synchronization
 
 /// Writes rendered channels into `buffer` in its format (float or integer, planar or not).
 func writeRendered(_ channels: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, frames: Int, into buffer: AVAudioPCMBuffer) throws {
@@ -32,5 +34,29 @@ func wrap<T>(_ body: () throws(AudioError) -> T) throws -> T {
     do { return try body() } catch {
         throw NSError(domain: NSOSStatusErrorDomain, code: Int(error.osStatus ?? kAudioUnitErr_FailedInitialization),
                       userInfo: [NSLocalizedDescriptionKey: "\(error)"])
+    }
+}
+
+/// The sources a device no clock paces (a WAV file) waits for: the players of the graph as
+/// last built (nil: always render). Read by the device's render thread before each render with
+/// a try-lock that never waits (while a build holds the lock, the last answer stands).
+final class RenderGateSources: @unchecked Sendable {
+    private let lock = NSLock()
+    private var players: [AUPlayerNode]?
+    private let last = Atomic<Bool>(true)
+
+    func set(_ players: [AUPlayerNode]?) {
+        lock.lock()
+        self.players = players
+        lock.unlock()
+    }
+
+    /// True while some player wants to render (or when the graph is not gated).
+    var wantRender: Bool {
+        guard lock.try() else { return last.load(ordering: .relaxed) }
+        let want = players.map { $0.contains { $0.wantsRender } } ?? true
+        lock.unlock()
+        last.store(want, ordering: .relaxed)
+        return want
     }
 }

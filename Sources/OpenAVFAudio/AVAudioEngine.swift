@@ -68,6 +68,9 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     var ioWatcher: EngineDeviceWatcher?
     var realtimeRenderer: ManualRealtimeRenderer?
     private var manualTime: AVAudioFramePosition = 0
+    /// What a device no clock paces waits for (AVAudioEngine+Render.swift), kept current on each build.
+    let gateSources = RenderGateSources()
+    let manualInputStarvation = ManualInputStarvation()
 
     /// The node that plays to the device (or to ``renderOffline(_:to:)``).
     public let outputNode: AVAudioOutputNode
@@ -422,6 +425,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     func domainRate(of node: AVAudioNode, depth: Int = 0) -> Double {
         let rate = renderRate
         if node === outputNode || node is AVAudioMixerNode || node is AVAudioPlayerNode || depth > 64 { return rate }
+        if let input = node as? AVAudioInputNode, let m = input.pulledManualInput { return m.format.sampleRate }
         if let source = node as? AVAudioSourceNode {
             if let f = source.blockFormat { return f.sampleRate }
             if let f = connections.first(where: { $0.source === node })?.format { return f.sampleRate }
@@ -538,14 +542,21 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         for node in attached { (node as? AVAudioPlayerNode).map { if $0.isPlaying { $0.startFeeding(rate: renderRate) } } }
     }
 
-    /// The gate for a device that is not real time: renders go on while a player wants them
-    /// (``AUPlayerNode/wantsRender``). Nil (always render) when the graph has another kind of
-    /// source (a source node, the input) or no player.
+    /// The gate for a device that is not real time: renders go on while a player of the graph
+    /// as last built wants them (``AUPlayerNode/wantsRender``); always when the graph has
+    /// another kind of source (a source node, the input) or no player.
     private func renderGate() -> (@Sendable () -> Bool)? {
+        updateRenderGate()
+        let sources = gateSources
+        return { sources.wantRender }
+    }
+
+    /// Tells the gate the players (and other sources) of the graph just built: a player
+    /// attached while the engine runs is waited for too.
+    func updateRenderGate() {
         let players = attached.compactMap { ($0 as? AVAudioPlayerNode)?.unit as? AUPlayerNode }
         let otherSources = attached.contains { $0 is AVAudioSourceNode || ($0 is AVAudioInputNode && hasOutput(from: $0)) }
-        guard !players.isEmpty, !otherSources else { return nil }
-        return { players.contains { $0.wantsRender } }
+        gateSources.set(players.isEmpty || otherSources ? nil : players)
     }
 
     private func stopDevice() {
@@ -618,6 +629,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         manualStarted = false
         manualMode = nil
         manualFormat = nil
+        inputNodeStorage?.manualInput = nil
         dirty = true
     }
 
@@ -664,15 +676,17 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         let pointers = UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
         defer { pointers.deallocate() }
         for c in 0..<channels { pointers[c] = scratch + c * frames }
+        _ = takeInputStarved()
         graph.render(into: pointers, frames: frames)
         try writeRendered(pointers, frames: frames, into: buffer)
         manualTime += AVAudioFramePosition(frames)
+        let starved = takeInputStarved()
         for node in attached {
             for (_, tap) in node.taps {
                 let f = tap.format ?? AVAudioFormat(standardFormatWithSampleRate: renderRate, channels: AVAudioChannelCount(tap.node?.inputChannels[0] ?? 2))!
                 tap.drain(format: f)
             }
         }
-        return .success
+        return starved ? .insufficientDataFromInputNode : .success
     }
 }

@@ -45,9 +45,11 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
     /// A name for an output bus (nil: none).
     open func name(forOutputBus bus: AVAudioNodeBus) -> String? { nil }
 
-    /// The render time of the last render, nil when the engine is not rendering.
+    /// The render time of the last render: nil when the engine is not running (not started, or
+    /// paused or stopped, in manual rendering too), or when the node is not in the graph it
+    /// renders (attached but not connected on a path to the output), as on Apple.
     open var lastRenderTime: AVAudioTime? {
-        guard let engine, engine.isRendering, let unit else { return nil }
+        guard let engine, engine.isRunning, let unit, engine.isInRenderChain(self) else { return nil }
         return AVAudioTime(sampleTime: unit.renderedFrames, atRate: engine.renderRate)
     }
 
@@ -213,12 +215,17 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
     }
 }
 
-/// The volume and pan of a source at the mixer it feeds (Apple's `AVAudioMixing`).
-public protocol AVAudioMixing: AnyObject {
-    /// Linear gain at the mixer input, 0 ... 1.
-    var volume: Float { get set }
+/// The stereo position of a source at the mixer it feeds (Apple's `AVAudioStereoMixing`).
+public protocol AVAudioStereoMixing: NSObjectProtocol {
     /// Stereo position at the mixer input, -1 (left) ... 1 (right).
     var pan: Float { get set }
+}
+
+/// The volume and pan of a source at the mixer it feeds (Apple's `AVAudioMixing`, which
+/// refines ``AVAudioStereoMixing``; no 3D mixing here).
+public protocol AVAudioMixing: AVAudioStereoMixing {
+    /// Linear gain at the mixer input, 0 ... 1.
+    var volume: Float { get set }
 }
 
 /// A mixer (Apple's `AVAudioMixerNode`): any number of inputs (each with its source's volume
@@ -277,21 +284,4 @@ open class AVAudioOutputNode: AVAudioIONode, @unchecked Sendable {
     /// Seconds between a frame rendered and the same frame heard (the device's buffering;
     /// 0 when not running on a device).
     open override var presentationLatency: TimeInterval { engine?.deviceLatency ?? 0 }
-}
-
-/// A node whose audio passes through an effect (Apple's `AVAudioUnitEffect`).
-open class AVAudioUnitEffect: AVAudioNode, @unchecked Sendable {
-    /// Passes the input through untouched when true (the graph skips the unit).
-    open var bypass = false { didSet { unit?.isBypassed = bypass; push() } }
-    /// Creates an effect with one input and one output.
-    public init() { super.init(inputs: 1, outputs: 1) }
-    override func unitDidLoad() {
-        unit?.isBypassed = bypass
-        push()
-    }
-    /// An effect's unit stays (with its tail and state) while its width is the same.
-    override func canKeep(_ unit: AudioUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
-        unit.inputChannels == [outputChannels] && unit.outputChannels == [outputChannels]
-    }
-    func push() {}
 }

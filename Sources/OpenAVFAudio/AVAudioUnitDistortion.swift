@@ -97,7 +97,7 @@ open class AVAudioUnitDistortion: AVAudioUnitEffect, @unchecked Sendable {
     open var wetDryMix: Float = 50 { didSet { push() } }
 
     /// Creates a distortion (Apple's default preset, `drumsBitBrush`).
-    public override init() { super.init() }
+    public override init() { super.init(audioComponentDescription: .apple(kAudioUnitType_Effect, kAudioUnitSubType_Distortion)) }
 
     /// Configures the stages from a factory preset (``preGain`` and ``wetDryMix`` keep their values).
     open func loadFactoryPreset(_ preset: AVAudioUnitDistortionPreset) {

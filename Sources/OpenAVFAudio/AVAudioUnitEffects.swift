@@ -58,7 +58,7 @@ open class AVAudioUnitEQ: AVAudioUnitEffect, @unchecked Sendable {
     /// An EQ of `numberOfBands` bands (each bypassed until set up).
     public init(numberOfBands: Int) {
         bands = (0..<max(1, numberOfBands)).map { AVAudioUnitEQFilterParameters(index: $0) }
-        super.init()
+        super.init(audioComponentDescription: .apple(kAudioUnitType_Effect, kAudioUnitSubType_NBandEQ))
         for b in bands { b.owner = self }
     }
 
@@ -134,7 +134,7 @@ open class AVAudioUnitReverb: AVAudioUnitEffect, @unchecked Sendable {
     open var wetDryMix: Float = 100 { didSet { push() } }
 
     /// Creates a reverb (a medium hall, fully wet as Apple's default).
-    public override init() { super.init() }
+    public override init() { super.init(audioComponentDescription: .apple(kAudioUnitType_Effect, kAudioUnitSubType_Reverb2)) }
 
     /// Selects a room.
     open func loadFactoryPreset(_ preset: AVAudioUnitReverbPreset) {
@@ -166,7 +166,7 @@ open class AVAudioUnitDelay: AVAudioUnitEffect, @unchecked Sendable {
     open var wetDryMix: Float = 100 { didSet { push() } }
 
     /// Creates a delay.
-    public override init() { super.init() }
+    public override init() { super.init(audioComponentDescription: .apple(kAudioUnitType_Effect, kAudioUnitSubType_Delay)) }
 
     override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
         AUDelayNode(channels: outputChannels)
@@ -183,7 +183,7 @@ open class AVAudioUnitDelay: AVAudioUnitEffect, @unchecked Sendable {
 
 /// Playback rate and pitch changed independently (Apple's `AVAudioUnitTimePitch`; Rubber
 /// Band underneath, see docs/timepitch.md).
-open class AVAudioUnitTimePitch: AVAudioUnitEffect, @unchecked Sendable {
+open class AVAudioUnitTimePitch: AVAudioUnitTimeEffect, @unchecked Sendable {
     /// The playback rate, 1/32 ... 32 (default 1).
     open var rate: Float = 1 { didSet { push() } }
     /// The pitch shift in cents, -2400 ... 2400 (default 0).
@@ -192,7 +192,7 @@ open class AVAudioUnitTimePitch: AVAudioUnitEffect, @unchecked Sendable {
     open var overlap: Float = 8
 
     /// Creates a time-pitch unit.
-    public override init() { super.init() }
+    public init() { super.init(audioComponentDescription: .apple(kAudioUnitType_FormatConverter, kAudioUnitSubType_NewTimePitch)) }
 
     override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
         AUTimePitchNode(channels: outputChannels)
@@ -218,12 +218,12 @@ open class AVAudioUnitTimePitch: AVAudioUnitEffect, @unchecked Sendable {
 }
 
 /// Playback rate with pitch following it, like a tape (Apple's `AVAudioUnitVarispeed`).
-open class AVAudioUnitVarispeed: AVAudioUnitEffect, @unchecked Sendable {
+open class AVAudioUnitVarispeed: AVAudioUnitTimeEffect, @unchecked Sendable {
     /// The playback rate, 0.25 ... 4 (default 1).
     open var rate: Float = 1 { didSet { push() } }
 
     /// Creates a varispeed unit.
-    public override init() { super.init() }
+    public init() { super.init(audioComponentDescription: .apple(kAudioUnitType_FormatConverter, kAudioUnitSubType_Varispeed)) }
 
     override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
         AUVarispeedNode(channels: outputChannels)

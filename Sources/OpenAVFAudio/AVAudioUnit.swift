@@ -1,0 +1,200 @@
+// Apple's class layer over audio units: AVAudioUnit (a node made from an audio component
+// description), AVAudioUnitEffect and AVAudioUnitTimeEffect, and instantiate(with:options:)
+// creating the built-in effects from their descriptions.
+import Foundation
+import OpenAudioToolbox
+internal import AudioUnits
+
+/// A built-in audio unit an ``AVAudioUnit`` can be made from: its description (manufacturer
+/// Apple), its name and the render node it runs on.
+struct AVAudioUnitComponent: Sendable {
+    let type: UInt32
+    let subType: UInt32
+    /// The name without the manufacturer (`AUReverb2`), as Apple's `AVAudioUnit.name`.
+    let name: String
+    let make: @Sendable (_ channels: Int) -> AudioUnits.AUNode
+
+    /// The component's full description (flags 0, as the built-in components report).
+    var description: AudioComponentDescription {
+        AudioComponentDescription(componentType: type, componentSubType: subType, componentManufacturer: kAudioUnitManufacturer_Apple,
+                                  componentFlags: 0, componentFlagsMask: 0)
+    }
+
+    /// The version every built-in component reports (`0xMMMMmmDD`: 1.0.0, as `AudioComponentGetVersion`).
+    static let version = 0x0001_0000
+
+    /// The effects (`kAudioUnitType_Effect`) and time effects (`kAudioUnitType_FormatConverter`)
+    /// that exist as nodes here.
+    static let builtins: [AVAudioUnitComponent] = [
+        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_NBandEQ, name: "AUNBandEQ") { ch in
+            // Apple's AUNBandEQ: 16 bands, each bypassed until set up.
+            AUNBandEQNode(channels: ch, bands: (0..<16).map { _ in AUEQBand(.parametric, frequency: 1000, bypass: true) })
+        },
+        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_Reverb2, name: "AUReverb2") { AUReverbNode(channels: $0) },
+        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_Delay, name: "AUDelay") { AUDelayNode(channels: $0) },
+        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_Distortion, name: "AUDistortion") { AUDistortionNode(channels: $0) },
+        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_DynamicsProcessor, name: "AUDynamicsProcessor") { AUDynamicsNode(channels: $0) },
+        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_PeakLimiter, name: "AUPeakLimiter") { AUPeakLimiterNode(channels: $0) },
+        AVAudioUnitComponent(type: kAudioUnitType_FormatConverter, subType: kAudioUnitSubType_NewTimePitch, name: "AUNewTimePitch") {
+            AUTimePitchNode(channels: $0, algorithm: .spectral)
+        },
+        AVAudioUnitComponent(type: kAudioUnitType_FormatConverter, subType: kAudioUnitSubType_TimePitch, name: "AUTimePitch") {
+            AUTimePitchNode(channels: $0, algorithm: .timeDomain)
+        },
+        AVAudioUnitComponent(type: kAudioUnitType_FormatConverter, subType: kAudioUnitSubType_Varispeed, name: "AUVarispeed") { AUVarispeedNode(channels: $0) },
+    ]
+
+    /// The built-in component `d` describes (a manufacturer of 0 matches any, as in
+    /// `AudioComponentFindNext`).
+    static func find(_ d: AudioComponentDescription) -> AVAudioUnitComponent? {
+        builtins.first { c in
+            c.type == d.componentType && c.subType == d.componentSubType
+                && (d.componentManufacturer == 0 || d.componentManufacturer == kAudioUnitManufacturer_Apple)
+        }
+    }
+}
+
+/// A node implemented by an audio unit (Apple's `AVAudioUnit`): the effects
+/// (``AVAudioUnitEffect``) and time effects (``AVAudioUnitTimeEffect``) derive from it, so
+/// `let effects: [AVAudioUnit] = [reverb, eq]` holds any of them.
+///
+/// There is no AUv3 layer here: `auAudioUnit`, `audioUnit` and `loadPreset(at:)` are not
+/// provided. A unit made from a description runs the built-in node for it, with the unit's
+/// default parameters.
+open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
+    let component: AVAudioUnitComponent?
+    private let givenDescription: AudioComponentDescription
+    /// The bypass state the effect classes expose (applied to the unit when it is built).
+    var bypassState = false
+
+    init(componentDescription: AudioComponentDescription) {
+        component = AVAudioUnitComponent.find(componentDescription)
+        givenDescription = componentDescription
+        super.init(inputs: 1, outputs: 1)
+    }
+
+    /// The description of the underlying audio unit (for a built-in unit its full description,
+    /// manufacturer Apple).
+    open var audioComponentDescription: AudioComponentDescription { component?.description ?? givenDescription }
+    /// The audio unit's name (`AUReverb2`; empty for an unknown component).
+    open var name: String { component?.name ?? "" }
+    /// The audio unit's manufacturer (`Apple` for the built-in units; empty for an unknown component).
+    open var manufacturerName: String { component == nil ? "" : "Apple" }
+    /// The audio unit's version (`0xMMMMmmDD`; 0 for an unknown component).
+    open var version: Int { component == nil ? 0 : AVAudioUnitComponent.version }
+
+    /// Creates the audio unit `audioComponentDescription` names and hands it to
+    /// `completionHandler` on another thread (Apple's `instantiate(with:options:completionHandler:)`):
+    /// an ``AVAudioUnitEffect`` for an effect (`kAudioUnitType_Effect`), an
+    /// ``AVAudioUnitTimeEffect`` for a format converter (`kAudioUnitType_FormatConverter`:
+    /// varispeed, time-pitch). A component that is not built in gives a nil unit and an
+    /// `NSOSStatusErrorDomain` error. `options` (in or out of process) make no difference here.
+    open class func instantiate(with audioComponentDescription: AudioComponentDescription, options: AudioComponentInstantiationOptions = [],
+                                completionHandler: @escaping @Sendable (AVAudioUnit?, (any Error)?) -> Void) {
+        let result = Result { try make(audioComponentDescription) }
+        DispatchQueue.global().async {
+            switch result {
+            case .success(let unit): completionHandler(unit, nil)
+            case .failure(let error): completionHandler(nil, error)
+            }
+        }
+    }
+
+    /// Creates the audio unit `audioComponentDescription` names (the async form of
+    /// ``instantiate(with:options:completionHandler:)``); throws an `NSOSStatusErrorDomain`
+    /// error for a component that is not built in.
+    open class func instantiate(with audioComponentDescription: AudioComponentDescription,
+                                options: AudioComponentInstantiationOptions = []) async throws -> AVAudioUnit {
+        try make(audioComponentDescription)
+    }
+
+    /// The Component Manager's `invalidComponentID`: no such component.
+    static let componentNotFound: OSStatus = -3000
+
+    private static func make(_ d: AudioComponentDescription) throws -> AVAudioUnit {
+        guard AVAudioUnitComponent.find(d) != nil else {
+            throw avError(componentNotFound, "AVAudioUnit.instantiate: no audio unit '\(fourCCText(d.componentType))'/'\(fourCCText(d.componentSubType))'/'\(fourCCText(d.componentManufacturer))' (the built-in effects, time-pitch and varispeed units are available)")
+        }
+        if d.componentType == kAudioUnitType_FormatConverter { return AVAudioUnitTimeEffect(audioComponentDescription: d) }
+        return AVAudioUnitEffect(audioComponentDescription: d)
+    }
+
+    /// The built-in node for the description (a pass-through for an unknown one).
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+        component?.make(max(1, outputChannels)) ?? super.makeUnit(rate: rate, inputChannels: inputChannels, outputChannels: outputChannels)
+    }
+
+    override func unitDidLoad() {
+        unit?.isBypassed = bypassState
+        push()
+    }
+
+    /// An effect's unit stays (with its tail and state) while its width is the same.
+    override func canKeep(_ unit: AudioUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+        unit.inputChannels == [outputChannels] && unit.outputChannels == [outputChannels]
+    }
+
+    /// Pushes the subclass's parameters to its unit.
+    func push() {}
+
+    func setBypass(_ on: Bool) {
+        bypassState = on
+        unit?.isBypassed = on
+        push()
+    }
+}
+
+/// Four printable characters of a four-character code (its number when not printable).
+func fourCCText(_ v: UInt32) -> String {
+    let bytes = [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)]
+    guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return String(v) }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+/// An audio unit that processes audio in real time, as many frames out as in (Apple's
+/// `AVAudioUnitEffect`): the EQ, reverb, delay and distortion derive from it.
+open class AVAudioUnitEffect: AVAudioUnit, @unchecked Sendable {
+    /// Passes the input through untouched when true (the graph skips the unit).
+    open var bypass: Bool {
+        get { bypassState }
+        set { setBypass(newValue) }
+    }
+
+    /// An effect running the built-in unit `audioComponentDescription` names (`kAudioUnitType_Effect`:
+    /// AUNBandEQ, AUReverb2, AUDelay, AUDistortion, AUDynamicsProcessor, AUPeakLimiter), with
+    /// its default parameters. A description of no built-in unit gives an effect that passes
+    /// audio through (Apple raises an exception).
+    public init(audioComponentDescription: AudioComponentDescription) {
+        super.init(componentDescription: audioComponentDescription)
+    }
+
+    /// An effect of no component (it passes audio through); the subclasses name theirs.
+    public init() { super.init(componentDescription: AudioComponentDescription()) }
+}
+
+/// An audio unit that processes audio off the real-time frame count, its output rate its own
+/// (Apple's `AVAudioUnitTimeEffect`, `kAudioUnitType_FormatConverter`): time-pitch and varispeed
+/// derive from it.
+open class AVAudioUnitTimeEffect: AVAudioUnit, @unchecked Sendable {
+    /// Passes the input through untouched when true.
+    open var bypass: Bool {
+        get { bypassState }
+        set { setBypass(newValue) }
+    }
+
+    /// A time effect running the built-in unit `audioComponentDescription` names
+    /// (`kAudioUnitType_FormatConverter`: AUNewTimePitch, AUTimePitch, AUVarispeed), with its
+    /// default parameters. A description of no built-in unit gives a unit that passes audio
+    /// through (Apple raises an exception).
+    public init(audioComponentDescription: AudioComponentDescription) {
+        super.init(componentDescription: audioComponentDescription)
+    }
+}
+
+extension AudioComponentDescription {
+    /// An Apple unit's description (flags 0).
+    static func apple(_ type: UInt32, _ subType: UInt32) -> AudioComponentDescription {
+        AudioComponentDescription(componentType: type, componentSubType: subType, componentManufacturer: kAudioUnitManufacturer_Apple,
+                                  componentFlags: 0, componentFlagsMask: 0)
+    }
+}
