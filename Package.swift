@@ -31,6 +31,7 @@ let avfPortingPrograms: [(name: String, directory: String)] = [
     ("porting-avaudioengine-tap-recorder", "AVAudioEngineTapRecorder"),
     ("porting-avaudioengine-demos", "AVAudioEngineDemos"),
     ("porting-avaudioengine-streamer", "AVAudioEngineStreamer"),
+    ("porting-avaudiorecorder", "AVAudioRecorder"),
 ]
 
 let package = Package(
