@@ -150,4 +150,20 @@ import Glibc
         #expect(!d.deleteRecording())
         #expect(FileManager.default.fileExists(atPath: "\(dir.path)/d.wav"))
     }
+
+    @Test("A recording that cannot be written fails: prepareToRecord and record return false, no delegate call")
+    func unwritableDestination() throws {
+        try #require(FileManager.default.fileExists(atPath: "/dev/full"), "no /dev/full")
+        let r = try AVAudioRecorder(url: URL(fileURLWithPath: "/dev/full"), settings: [
+            AVAudioFileTypeKey: Int(kAudioFileWAVEType), AVFormatIDKey: Int(kAudioFormatLinearPCM), AVSampleRateKey: 44100, AVNumberOfChannelsKey: 1,
+        ])
+        let log = RecorderDelegateLog()
+        r.delegate = log
+        #expect(!r.prepareToRecord())
+        #expect(!r.record())
+        #expect(!r.isRecording)
+        #expect(!r.deleteRecording(), "a device is never deleted")
+        usleep(200_000)
+        #expect(log.finishes.isEmpty, "nothing was recorded, nothing finished: \(log.finishes)")
+    }
 }

@@ -264,6 +264,72 @@ struct PlaybackAVAudioRecorderTests {
         }
     }
 
+    @Test("record(atTime:forDuration:) waits for the time, then records exactly the duration and tells the delegate")
+    func recordAtTimeForDuration() throws {
+        try withTone { _, dir in
+            let url = URL(fileURLWithPath: "\(dir.path)/scheduled.wav")
+            let recorder = try AVAudioRecorder(url: url, settings: [AVFormatIDKey: Int(kAudioFormatLinearPCM), AVSampleRateKey: 44100, AVNumberOfChannelsKey: 1])
+            let log = RecorderDelegateLog()
+            recorder.delegate = log
+            let start = recorder.deviceCurrentTime + 0.6
+            #expect(recorder.record(atTime: start, forDuration: 0.5))
+            #expect(recorder.isRecording, "a scheduled recording counts as recording")
+            usleep(300_000)
+            #expect(recorder.currentTime == 0, "nothing recorded before the time: \(recorder.currentTime)")
+            var finishedAt = 0.0
+            #expect(eventually(6) {
+                if log.finishes.isEmpty { return false }
+                finishedAt = recorder.deviceCurrentTime
+                return true
+            }, "the delegate was not called")
+            #expect(log.finishes.first?.flag == true)
+            let file = try RecordedFile(url)
+            print("record(atTime: now + 0.6, forDuration: 0.5): finished \(finishedAt - start) s after the start time, \(file.frames) frames")
+            #expect(file.frames == 22050, "\(file.frames) frames, expected exactly 22050")
+            // Started at the time, not at the call: done no earlier than start + duration.
+            #expect(finishedAt >= start + 0.5, "finished \(finishedAt - start) s after the start time")
+            #expect(finishedAt < start + 1.5, "finished \(finishedAt - start) s after the start time")
+            expectTone(file, "scheduled.wav")
+        }
+    }
+
+    @Test("A recorder released while recording finishes its file")
+    func releasedRecorderFinishesTheFile() throws {
+        try withTone { _, dir in
+            let url = URL(fileURLWithPath: "\(dir.path)/released.m4a")
+            do {
+                let recorder = try AVAudioRecorder(url: url, settings: [AVFormatIDKey: Int(kAudioFormatMPEG4AAC), AVSampleRateKey: 44100, AVNumberOfChannelsKey: 1])
+                #expect(recorder.record())
+                usleep(800_000)
+            }
+            let file = try RecordedFile(url)
+            let seconds = Double(file.frames) / file.rate
+            #expect(seconds > 0.6 && seconds < 1.1, "\(seconds) s in the file")
+            expectTone(file, "released.m4a", levelTolerance: 1.5)
+        }
+    }
+
+    @Test("The sound server going away mid-recording ends the recording: the file is finished, the delegate hears successfully false")
+    func serverLossFinishesTheFile() throws {
+        try withTone { daemon, dir in
+            let url = URL(fileURLWithPath: "\(dir.path)/lost.caf")
+            let recorder = try AVAudioRecorder(url: url, settings: [AVFormatIDKey: Int(kAudioFormatAppleLossless), AVSampleRateKey: 44100, AVNumberOfChannelsKey: 1])
+            let log = RecorderDelegateLog()
+            recorder.delegate = log
+            #expect(recorder.record())
+            usleep(1_200_000)
+            daemon.kill()
+            #expect(eventually(10) { !log.finishes.isEmpty }, "the delegate was not called after the server went away")
+            #expect(log.finishes.first?.flag == false, "\(log.finishes)")
+            #expect(!recorder.isRecording)
+            let file = try RecordedFile(url)
+            let seconds = Double(file.frames) / file.rate
+            print("server lost after 1.2 s: \(seconds) s in the file")
+            #expect(seconds > 0.9 && seconds < 1.6, "\(seconds) s in the file")
+            expectTone(file, "lost.caf")
+        }
+    }
+
     @Test("A recorder killed with SIGKILL mid-recording leaves a readable WAV and M4A holding the tone up to about the kill")
     func killedRecorderLeavesReadableFiles() throws {
         let program = try #require(portingRecorder(), "porting-avaudiorecorder is not built (swift build)")
