@@ -114,8 +114,11 @@ open class AVAudioRecorder: NSObject, @unchecked Sendable {
     /// 1024 frames per packet).
     open var format: AVAudioFormat { completedFormat }
 
-    /// Receives the end of each recording and encoding errors, on the main queue.
-    open weak var delegate: (any AVAudioRecorderDelegate)?
+    /// Receives the end of each recording and encoding errors, on the main queue. Held weakly.
+    open var delegate: (any AVAudioRecorderDelegate)? {
+        get { state.withLock { $0.delegate } }
+        set { state.withLock { $0.delegate = newValue } }
+    }
 
     /// True while recording (also once a scheduled ``record(atTime:)`` was accepted); false when
     /// paused or stopped.
@@ -324,6 +327,7 @@ open class AVAudioRecorder: NSObject, @unchecked Sendable {
 
 /// The recorder's state (behind its lock).
 struct RecorderState {
+    weak var delegate: (any AVAudioRecorderDelegate)?
     var session: RecorderSession?
     var isRecording = false
     var isMeteringEnabled = false

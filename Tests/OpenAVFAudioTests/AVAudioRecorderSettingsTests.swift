@@ -166,4 +166,16 @@ import Glibc
         usleep(200_000)
         #expect(log.finishes.isEmpty, "nothing was recorded, nothing finished: \(log.finishes)")
     }
+
+    @Test("The delegate is held weakly, as on Apple")
+    func delegateIsWeak() throws {
+        let dir = try ScratchDirectory("avrec-weak")
+        defer { dir.remove() }
+        let r = try AVAudioRecorder(url: URL(fileURLWithPath: "\(dir.path)/w.caf"), settings: [AVSampleRateKey: 44100, AVNumberOfChannelsKey: 1])
+        var log: RecorderDelegateLog? = RecorderDelegateLog()
+        r.delegate = log
+        #expect(r.delegate === log)
+        log = nil
+        #expect(r.delegate == nil, "the recorder kept its delegate alive")
+    }
 }

@@ -330,7 +330,7 @@ struct PlaybackAVAudioRecorderTests {
         }
     }
 
-    @Test("A recorder killed with SIGKILL mid-recording leaves a readable WAV and M4A holding the tone up to about the kill")
+    @Test("A recorder killed with SIGKILL mid-recording leaves a readable WAV, M4A and ALAC CAF holding the tone up to about the kill")
     func killedRecorderLeavesReadableFiles() throws {
         let program = try #require(portingRecorder(), "porting-avaudiorecorder is not built (swift build)")
         try withTone(seconds: 15) { daemon, dir in
