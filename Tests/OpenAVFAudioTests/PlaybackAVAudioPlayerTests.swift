@@ -299,6 +299,111 @@ struct PlaybackAVAudioPlayerTests {
         }
     }
 
+    @Test("pause() goes on where it paused, to the frame; stop() keeps currentTime and play() goes on from there")
+    func pauseAndStopKeepThePosition() throws {
+        try withSink { daemon, scratch in
+            let frames = 72000
+            let path = "\(scratch.path)/chirp15.wav"
+            try writePlayerFixture(path, rate: 48000, channels: 2, frames: frames) { chirp($0, $1, rate: 48000) }
+            var reference = [Float](repeating: 0, count: frames * 2)
+            for i in 0..<frames { for c in 0..<2 { reference[i * 2 + c] = chirp(i, c, rate: 48000) } }
+            let player = try AVAudioPlayer(contentsOf: URL(fileURLWithPath: path))
+            var times: [Double] = []
+            let samples = try record(daemon, scratch, timeout: 0) {
+                let ok = player.play()
+                usleep(400_000)
+                player.pause()
+                times.append(player.currentTime)
+                usleep(300_000)
+                times.append(player.currentTime)
+                let ok2 = player.play()
+                usleep(400_000)
+                player.stop()
+                times.append(player.currentTime)
+                usleep(300_000)
+                let ok3 = player.play()
+                _ = waitFor(3) { !player.isPlaying }
+                return ok && ok2 && ok3
+            }
+            // The pieces of audio between silences of 10 ms or more, each found in the file.
+            var pieces: [(start: Int, frames: Int)] = []
+            var run = 0, begin: Int?
+            let total = samples.count / 2
+            for f in 0...total {
+                let silent = f == total || (abs(samples[f * 2]) < 1e-6 && abs(samples[f * 2 + 1]) < 1e-6)
+                if silent { run += 1 } else { if begin == nil { begin = f }; run = 0 }
+                if let b = begin, run >= 480 || f == total {
+                    let end = f - run + 1
+                    if end - b > 2400 {
+                        let piece = Array(samples[(b * 2)..<(end * 2)])
+                        let match = try #require(lossyAlign(recording: reference, reference: piece, channels: 2, segmentFrames: 2400, drift: 0))
+                        pieces.append((match.offset, end - b))
+                    }
+                    begin = nil
+                }
+            }
+            print("AVAudioPlayer pause/stop: pieces (file frame, frames) \(pieces), currentTime \(times)")
+            try #require(pieces.count == 3, "\(pieces.count) pieces of audio, not 3: \(pieces)")
+            #expect(pieces[0].start == 0)
+            #expect(pieces[1].start == pieces[0].start + pieces[0].frames, "after the pause: from \(pieces[1].start), not \(pieces[0].frames)")
+            let afterStop = pieces[2].start - (pieces[1].start + pieces[1].frames)
+            #expect(afterStop >= 0 && afterStop <= 4800, "after the stop: \(afterStop) frames skipped")
+            #expect(pieces[2].start + pieces[2].frames == frames, "the last piece ends at \(pieces[2].start + pieces[2].frames)")
+            #expect(times[0] == times[1], "currentTime moved while paused: \(times)")
+            #expect(abs(times[2] * 48000 - Double(pieces[2].start)) < 1, "currentTime after the stop \(times[2]) s")
+        }
+    }
+
+    @Test("setVolume(_:fadeDuration:) fades the sink's level down over the duration")
+    func fadeLowersTheLevelGradually() throws {
+        try withSink { daemon, scratch in
+            let path = "\(scratch.path)/tone2.wav"
+            try writePlayerFixture(path, rate: 48000, channels: 2, frames: 96000) { i, _ in 0.5 * Float(sin(2 * .pi * 1000 * Double(i) / 48000)) }
+            let player = try AVAudioPlayer(contentsOf: URL(fileURLWithPath: path))
+            let samples = try record(daemon, scratch, timeout: 0) {
+                let ok = player.play()
+                usleep(300_000)
+                player.setVolume(0, fadeDuration: 0.5)
+                usleep(1_000_000)
+                player.stop()
+                return ok
+            }
+            #expect(player.volume == 0)
+            let left = channel(samples, 0, of: 2)
+            let first = try #require(left.firstIndex { abs($0) > 1e-3 })
+            let levels = stride(from: first, to: left.count - 2400, by: 2400).map { rmsDB(left[$0..<($0 + 2400)]) }
+            let full = levels.prefix(4).allSatisfy { abs($0 - -9.03) < 0.3 }
+            let middle = levels.filter { $0 < -11 && $0 > -30 }.count
+            let silentAfter = levels.suffix(4).allSatisfy { $0 < -80 }
+            print("AVAudioPlayer fade: levels every 50 ms \(levels.map { Int(max(-200, $0).rounded()) })")
+            #expect(full, "the level before the fade: \(levels.prefix(4))")
+            #expect(middle >= 4, "\(middle) windows between -11 and -30 dB: not a gradual fade")
+            #expect(silentAfter, "not silent after the fade: \(levels.suffix(4))")
+        }
+    }
+
+    @Test("numberOfLoops = -1 loops until stop()")
+    func endlessLoopUntilStop() throws {
+        try withSink { daemon, scratch in
+            let path = "\(scratch.path)/short.wav"
+            try writePlayerFixture(path, rate: 48000, channels: 2, frames: 4800) { chirp($0, $1, rate: 48000) }
+            let player = try AVAudioPlayer(contentsOf: URL(fileURLWithPath: path))
+            player.numberOfLoops = -1
+            let samples = try record(daemon, scratch, timeout: 0) {
+                let ok = player.play()
+                usleep(1_000_000)
+                #expect(player.isPlaying)
+                player.stop()
+                return ok
+            }
+            let span = try #require(audibleSpan(samples, channels: 2), "nothing was recorded")
+            let passes = Double(span.last - span.first + 1) / 4800
+            print("AVAudioPlayer endless loop: \(passes) passes of 0.1 s in about 1 s")
+            #expect(passes > 8 && passes < 12, "\(passes) passes")
+            #expect(!player.isPlaying)
+        }
+    }
+
     @Test("The delegate hears audioPlayerDidFinishPlaying(successfully: true) on the main queue")
     @MainActor func delegateFinishesOnTheMainQueue() async throws {
         let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
