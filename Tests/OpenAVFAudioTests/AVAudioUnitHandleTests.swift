@@ -65,6 +65,22 @@ final class QuarterGainNode: AudioUnits.AUNode, @unchecked Sendable {
         #expect(value == 0)
     }
 
+    /// A parameter no property stands for (the reverb's output gain), set through the handle
+    /// before the node is attached, is in the node the engine makes, and stays when a property
+    /// changes: -20 dB makes the tail a tenth.
+    @Test func aParameterWithoutAPropertyReachesTheNodeTheEngineMakes() throws {
+        let plain = try Self.renderBurst(through: AVAudioUnitReverb(), seconds: 1)
+        let reverb = AVAudioUnitReverb()
+        #expect(AudioUnitSetParameter(reverb.audioUnit, 1, kAudioUnitScope_Global, 0, -20, 0) == noErr)   // kReverb2Param_Gain
+        reverb.wetDryMix = 100
+        let quiet = try Self.renderBurst(through: reverb, seconds: 1)
+        let ratio = Self.rms(quiet, from: 9600, count: 24000) / Self.rms(plain, from: 9600, count: 24000)
+        #expect(abs(ratio - 0.1) < 0.02, "-20 dB: \(ratio)")
+        var gain: AudioUnitParameterValue = 0
+        AudioUnitGetParameter(reverb.audioUnit, 1, kAudioUnitScope_Global, 0, &gain)
+        #expect(gain == -20)
+    }
+
     /// A parameter set through the handle while the engine renders reaches the node on the
     /// render thread: a delay's echo (1 s after the burst) goes when its wet/dry mix is set to 0
     /// between two renders.
