@@ -18,6 +18,8 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
     let inputs: Int
     let outputs: Int
     var taps: [Int: Tap] = [:]
+    /// The AudioUnit handle over the node's unit, once asked for (AVAudioUnit+AudioUnit.swift).
+    let handles = NodeAudioUnitHandle()
 
     init(inputs: Int, outputs: Int) {
         self.inputs = inputs
@@ -104,7 +106,10 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
 
     /// Called after each build of the engine's graph: `rebuilt` when the graph is a new one (its
     /// clock at 0), else it was rewired in place; `unitMade` when this node's unit is new.
-    func graphDidChange(rebuilt: Bool, unitMade: Bool) { unitDidLoad() }
+    func graphDidChange(rebuilt: Bool, unitMade: Bool) {
+        unitDidLoad()
+        handles.follow(unit)
+    }
 
     /// Adds render nodes this node needs besides its unit (the input node's capture and echo
     /// reference under voice processing), those not in the graph yet, and connects them to it;

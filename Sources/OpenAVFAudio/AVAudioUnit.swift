@@ -58,37 +58,56 @@ struct AVAudioUnitComponent: Sendable {
 /// (``AVAudioUnitEffect``) and time effects (``AVAudioUnitTimeEffect``) derive from it, so
 /// `let effects: [AVAudioUnit] = [reverb, eq]` holds any of them.
 ///
-/// There is no AUv3 layer here: `auAudioUnit`, `audioUnit` and `loadPreset(at:)` are not
-/// provided. A unit made from a description runs the built-in node for it, with the unit's
-/// default parameters.
+/// A unit made from a description runs the built-in node for it, or the node of a component
+/// registered with `AudioComponentRegister` (its Swift node form), with the unit's default
+/// parameters; ``audioUnit``, ``AVAudioNode/auAudioUnit`` and ``loadPreset(at:)`` set others.
 open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
     let component: AVAudioUnitComponent?
+    /// A component of OpenAudioToolbox's registry (registered ones, and the built-in units
+    /// OpenAVFAudio has no class for) when ``component`` is nil.
+    let registered: _AudioComponentNodeSource?
     private let givenDescription: AudioComponentDescription
     /// The bypass state the effect classes expose (applied to the unit when it is built).
     var bypassState = false
 
     init(componentDescription: AudioComponentDescription) {
         component = AVAudioUnitComponent.find(componentDescription)
+        registered = component == nil ? _AudioComponentNodeSource(matching: componentDescription) : nil
         givenDescription = componentDescription
         super.init(inputs: 1, outputs: 1)
     }
 
-    /// The description of the underlying audio unit (for a built-in unit its full description,
-    /// manufacturer Apple).
-    open var audioComponentDescription: AudioComponentDescription { component?.description ?? givenDescription }
-    /// The audio unit's name (`AUReverb2`; empty for an unknown component).
-    open var name: String { component?.name ?? "" }
-    /// The audio unit's manufacturer (`Apple` for the built-in units; empty for an unknown component).
-    open var manufacturerName: String { component == nil ? "" : "Apple" }
+    /// The description of the underlying audio unit (for a built-in or registered unit its full
+    /// description).
+    open var audioComponentDescription: AudioComponentDescription { component?.description ?? registered?.description ?? givenDescription }
+    /// The audio unit's name (`AUReverb2`; a registered unit's name after its `Manufacturer: `
+    /// part; empty for an unknown component).
+    open var name: String { component?.name ?? registered.map { Self.splitName($0.name).name } ?? "" }
+    /// The audio unit's manufacturer (`Apple` for the built-in units; a registered unit's name
+    /// before its `: `; empty for an unknown component).
+    open var manufacturerName: String {
+        component != nil ? "Apple" : registered.map { Self.splitName($0.name).manufacturer } ?? ""
+    }
     /// The audio unit's version (`0xMMMMmmDD`; 0 for an unknown component).
-    open var version: Int { component == nil ? 0 : AVAudioUnitComponent.version }
+    open var version: Int { component != nil ? AVAudioUnitComponent.version : registered.map { Int($0.version) } ?? 0 }
+
+    /// `"Manufacturer: Name"` split as Apple's components name themselves.
+    static func splitName(_ full: String) -> (manufacturer: String, name: String) {
+        guard let r = full.range(of: ": ") else { return ("", full) }
+        return (String(full[..<r.lowerBound]), String(full[r.upperBound...]))
+    }
+
+    /// The node the unit's parameters live in: the engine's unit, or before there is one the
+    /// node the ``audioUnit`` handle drives (nil: neither yet).
+    var parameterNode: AudioUnits.AUNode? { unit ?? handles.node }
 
     /// Creates the audio unit `audioComponentDescription` names and hands it to
     /// `completionHandler` on another thread (Apple's `instantiate(with:options:completionHandler:)`):
     /// an ``AVAudioUnitEffect`` for an effect (`kAudioUnitType_Effect`), an
     /// ``AVAudioUnitTimeEffect`` for a format converter (`kAudioUnitType_FormatConverter`:
-    /// varispeed, time-pitch). A component that is not built in gives a nil unit and an
-    /// `NSOSStatusErrorDomain` error. `options` (in or out of process) make no difference here.
+    /// varispeed, time-pitch), also for a unit registered with `AudioComponentRegister` (its
+    /// Swift node form). Another component gives a nil unit and an `NSOSStatusErrorDomain`
+    /// error. `options` (in or out of process) make no difference here.
     open class func instantiate(with audioComponentDescription: AudioComponentDescription, options: AudioComponentInstantiationOptions = [],
                                 completionHandler: @escaping @Sendable (AVAudioUnit?, (any Error)?) -> Void) {
         let result = Result { try make(audioComponentDescription) }
@@ -102,7 +121,7 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
 
     /// Creates the audio unit `audioComponentDescription` names (the async form of
     /// ``instantiate(with:options:completionHandler:)``); throws an `NSOSStatusErrorDomain`
-    /// error for a component that is not built in.
+    /// error for a component that is neither built in nor registered.
     open class func instantiate(with audioComponentDescription: AudioComponentDescription,
                                 options: AudioComponentInstantiationOptions = []) async throws -> AVAudioUnit {
         try make(audioComponentDescription)
@@ -112,8 +131,8 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
     static let componentNotFound: OSStatus = -3000
 
     private static func make(_ d: AudioComponentDescription) throws -> AVAudioUnit {
-        guard AVAudioUnitComponent.find(d) != nil else {
-            throw avError(componentNotFound, "AVAudioUnit.instantiate: no audio unit '\(fourCCText(d.componentType))'/'\(fourCCText(d.componentSubType))'/'\(fourCCText(d.componentManufacturer))' (the built-in effects, time-pitch and varispeed units are available)")
+        guard AVAudioUnitComponent.find(d) != nil || _AudioComponentNodeSource(matching: d) != nil else {
+            throw avError(componentNotFound, "AVAudioUnit.instantiate: no audio unit '\(fourCCText(d.componentType))'/'\(fourCCText(d.componentSubType))'/'\(fourCCText(d.componentManufacturer))' (the built-in effects, time-pitch and varispeed units and those registered with AudioComponentRegister are available)")
         }
         if d.componentType == kAudioUnitType_FormatConverter { return AVAudioUnitTimeEffect(audioComponentDescription: d) }
         return AVAudioUnitEffect(audioComponentDescription: d)
@@ -121,13 +140,23 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
 
     /// The built-in node for the description (a pass-through for an unknown one).
     override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
-        component?.make(max(1, outputChannels)) ?? super.makeUnit(rate: rate, inputChannels: inputChannels, outputChannels: outputChannels)
+        component?.make(max(1, outputChannels)) ?? registered?.makeNode(channels: max(1, outputChannels))
+            ?? super.makeUnit(rate: rate, inputChannels: inputChannels, outputChannels: outputChannels)
     }
 
     override func unitDidLoad() {
         unit?.isBypassed = bypassState
         push()
     }
+
+    /// The names of the unit's factory presets, in number order (none by default).
+    var factoryPresetNames: [String] { [] }
+
+    /// Loads factory preset `number` (nothing by default).
+    func loadFactoryPreset(number: Int) {}
+
+    /// A parameter was set through ``audioUnit``: the subclasses update the property it stands for.
+    func handleDidSetParameter(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement, value: AudioUnitParameterValue) {}
 
     /// An effect's unit stays (with its tail and state) while its width is the same.
     override func canKeep(_ unit: AudioUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
@@ -139,7 +168,7 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
 
     func setBypass(_ on: Bool) {
         bypassState = on
-        unit?.isBypassed = on
+        parameterNode?.isBypassed = on
         push()
     }
 }

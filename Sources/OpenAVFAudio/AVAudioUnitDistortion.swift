@@ -91,6 +91,8 @@ public enum AVAudioUnitDistortionPreset: Int, Sendable {
 /// `AUDistortionNode`), a ``preGain`` before them and a ``wetDryMix`` after.
 open class AVAudioUnitDistortion: AVAudioUnitEffect, @unchecked Sendable {
     private var preset = AVAudioUnitDistortionPreset.drumsBitBrush
+    private weak var stagesWritten: AudioUnits.AUNode?
+    private var presetChanged = false
     /// The gain before the distortion, in decibels, −80 ... 20 (default −6).
     open var preGain: Float = -6 { didSet { push() } }
     /// The share of distorted signal, 0 (dry) ... 100 (default 50).
@@ -102,6 +104,7 @@ open class AVAudioUnitDistortion: AVAudioUnitEffect, @unchecked Sendable {
     /// Configures the stages from a factory preset (``preGain`` and ``wetDryMix`` keep their values).
     open func loadFactoryPreset(_ preset: AVAudioUnitDistortionPreset) {
         self.preset = preset
+        presetChanged = true
         push()
     }
 
@@ -110,10 +113,41 @@ open class AVAudioUnitDistortion: AVAudioUnitEffect, @unchecked Sendable {
     }
 
     override func push() {
-        guard let node = unit as? AUDistortionNode else { return }
-        for (i, v) in AVAudioUnitDistortionPreset.neutral { node.parameter(i).value = v }
-        for (i, v) in preset.settings { node.parameter(i).value = v }
+        guard let node = parameterNode as? AUDistortionNode else { return }
+        // The stages are the preset's: written when it is loaded and to a new node, so stages
+        // set through `audioUnit` stay while other properties change.
+        if stagesWritten !== node || presetChanged {
+            for (i, v) in AVAudioUnitDistortionPreset.neutral { node.parameter(i).value = v }
+            for (i, v) in preset.settings { node.parameter(i).value = v }
+            stagesWritten = node
+            presetChanged = false
+        }
         node.preGain.value = min(20, max(-80, preGain))
         node.finalMix.value = bypass ? 0 : min(100, max(0, wetDryMix))
+    }
+
+    /// The presets of ``AVAudioUnitDistortionPreset`` in order, named from their cases
+    /// (`multiEcho1` is "Multi Echo 1").
+    override var factoryPresetNames: [String] {
+        (0...21).compactMap { AVAudioUnitDistortionPreset(rawValue: $0) }.map { preset in
+            var name = ""
+            for ch in String(describing: preset) {
+                if ch.isUppercase || (ch.isNumber && !(name.last?.isNumber ?? true)) { name.append(" ") }
+                name.append(name.isEmpty ? Character(ch.uppercased()) : ch)
+            }
+            return name
+        }
+    }
+
+    override func loadFactoryPreset(number: Int) {
+        if let preset = AVAudioUnitDistortionPreset(rawValue: number) { loadFactoryPreset(preset) }
+    }
+
+    override func handleDidSetParameter(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement, value: AudioUnitParameterValue) {
+        switch id {
+        case 16: preGain = value                   // the pre-gain (this node's parameter 16; Apple has no ID for it)
+        case 15: if !bypass { wetDryMix = value }  // kDistortionParam_FinalMix
+        default: break
+        }
     }
 }

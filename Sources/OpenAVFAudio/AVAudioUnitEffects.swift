@@ -70,7 +70,7 @@ open class AVAudioUnitEQ: AVAudioUnitEffect, @unchecked Sendable {
     }
 
     override func push() {
-        guard let eq = unit as? AUNBandEQNode else { return }
+        guard let eq = parameterNode as? AUNBandEQNode else { return }
         eq.globalGainParameter.value = globalGain
         for (i, b) in bands.enumerated() {
             eq.filterType(i).value = Float(b.filterType.rawValue)
@@ -78,6 +78,21 @@ open class AVAudioUnitEQ: AVAudioUnitEffect, @unchecked Sendable {
             eq.bandwidth(i).value = b.bandwidth
             eq.gain(i).value = b.gain
             eq.bypass(i).value = (b.bypass || bypass) ? 1 : 0
+        }
+    }
+
+    override func handleDidSetParameter(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement, value: AudioUnitParameterValue) {
+        if id == AUNBandEQNode.globalGainID { globalGain = value; return }
+        let kind = id / 1000 * 1000, index = Int(id % 1000)
+        guard index < bands.count else { return }
+        let band = bands[index]
+        switch kind {
+        case AUNBandEQNode.bypassID: band.bypass = value != 0
+        case AUNBandEQNode.filterTypeID: band.filterType = AVAudioUnitEQFilterType(rawValue: Int(value)) ?? band.filterType
+        case AUNBandEQNode.frequencyID: band.frequency = value
+        case AUNBandEQNode.gainID: band.gain = value
+        case AUNBandEQNode.bandwidthID: band.bandwidth = value
+        default: break
         }
     }
 }
@@ -130,6 +145,8 @@ public enum AVAudioUnitReverbPreset: Int, Sendable {
 /// A reverb (Apple's `AVAudioUnitReverb`).
 open class AVAudioUnitReverb: AVAudioUnitEffect, @unchecked Sendable {
     private var preset = AVAudioUnitReverbPreset.mediumHall
+    /// The decay times the preset sets (or `kReverb2Param_DecayTimeAt0Hz`/`AtNyquist` through ``audioUnit``).
+    private var decay = AVAudioUnitReverbPreset.mediumHall.decay
     /// The share of reverberated signal, 0 (dry) ... 100 (wet).
     open var wetDryMix: Float = 100 { didSet { push() } }
 
@@ -139,6 +156,7 @@ open class AVAudioUnitReverb: AVAudioUnitEffect, @unchecked Sendable {
     /// Selects a room.
     open func loadFactoryPreset(_ preset: AVAudioUnitReverbPreset) {
         self.preset = preset
+        decay = preset.decay
         push()
     }
 
@@ -146,10 +164,29 @@ open class AVAudioUnitReverb: AVAudioUnitEffect, @unchecked Sendable {
         AUReverbNode(channels: outputChannels)
     }
 
+    /// The rooms of ``AVAudioUnitReverbPreset``, named as AUReverb2's factory presets.
+    override var factoryPresetNames: [String] {
+        ["Small Room", "Medium Room", "Large Room", "Medium Hall", "Large Hall", "Plate", "Medium Chamber", "Large Chamber",
+         "Cathedral", "Large Room 2", "Medium Hall 2", "Medium Hall 3", "Large Hall 2"]
+    }
+
+    override func loadFactoryPreset(number: Int) {
+        if let preset = AVAudioUnitReverbPreset(rawValue: number) { loadFactoryPreset(preset) }
+    }
+
+    override func handleDidSetParameter(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement, value: AudioUnitParameterValue) {
+        switch id {
+        case 0: if !bypass { wetDryMix = value }   // kReverb2Param_DryWetMix
+        case 4: decay.low = value                   // kReverb2Param_DecayTimeAt0Hz
+        case 5: decay.nyquist = value               // kReverb2Param_DecayTimeAtNyquist
+        default: break
+        }
+    }
+
     override func push() {
-        guard let reverb = unit as? AUReverbNode else { return }
-        reverb.decayTime.value = preset.decay.low
-        reverb.decayAtNyquist.value = preset.decay.nyquist
+        guard let reverb = parameterNode as? AUReverbNode else { return }
+        reverb.decayTime.value = decay.low
+        reverb.decayAtNyquist.value = decay.nyquist
         reverb.wetDryMix.value = bypass ? 0 : min(100, max(0, wetDryMix))
     }
 }
@@ -173,11 +210,21 @@ open class AVAudioUnitDelay: AVAudioUnitEffect, @unchecked Sendable {
     }
 
     override func push() {
-        guard let delay = unit as? AUDelayNode else { return }
+        guard let delay = parameterNode as? AUDelayNode else { return }
         delay.delayTime.value = Float(min(2, max(0, delayTime)))
         delay.feedback.value = min(100, max(-100, feedback))
         delay.lowPassCutoff.value = max(10, lowPassCutoff)
         delay.wetDryMix.value = bypass ? 0 : min(100, max(0, wetDryMix))
+    }
+
+    override func handleDidSetParameter(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement, value: AudioUnitParameterValue) {
+        switch id {
+        case 0: if !bypass { wetDryMix = value }   // kDelayParam_WetDryMix
+        case 1: delayTime = TimeInterval(value)     // kDelayParam_DelayTime
+        case 2: feedback = value                    // kDelayParam_Feedback
+        case 3: lowPassCutoff = value               // kDelayParam_LopassCutoff
+        default: break
+        }
     }
 }
 
@@ -203,17 +250,25 @@ open class AVAudioUnitTimePitch: AVAudioUnitTimeEffect, @unchecked Sendable {
     /// lasts longer when played (measured at a sink: 0.5x and -1200 cents each hold about twice
     /// as long).
     open override var latency: TimeInterval {
-        guard let node = unit as? AUTimePitchNode, let engine else { return 0 }
+        guard let node = parameterNode as? AUTimePitchNode, let engine else { return 0 }
         let stretch = max(1, 1 / Double(min(32, max(1.0 / 32, rate))))
         let lowered = max(1, 1 / pow(2, Double(min(2400, max(-2400, pitch))) / 1200))
         return Double(node.latencyFrames) / engine.renderRate * stretch * lowered
     }
 
     override func push() {
-        guard let node = unit as? AUTimePitchNode else { return }
+        guard let node = parameterNode as? AUTimePitchNode else { return }
         node.rate.value = min(32, max(1.0 / 32, rate))
         node.pitch.value = min(2400, max(-2400, pitch))
         node.bypass.value = bypass ? 1 : 0
+    }
+
+    override func handleDidSetParameter(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement, value: AudioUnitParameterValue) {
+        switch id {
+        case 0: rate = value    // kNewTimePitchParam_Rate
+        case 1: pitch = value   // kNewTimePitchParam_Pitch
+        default: break
+        }
     }
 }
 
@@ -230,7 +285,11 @@ open class AVAudioUnitVarispeed: AVAudioUnitTimeEffect, @unchecked Sendable {
     }
 
     override func push() {
-        guard let node = unit as? AUVarispeedNode else { return }
+        guard let node = parameterNode as? AUVarispeedNode else { return }
         node.playbackRate.value = bypass ? 1 : min(4, max(0.25, rate))
+    }
+
+    override func handleDidSetParameter(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement, value: AudioUnitParameterValue) {
+        if id == 0, !bypass { rate = value }   // kVarispeedParam_PlaybackRate
     }
 }

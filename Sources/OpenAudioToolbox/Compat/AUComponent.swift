@@ -247,7 +247,8 @@ public struct AudioUnitParameterEvent {
 @discardableResult
 public func AudioUnitInitialize(_ inUnit: AudioUnit) -> OSStatus {
     if let p = plugInInstance(inUnit) { return p.initialize() }
-    return compatUnit(inUnit)?.initialize() ?? kAudio_ParamError
+    guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
+    return unit.isHosted ? noErr : unit.initialize()
 }
 
 /// Undoes ``AudioUnitInitialize(_:)`` (stops an output unit). A standalone player unit's
@@ -258,6 +259,7 @@ public func AudioUnitInitialize(_ inUnit: AudioUnit) -> OSStatus {
 public func AudioUnitUninitialize(_ inUnit: AudioUnit) -> OSStatus {
     if let p = plugInInstance(inUnit) { return p.uninitialize() }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
+    if unit.isHosted { return noErr }   // its engine owns it
     unit.uninitialize()
     if unit.owner == nil, isPlayer(unit), let node = unit.node {
         if let slices = node as? ScheduledSlicePlayerNode, slices.isPrepared {
@@ -356,6 +358,7 @@ public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
                                  _ inData: UnsafeRawPointer?, _ inDataSize: UInt32) -> OSStatus {
     if let p = plugInInstance(inUnit) { return p.setProperty(inID, inScope, inElement, inData, inDataSize) }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
+    if unit.isHosted, let refusal = hostedSetPropertyRefusal(inID) { return refusal }
     let status: OSStatus
     if isPlayer(unit), let s = setPlayerProperty(unit, inID, inData, inDataSize) {
         status = s
@@ -397,6 +400,7 @@ public func AudioUnitSetParameter(_ inUnit: AudioUnit, _ inID: AudioUnitParamete
     }
     do { try p.set(inValue) } catch { return osStatus(error, default: kAudioUnitErr_InvalidParameter) }
     unit.parameterValues[CompatUnit.ParamKey(id: inID, scope: inScope, element: inElement)] = inValue
+    unit.hostLink?.host?._audioUnitParameterDidChange(inID, scope: inScope, element: inElement, value: p.value)
     _ = inBufferOffsetInFrames
     return noErr
 }
@@ -542,6 +546,7 @@ public func AudioUnitRender(_ inUnit: AudioUnit, _ ioActionFlags: UnsafeMutableP
                             _ ioData: UnsafeMutablePointer<AudioBufferList>) -> OSStatus {
     if let p = plugInInstance(inUnit) { return p.render(ioActionFlags, inTimeStamp, inOutputBusNumber, inNumberFrames, ioData) }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
+    if unit.isHosted { return kAudioUnitErr_CannotDoInCurrentContext }   // its engine renders it
     // Element 1 of an I/O unit (the microphone, pulled on the render thread from an input or
     // render callback) renders no output: no notifications to refresh.
     if !(inOutputBusNumber == 1 && unit.isOutput) { refreshRenderNotifies(unit, inUnit) }
@@ -589,6 +594,8 @@ public func AudioUnitReset(_ inUnit: AudioUnit, _ inScope: AudioUnitScope, _ inE
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     guard inScope <= kAudioUnitScope_Part else { return kAudioUnitErr_InvalidScope }
     _ = inElement
+    // A hosted unit's node renders in its engine, reset between renders by the engine's node.
+    if unit.isHosted { return kAudioUnitErr_CannotDoInCurrentContext }
     // A file player's schedule is cleared, as Apple's (also while its graph runs: a seek).
     if let player = unit.node as? AUPlayerNode, isPlayer(unit) {
         resetFilePlayer(unit, player, rendering: unit.running || unit.owner?.running == true)

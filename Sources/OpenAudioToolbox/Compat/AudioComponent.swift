@@ -128,6 +128,8 @@ public func AudioComponentInstanceNew(_ inComponent: AudioComponent, _ outInstan
 @discardableResult
 public func AudioComponentInstanceDispose(_ inInstance: AudioComponentInstance) -> OSStatus {
     if let status = disposePlugInInstance(inInstance) { return status }
+    // The audio unit of an AVAudioUnit belongs to it (HostedAudioUnit.swift).
+    if compatUnit(inInstance)?.isHosted == true { return kAudioUnitErr_CannotDoInCurrentContext }
     guard let unit = CompatHandles.remove(inInstance, as: CompatUnit.self) else { return kAudio_ParamError }
     unit.uninitialize()
     unit.extras.slices?.sweep()

@@ -130,6 +130,9 @@ func builtinAudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
     case kAudioUnitProperty_MakeConnection:
         guard inScope == kAudioUnitScope_Input else { return kAudioUnitErr_InvalidScope }
         size = MemoryLayout<AudioUnitConnection>.size
+    case kAudioUnitProperty_ClassInfo:
+        guard inScope == kAudioUnitScope_Global else { return kAudioUnitErr_InvalidScope }
+        size = MemoryLayout<UnsafeRawPointer>.size
     default: return kAudioUnitErr_InvalidProperty
     }
     outDataSize?.pointee = UInt32(size)
@@ -152,8 +155,19 @@ func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     switch inID {
     case kAudioUnitProperty_StreamFormat:
         guard inScope == kAudioUnitScope_Input || inScope == kAudioUnitScope_Output || inScope == kAudioUnitScope_Global else { return kAudioUnitErr_InvalidScope }
-        return put(unit.format(inScope == kAudioUnitScope_Global ? kAudioUnitScope_Output : inScope, inElement))
-    case kAudioUnitProperty_SampleRate: return put(Float64(unit.format(inScope == kAudioUnitScope_Input ? 1 : 2, inElement).mSampleRate))
+        let scope = inScope == kAudioUnitScope_Global ? kAudioUnitScope_Output : inScope
+        if unit.isHosted {
+            guard let f = unit.hostedFormat(scope, inElement) else { return kAudioUnitErr_InvalidElement }
+            return put(f)
+        }
+        return put(unit.format(scope, inElement))
+    case kAudioUnitProperty_SampleRate:
+        let scope: UInt32 = inScope == kAudioUnitScope_Input ? 1 : 2
+        if unit.isHosted {
+            guard let f = unit.hostedFormat(scope, inElement) else { return kAudioUnitErr_InvalidElement }
+            return put(Float64(f.mSampleRate))
+        }
+        return put(Float64(unit.format(scope, inElement).mSampleRate))
     case kAudioUnitProperty_MaximumFramesPerSlice: return put(unit.maxFrames)
     case kAudioUnitProperty_OfflineRender: return put(UInt32(unit.extras.offlineRender ? 1 : 0))
     case kAudioUnitProperty_ElementCount:
@@ -210,6 +224,9 @@ func builtinAudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         // Effects, converters, mixers and players here take any channel count (the same in
         // and out for effects): Apple's (-1, -1).
         return put(AUChannelInfo(inChannels: -1, outChannels: -1))
+    case kAudioUnitProperty_ClassInfo:
+        guard inScope == kAudioUnitScope_Global else { return kAudioUnitErr_InvalidScope }
+        return getClassInfo(unit, outData, ioDataSize)
     default: return kAudioUnitErr_InvalidProperty
     }
 }
@@ -331,6 +348,7 @@ func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         guard let v = get(UInt32.self) else { return kAudio_ParamError }
         unit.bypassEffect = v != 0
         node.isBypassed = v != 0
+        unit.hostLink?.host?._audioUnitBypassDidChange(v != 0)
         return noErr
     case kAudioUnitProperty_MakeConnection:
         guard let c = get(AudioUnitConnection.self) else { return kAudio_ParamError }
@@ -344,6 +362,9 @@ func builtinAudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         guard c.sourceOutputNumber == 0 else { return kAudioUnitErr_InvalidElement }
         unit.callbacks[c.destInputNumber] = AURenderCallbackStruct(inputProc: connectionRenderProc, inputProcRefCon: UnsafeMutableRawPointer(source))
         return noErr
+    case kAudioUnitProperty_ClassInfo:
+        guard inScope == kAudioUnitScope_Global else { return kAudioUnitErr_InvalidScope }
+        return setClassInfo(unit, inData, inDataSize)
     default: return kAudioUnitErr_InvalidProperty
     }
 }
@@ -359,7 +380,9 @@ public let kAudioUnitScope_LayerItem: AudioUnitScope = 7
 
 /// Apple's other name of ``kAudioUnitProperty_ElementCount`` (11).
 public let kAudioUnitProperty_BusCount: AudioUnitPropertyID = kAudioUnitProperty_ElementCount
-/// Class info dictionary (0): not available here (`kAudioUnitErr_InvalidProperty`).
+/// The unit's state as a class-info dictionary (0, global scope): a `CFDictionary`
+/// (`NSDictionary` here) handed over +1 with the `kAUPreset*Key` keys and the parameter values
+/// in `data` (the .aupreset layout); setting one restores the parameters it holds.
 public let kAudioUnitProperty_ClassInfo: AudioUnitPropertyID = 0
 /// ``AudioUnitConnection`` (1, input scope): feeds an input bus from another unit's output
 /// (the source is rendered with ``AudioUnitRender(_:_:_:_:_:_:)``); a nil source disconnects.

@@ -57,6 +57,10 @@ final class CompatUnit: @unchecked Sendable {
     var bypassEffect = false
     var voiceAGC = false
     var voiceMuteOutput = false
+    /// Set on a unit whose node another layer renders (HostedAudioUnit.swift).
+    var hostLink: CompatHostLink?
+    /// The name `kAudioUnitProperty_ClassInfo` gives the unit's state (AudioUnitClassInfo.swift).
+    var presetName = "Untitled"
 
     init(component: CompatComponent) {
         self.component = component
