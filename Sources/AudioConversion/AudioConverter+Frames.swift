@@ -242,13 +242,37 @@ extension AudioConverter {
                              underlying: CodecMapping.errorText(status))
         }
         guard let swr = self.swr else { return }
-        av_opt_set_int(UnsafeMutableRawPointer(swr), "filter_size", sampleRateConverterQuality.filterSize, 0)
-        if sampleRateConverterQuality == .max { av_opt_set_int(UnsafeMutableRawPointer(swr), "linear_interp", 1, 0) }
+        applyResamplerOptions(UnsafeMutableRawPointer(swr))
         let initStatus = swr_init(swr)
         guard initStatus >= 0 else {
             throw AudioError(.unsupportedFormat, component: component, "cannot set up sample conversion to \(destinationFormat)", underlying: CodecMapping.errorText(initStatus))
         }
         swrInput = (frame.pointee.format, frame.pointee.sample_rate, channels)
+    }
+
+    /// The options of ``sampleRateConverterQuality``, ``sampleRateConverterComplexity`` and
+    /// ``dither`` on a resampler not yet initialised.
+    func applyResamplerOptions(_ swr: UnsafeMutableRawPointer) {
+        let size = sampleRateConverterQuality.filterSize
+        switch sampleRateConverterComplexity {
+        case .linear:
+            av_opt_set_int(swr, "filter_size", 2, 0)
+            av_opt_set(swr, "filter_type", "cubic", 0)
+        case .normal, .minimumPhase:
+            av_opt_set_int(swr, "filter_size", size, 0)
+            if sampleRateConverterQuality == .max { av_opt_set_int(swr, "linear_interp", 1, 0) }
+        case .mastering:
+            av_opt_set_int(swr, "filter_size", size * 4, 0)
+            av_opt_set(swr, "filter_type", "kaiser", 0)
+            av_opt_set_int(swr, "kaiser_beta", 12, 0)
+            av_opt_set_int(swr, "phase_shift", 12, 0)
+            av_opt_set_int(swr, "linear_interp", 1, 0)
+        }
+        switch dither {
+        case .none: break
+        case .triangular: av_opt_set(swr, "dither_method", "triangular", 0)
+        case .noiseShaping: av_opt_set(swr, "dither_method", "shibata", 0)
+        }
     }
 
     func flushResampler() {

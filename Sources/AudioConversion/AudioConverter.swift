@@ -27,6 +27,40 @@ public enum SampleRateConverterQuality: UInt32, Sendable, CaseIterable {
     }
 }
 
+/// The resampler's algorithm (Apple's `kAudioConverterSampleRateConverterComplexity_*` values,
+/// and through them `AVSampleRateConverterAlgorithm_*`), each a set of libswresample options on
+/// top of the filter length ``SampleRateConverterQuality`` picks (see docs/avfaudio.md for the
+/// measured alias rejection of each):
+/// - ``linear``: the shortest filter (2 taps), cubic interpolation of the coefficients.
+/// - ``normal``: libswresample's Kaiser-windowed sinc, cutoff 0.97 of the lower Nyquist.
+/// - ``mastering``: four times the filter length, a Kaiser window of beta 12, finer phase steps
+///   (2^12) with interpolation between them: slower, about 100 dB less alias just above the
+///   output's Nyquist frequency than ``normal`` at the same quality.
+/// - ``minimumPhase``: libswresample has no minimum-phase filter (its filters are linear phase,
+///   their delay compensated): resamples as ``normal``.
+public enum SampleRateConverterComplexity: UInt32, Sendable, CaseIterable {
+    /// Linear-ish: the cheapest filter (`'line'`).
+    case linear = 0x6C69_6E65
+    /// The default (`'norm'`).
+    case normal = 0x6E6F_726D
+    /// Mastering quality, slower (`'bats'`).
+    case mastering = 0x6261_7473
+    /// Minimum phase (`'minp'`); resamples as ``normal`` here.
+    case minimumPhase = 0x6D69_6E70
+}
+
+/// Dither for reductions of bit depth (Apple's `kDitherAlgorithm_*` values), libswresample's
+/// dither methods.
+public enum DitherAlgorithm: UInt32, Sendable, CaseIterable {
+    /// No dither: rounding.
+    case none = 0
+    /// Triangular-PDF white noise of 2 LSB peak to peak (libswresample's `triangular`).
+    case triangular = 1
+    /// Noise-shaped dither (libswresample's `shibata`): the noise pushed above the ear's most
+    /// sensitive band.
+    case noiseShaping = 2
+}
+
 // `AudioConverterPrimeInfo` (frames an encoder added at the start and end) is Apple's C struct,
 // declared in CCoreAudioTypes with Apple's fields (`leadingFrames`, `trailingFrames`) and
 // initialisers (`init()`, `init(leadingFrames:trailingFrames:)`).
@@ -76,6 +110,11 @@ public final class AudioConverter {
     public var channelMap: [Int]?
     /// Resampling quality; takes effect for the next stream or after ``reset()``.
     public var sampleRateConverterQuality: SampleRateConverterQuality = .medium
+    /// Resampling algorithm; takes effect for the next stream or after ``reset()``.
+    public var sampleRateConverterComplexity: SampleRateConverterComplexity = .normal
+    /// Dither when the destination has fewer bits than the decoded samples (float or 24/32-bit
+    /// to 16-bit or 8-bit integer); takes effect for the next stream or after ``reset()``.
+    public var dither: DitherAlgorithm = .none
     /// Frames decoded so far after trimming, at the source rate.
     public internal(set) var decodedFrameCount: Int64 = 0
     /// The last decoder error that was skipped over (a corrupt packet), if any.

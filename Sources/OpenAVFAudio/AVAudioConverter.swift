@@ -76,6 +76,7 @@ open class AVAudioConverter: NSObject, @unchecked Sendable {
         ref = converter
         super.init()
         if let cookie = fromFormat.magicCookie { magicCookie = cookie }
+        applyDownmix()
     }
 
     deinit { if let ref { AudioConverterDispose(ref) } }
@@ -107,7 +108,9 @@ open class AVAudioConverter: NSObject, @unchecked Sendable {
         }
     }
 
-    /// The sample-rate converter's quality (an ``AVAudioQuality`` raw value).
+    /// The sample-rate converter's quality (an ``AVAudioQuality`` raw value, default
+    /// `.medium`): the resampler's filter length, 8 (`.min`) to 128 taps (`.max`). Set it
+    /// before converting (or call ``reset()``).
     open var sampleRateConverterQuality: Int {
         get { Int(getUInt32(kAudioConverterSampleRateConverterQuality) ?? kAudioConverterQuality_Medium) }
         set { setUInt32(kAudioConverterSampleRateConverterQuality, UInt32(clamping: newValue)) }
@@ -149,15 +152,136 @@ open class AVAudioConverter: NSObject, @unchecked Sendable {
         set {
             guard let ref else { return }
             var map = newValue.map { Int32($0.intValue) }
+            if AudioConverterSetProperty(ref, kAudioConverterChannelMap, UInt32(map.count * MemoryLayout<Int32>.size), &map) == noErr {
+                mapSetByUser = true
+            }
+        }
+    }
+
+    /// Whether an output with fewer channels than the input gets a mix of them (true) or the
+    /// first input channels in order (false, the default, as Apple's: stereo to mono keeps the
+    /// left channel). A ``channelMap`` set explicitly wins over it.
+    open var downmix = false { didSet { applyDownmix() } }
+    private var mapSetByUser = false
+
+    /// Without a map of the user's: the first channels in order when remapping to fewer
+    /// channels, the converter's standard mix when ``downmix`` is on.
+    private func applyDownmix() {
+        guard let ref, !mapSetByUser, outputFormat.channelCount < inputFormat.channelCount,
+              inputFormat.streamDescription.pointee.mFormatID == kAudioFormatLinearPCM || outputFormat.streamDescription.pointee.mFormatID == kAudioFormatLinearPCM else { return }
+        if downmix {
+            var none: Int32 = 0
+            AudioConverterSetProperty(ref, kAudioConverterChannelMap, 0, &none)
+        } else {
+            var map = (0..<Int32(outputFormat.channelCount)).map { $0 }
             AudioConverterSetProperty(ref, kAudioConverterChannelMap, UInt32(map.count * MemoryLayout<Int32>.size), &map)
         }
     }
 
-    /// Mix down to fewer output channels instead of dropping channels (the converter mixes
-    /// whenever the output has fewer channels).
-    open var downmix = true
-    /// Dither when reducing the bit depth.
-    open var dither = false
+    /// Dither when reducing the bit depth (float or wider integers to 16- or 8-bit integers):
+    /// triangular-PDF dither (`kDitherAlgorithm_TPDF`) on, none off (the default, as Apple's).
+    open var dither = false {
+        didSet { setUInt32(kAudioConverterPropertyDithering, dither ? kDitherAlgorithm_TPDF : 0) }
+    }
+
+    /// The resampler's algorithm, one of ``AVSampleRateConverterAlgorithm_Normal`` (the
+    /// default), ``AVSampleRateConverterAlgorithm_Mastering`` (a longer, steeper filter:
+    /// slower, less aliasing) and ``AVSampleRateConverterAlgorithm_MinimumPhase`` (kept, but
+    /// resampled as Normal: libswresample has no minimum-phase filter). Set it before
+    /// converting (or call ``reset()``); other strings are ignored.
+    open var sampleRateConverterAlgorithm: String? {
+        get {
+            switch getUInt32(kAudioConverterSampleRateConverterComplexity) {
+            case kAudioConverterSampleRateConverterComplexity_Mastering: AVSampleRateConverterAlgorithm_Mastering
+            case kAudioConverterSampleRateConverterComplexity_MinimumPhase: AVSampleRateConverterAlgorithm_MinimumPhase
+            case .some: AVSampleRateConverterAlgorithm_Normal
+            case nil: nil
+            }
+        }
+        set {
+            let value: UInt32
+            switch newValue {
+            case AVSampleRateConverterAlgorithm_Mastering: value = kAudioConverterSampleRateConverterComplexity_Mastering
+            case AVSampleRateConverterAlgorithm_MinimumPhase: value = kAudioConverterSampleRateConverterComplexity_MinimumPhase
+            case AVSampleRateConverterAlgorithm_Normal, nil: value = kAudioConverterSampleRateConverterComplexity_Normal
+            default: return
+            }
+            setUInt32(kAudioConverterSampleRateConverterComplexity, value)
+        }
+    }
+
+    // MARK: Encoding
+
+    /// True when the converter encodes (PCM in, a compressed format out).
+    private var isEncoding: Bool {
+        inputFormat.streamDescription.pointee.mFormatID == kAudioFormatLinearPCM
+            && outputFormat.streamDescription.pointee.mFormatID != kAudioFormatLinearPCM
+    }
+
+    /// How the encoder spends bits, one of the `AVAudioBitRateStrategy_...` strings (nil when
+    /// not encoding, or for an encoder without the choice: lossless, G.711). AAC and MP3 encode
+    /// at a constant bit rate by default, Opus at a variable one. Set it before converting;
+    /// other strings are ignored.
+    open var bitRateStrategy: String? {
+        get {
+            guard isEncoding else { return nil }
+            switch getUInt32(kAudioCodecPropertyBitRateControlMode) {
+            case kAudioCodecBitRateControlMode_Constant: return AVAudioBitRateStrategy_Constant
+            case kAudioCodecBitRateControlMode_LongTermAverage: return AVAudioBitRateStrategy_LongTermAverage
+            case kAudioCodecBitRateControlMode_VariableConstrained: return AVAudioBitRateStrategy_VariableConstrained
+            case kAudioCodecBitRateControlMode_Variable: return AVAudioBitRateStrategy_Variable
+            default: return nil
+            }
+        }
+        set {
+            guard isEncoding else { return }
+            let mode: UInt32
+            switch newValue {
+            case AVAudioBitRateStrategy_Constant: mode = kAudioCodecBitRateControlMode_Constant
+            case AVAudioBitRateStrategy_LongTermAverage: mode = kAudioCodecBitRateControlMode_LongTermAverage
+            case AVAudioBitRateStrategy_VariableConstrained: mode = kAudioCodecBitRateControlMode_VariableConstrained
+            case AVAudioBitRateStrategy_Variable: mode = kAudioCodecBitRateControlMode_Variable
+            default: return
+            }
+            setUInt32(kAudioCodecPropertyBitRateControlMode, mode)
+        }
+    }
+
+    /// Every bit rate the encoder takes, in bits per second (nil when not encoding or when bit
+    /// rate does not apply): the converter's `kAudioConverterAvailableEncodeBitRates`, each
+    /// range as its minimum and, when wider than one value, its maximum.
+    open var availableEncodeBitRates: [NSNumber]? { encodeValues(kAudioConverterAvailableEncodeBitRates) }
+    /// The bit rates the encoder takes with the output's sample rate and channel count
+    /// (`kAudioConverterApplicableEncodeBitRates`); nil when not encoding.
+    open var applicableEncodeBitRates: [NSNumber]? { encodeValues(kAudioConverterApplicableEncodeBitRates) }
+    /// Every output sample rate the encoder takes (`kAudioConverterAvailableEncodeSampleRates`);
+    /// nil when not encoding.
+    open var availableEncodeSampleRates: [NSNumber]? { encodeValues(kAudioConverterAvailableEncodeSampleRates) }
+    /// The output sample rates the encoder takes with the current formats
+    /// (`kAudioConverterApplicableEncodeSampleRates`); nil when not encoding.
+    open var applicableEncodeSampleRates: [NSNumber]? { encodeValues(kAudioConverterApplicableEncodeSampleRates) }
+    /// The channel layout tags the encoder takes (`kAudioConverterAvailableEncodeChannelLayoutTags`:
+    /// one per channel count it opens with, in the channel order the converter feeds it); nil
+    /// when not encoding.
+    open var availableEncodeChannelLayoutTags: [NSNumber]? {
+        guard isEncoding, let ref else { return nil }
+        var size: UInt32 = 0
+        guard AudioConverterGetPropertyInfo(ref, kAudioConverterAvailableEncodeChannelLayoutTags, &size, nil) == noErr else { return nil }
+        var tags = [UInt32](repeating: 0, count: Int(size) / MemoryLayout<UInt32>.size)
+        guard AudioConverterGetProperty(ref, kAudioConverterAvailableEncodeChannelLayoutTags, &size, &tags) == noErr else { return nil }
+        return tags.prefix(Int(size) / MemoryLayout<UInt32>.size).map { NSNumber(value: $0) }
+    }
+
+    private func encodeValues(_ id: AudioConverterPropertyID) -> [NSNumber]? {
+        guard isEncoding, let ref else { return nil }
+        var size: UInt32 = 0
+        guard AudioConverterGetPropertyInfo(ref, id, &size, nil) == noErr else { return nil }
+        var ranges = [AudioValueRange](repeating: AudioValueRange(), count: Int(size) / MemoryLayout<AudioValueRange>.stride)
+        guard AudioConverterGetProperty(ref, id, &size, &ranges) == noErr else { return nil }
+        return ranges.prefix(Int(size) / MemoryLayout<AudioValueRange>.stride).flatMap { r in
+            r.mMaximum > r.mMinimum ? [NSNumber(value: r.mMinimum), NSNumber(value: r.mMaximum)] : [NSNumber(value: r.mMinimum)]
+        }
+    }
 
     /// The encoder's bit rate in bits per second (0 when not encoding).
     open var bitRate: Int {

@@ -54,9 +54,9 @@ open class AVAudioIONode: AVAudioNode, @unchecked Sendable {
 /// engine's rate (mono under voice processing).
 open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
     /// The node's volume at the mixer it feeds.
-    open var volume: Float = 1 { didSet { engine?.sourceMixingChanged(self) } }
+    open var volume: Float = 1 { didSet { mixingSetOnNode(volume: volume) } }
     /// The node's pan at the mixer it feeds.
-    open var pan: Float = 0 { didSet { engine?.sourceMixingChanged(self) } }
+    open var pan: Float = 0 { didSet { mixingSetOnNode(pan: pan) } }
     /// Voice processing passes the microphone through unprocessed when true.
     open var isVoiceProcessingBypassed = false { didSet { (unit as? AUVoiceProcessingNode)?.bypass.value = isVoiceProcessingBypassed ? 1 : 0 } }
     /// Automatic gain control under voice processing (applies when the engine next starts).

@@ -20,6 +20,8 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
     var taps: [Int: Tap] = [:]
     /// The AudioUnit handle over the node's unit, once asked for (AVAudioUnit+AudioUnit.swift).
     let handles = NodeAudioUnitHandle()
+    /// The per-mixer settings asked for through `destination(forMixer:bus:)` (sources only).
+    var mixingDestinations: [AVAudioMixingDestination] = []
 
     init(inputs: Int, outputs: Int) {
         self.inputs = inputs
@@ -231,6 +233,9 @@ public protocol AVAudioStereoMixing: NSObjectProtocol {
 public protocol AVAudioMixing: AVAudioStereoMixing {
     /// Linear gain at the mixer input, 0 ... 1.
     var volume: Float { get set }
+    /// The settings of this source at input `bus` of `mixer` (nil when it does not feed it):
+    /// see ``AVAudioMixingDestination``.
+    func destination(forMixer mixer: AVAudioNode, bus: AVAudioNodeBus) -> AVAudioMixingDestination?
 }
 
 /// A mixer (Apple's `AVAudioMixerNode`): any number of inputs (each with its source's volume
@@ -251,9 +256,9 @@ open class AVAudioMixerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     /// The gain of the mixed output, 0 ... 1.
     open var outputVolume: Float = 1 { didSet { push() } }
     /// The mixer's own volume at the mixer it feeds.
-    open var volume: Float = 1 { didSet { engine?.sourceMixingChanged(self) } }
+    open var volume: Float = 1 { didSet { mixingSetOnNode(volume: volume) } }
     /// The mixer's own pan at the mixer it feeds.
-    open var pan: Float = 0 { didSet { engine?.sourceMixingChanged(self) } }
+    open var pan: Float = 0 { didSet { mixingSetOnNode(pan: pan) } }
 
     /// The first input bus with nothing connected.
     open var nextAvailableInputBus: AVAudioNodeBus { engine?.nextFreeInput(of: self) ?? 0 }
@@ -274,9 +279,15 @@ open class AVAudioMixerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         (unit as? AUMixerNode)?.masterVolume.value = max(0, outputVolume)
     }
 
-    /// Sets input `bus`'s volume and pan (from its source's ``AVAudioMixing`` values).
+    /// Sets input `bus`'s volume and pan: its source's ``AVAudioMixingDestination`` for this
+    /// input when it has one, else the source's own ``AVAudioMixing`` values given.
     func setInput(_ bus: Int, volume: Float, pan: Float) {
         guard let mixer = unit as? AUMixerNode, bus >= 0, bus < mixer.inputChannels.count else { return }
+        var volume = volume, pan = pan
+        if let source = engine?.inputConnectionPoint(for: self, inputBus: bus)?.node, let d = source.mixingDestination(at: self, bus: bus) {
+            volume = d.storedVolume
+            pan = d.storedPan
+        }
         mixer.volume(input: bus).value = max(0, volume)
         mixer.pan(input: bus).value = min(1, max(-1, pan))
     }

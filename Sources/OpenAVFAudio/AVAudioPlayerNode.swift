@@ -43,9 +43,9 @@ public typealias AVAudioPlayerNodeCompletionHandler = (AVAudioPlayerNodeCompleti
 /// is converted.
 open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     /// Linear gain at the mixer this player feeds, 0 ... 1.
-    open var volume: Float = 1 { didSet { engine?.sourceMixingChanged(self) } }
+    open var volume: Float = 1 { didSet { mixingSetOnNode(volume: volume) } }
     /// Stereo position at the mixer this player feeds, -1 ... 1.
-    open var pan: Float = 0 { didSet { engine?.sourceMixingChanged(self) } }
+    open var pan: Float = 0 { didSet { mixingSetOnNode(pan: pan) } }
 
     enum Source {
         case buffer(AVAudioPCMBuffer)
@@ -518,6 +518,7 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
                 item.converter = previous.converter
                 item.run = previous
             } else if let made = AVAudioConverter(from: format, to: target) {
+                made.downmix = true // a file with more channels than the engine is mixed down, not cut
                 item.converter = made
                 item.run = ConverterRun(converter: made, base: position)
             }

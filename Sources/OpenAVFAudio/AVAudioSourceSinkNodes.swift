@@ -27,9 +27,9 @@ open class AVAudioSourceNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     let blockFormat: AVAudioFormat?
 
     /// Linear gain at the mixer this node feeds, 0 ... 1.
-    open var volume: Float = 1 { didSet { engine?.sourceMixingChanged(self) } }
+    open var volume: Float = 1 { didSet { mixingSetOnNode(volume: volume) } }
     /// Stereo position at the mixer this node feeds, -1 ... 1.
-    open var pan: Float = 0 { didSet { engine?.sourceMixingChanged(self) } }
+    open var pan: Float = 0 { didSet { mixingSetOnNode(pan: pan) } }
 
     /// A source node whose block renders in the format of its output connection.
     public init(renderBlock block: @escaping AVAudioSourceNodeRenderBlock) {

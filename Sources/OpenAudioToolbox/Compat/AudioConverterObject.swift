@@ -24,6 +24,11 @@ final class CompatConverter {
     var converter: AudioConverter?
     var primeInfo = AudioConverterPrimeInfo()
     var quality = SampleRateConverterQuality.medium
+    /// `kAudioConverterSampleRateConverterComplexity` and `kAudioConverterPropertyDithering`.
+    var complexity = SampleRateConverterComplexity.normal
+    var dither = DitherAlgorithm.none
+    /// `kAudioCodecPropertyBitRateControlMode` (nil: the encoder's default).
+    var bitRateControlMode: UInt32?
     var output: AudioPCMBuffer?
     /// Encoding (PCM to a compressed format): the encoder, the PCM converter in front of it when
     /// the client's PCM is not the encoder's, packets encoded but not yet handed out, and whether
@@ -54,6 +59,7 @@ final class CompatConverter {
         if let encoder { return encoder }
         var settings = AudioEncoderSettings()
         if let encodeBitRate, encodeBitRate > 0 { settings.bitRate = Int(encodeBitRate) }
+        if let mode = bitRateControlMode { settings.strategy = BitRateStrategy(controlMode: mode) }
         let depth = source.isFloat ? 24 : Int(min(max(source.bitsPerChannel, 16), 24))
         let e = try AudioEncoder(to: destination, sourceBitDepth: depth, settings: settings)
         if !e.inputFormat.isSameLayout(as: source) || channelMap != nil {
@@ -64,12 +70,40 @@ final class CompatConverter {
                 from.bytesPerFrame = source.bytesPerFrame * source.channelsPerFrame
                 from.bytesPerPacket = from.bytesPerFrame * max(1, source.framesPerPacket)
             }
-            encoderInput = try AudioConverter(from: from, to: e.inputFormat)
-            encoderInput?.channelMap = channelMap
+            let input = try AudioConverter(from: from, to: e.inputFormat)
+            input.channelMap = channelMap
+            configure(input)
+            encoderInput = input
         }
         encoderBuffer = try AudioPCMBuffer(format: e.inputFormat, frameCapacity: 4096)
         encoder = e
         return e
+    }
+
+    /// Gives a Swift converter this one's resampler and dither settings.
+    func configure(_ c: AudioConverter) {
+        c.sampleRateConverterQuality = quality
+        c.sampleRateConverterComplexity = complexity
+        c.dither = dither
+    }
+
+    /// Makes the encoder again after a setting changed (`change` applies it, `undo` reverts it
+    /// when the encoder refuses). Only before any input: an encoder holding frames cannot change.
+    func remakeEncoder(_ change: () -> Void, undo: () -> Void) -> OSStatus {
+        guard pendingPackets.isEmpty, (encoder?.inputFrameCount ?? 0) == 0 else { return kAudioConverterErr_OperationNotSupported }
+        let oldEncoder = encoder, oldInput = encoderInput
+        change()
+        encoder = nil
+        encoderInput = nil
+        do throws(AudioError) {
+            _ = try makeEncoder()
+        } catch {
+            undo()
+            encoder = oldEncoder
+            encoderInput = oldInput
+            return kAudioConverterErr_FormatNotSupported
+        }
+        return noErr
     }
 
     /// Queues the packets of an encoded batch for hand-out.
@@ -117,7 +151,7 @@ final class CompatConverter {
         if let converter { return converter }
         let c = try AudioConverter(from: converterSource, to: destination, magicCookie: cookie)
         c.primeInfo = primeInfo
-        c.sampleRateConverterQuality = quality
+        configure(c)
         c.channelMap = channelMap
         converter = c
         return c

@@ -45,7 +45,7 @@ public func AudioConverterGetPropertyInfo(_ inAudioConverter: AudioConverterRef,
     if let extra = extraConverterProperty(box, inPropertyID) {
         guard let bytes = extra else { return kAudioConverterErr_PropertyNotSupported }
         outSize?.pointee = UInt32(bytes.count)
-        outWritable?.pointee = DarwinBoolean(inPropertyID == kAudioConverterChannelMap)
+        outWritable?.pointee = DarwinBoolean(isWritableExtraConverterProperty(box, inPropertyID))
         return noErr
     }
     guard let v = converterProperty(box, inPropertyID) else { return kAudioConverterErr_PropertyNotSupported }
@@ -82,8 +82,9 @@ public func AudioConverterGetProperty(_ inAudioConverter: AudioConverterRef, _ i
 }
 
 /// Sets a property (Apple's `AudioConverterSetProperty`): `DecompressionMagicCookie` (restarts
-/// the decoder), `PrimeInfo`, `SampleRateConverterQuality`; complexity and prime method are
-/// accepted and ignored.
+/// the decoder), `PrimeInfo`, `SampleRateConverterQuality`, `SampleRateConverterComplexity`,
+/// `PropertyDithering`, `ChannelMap`, the encoder's `EncodeBitRate` and
+/// `kAudioCodecPropertyBitRateControlMode`; the prime method is accepted and ignored.
 @discardableResult
 public func AudioConverterSetProperty(_ inAudioConverter: AudioConverterRef, _ inPropertyID: AudioConverterPropertyID,
                                       _ inPropertyDataSize: UInt32, _ inPropertyData: UnsafeRawPointer) -> OSStatus {
@@ -92,20 +93,8 @@ public func AudioConverterSetProperty(_ inAudioConverter: AudioConverterRef, _ i
     switch inPropertyID {
     case kAudioConverterEncodeBitRate where box.isEncoder:
         guard inPropertyDataSize >= 4 else { return kAudioConverterErr_BadPropertySizeError }
-        guard box.pendingPackets.isEmpty, (box.encoder?.inputFrameCount ?? 0) == 0 else { return kAudioConverterErr_OperationNotSupported }
-        let old = box.encodeBitRate, oldEncoder = box.encoder, oldInput = box.encoderInput
-        box.encodeBitRate = inPropertyData.loadUnaligned(as: UInt32.self)
-        box.encoder = nil
-        box.encoderInput = nil
-        do throws(AudioError) {
-            _ = try box.makeEncoder()
-        } catch {
-            box.encodeBitRate = old
-            box.encoder = oldEncoder
-            box.encoderInput = oldInput
-            return kAudioConverterErr_FormatNotSupported
-        }
-        return noErr
+        let old = box.encodeBitRate
+        return box.remakeEncoder({ box.encodeBitRate = inPropertyData.loadUnaligned(as: UInt32.self) }, undo: { box.encodeBitRate = old })
     case kAudioConverterDecompressionMagicCookie:
         let cookie = Array(UnsafeRawBufferPointer(start: inPropertyData, count: Int(inPropertyDataSize)))
         do throws(AudioError) {
@@ -125,9 +114,10 @@ public func AudioConverterSetProperty(_ inAudioConverter: AudioConverterRef, _ i
         guard inPropertyDataSize >= 4 else { return kAudioConverterErr_BadPropertySizeError }
         let raw = inPropertyData.loadUnaligned(as: UInt32.self)
         box.quality = SampleRateConverterQuality.allCases.last(where: { $0.rawValue <= raw }) ?? .min
-        box.converter?.sampleRateConverterQuality = box.quality
+        box.converter.map(box.configure)
+        box.encoderInput.map(box.configure)
         return noErr
-    case kAudioConverterSampleRateConverterComplexity, kAudioConverterPrimeMethod:
+    case kAudioConverterPrimeMethod:
         return inPropertyDataSize >= 4 ? noErr : kAudioConverterErr_BadPropertySizeError
     default:
         return kAudioConverterErr_PropertyNotSupported

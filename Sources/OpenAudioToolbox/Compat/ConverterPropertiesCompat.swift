@@ -88,6 +88,18 @@ func extraConverterProperty(_ box: CompatConverter, _ id: AudioConverterProperty
     case kAudioConverterApplicableEncodeSampleRates, kAudioConverterAvailableEncodeSampleRates:
         guard box.isEncoder else { return .some(nil) }
         return .some(encodeSampleRates(box.destination).map(bytes))
+    case kAudioConverterAvailableEncodeChannelLayoutTags:
+        guard box.isEncoder else { return .some(nil) }
+        return .some(encodeChannelLayoutTags(box.destination).map(bytes))
+    case kAudioCodecPropertyBitRateControlMode:
+        guard box.isEncoder, let strategy = box.bitRateControlMode.flatMap(BitRateStrategy.init(controlMode:)) ?? defaultBitRateStrategy(box.destination) else {
+            return .some(nil)
+        }
+        return .some(bytes([strategy.controlMode]))
+    case kAudioConverterSampleRateConverterComplexity:
+        return .some(bytes([box.complexity.rawValue]))
+    case kAudioConverterPropertyDithering:
+        return .some(bytes([box.dither.rawValue]))
     case kAudioConverterChannelMap:
         let outputs = Int(box.destination.channelsPerFrame), inputs = Int(box.source.channelsPerFrame)
         let map = box.channelMap ?? (0..<outputs).map { $0 < inputs ? $0 : -1 }
@@ -97,16 +109,25 @@ func extraConverterProperty(_ box: CompatConverter, _ id: AudioConverterProperty
     }
 }
 
+/// The properties of this file one can set.
+func isWritableExtraConverterProperty(_ box: CompatConverter, _ id: AudioConverterPropertyID) -> Bool {
+    [kAudioConverterChannelMap, kAudioConverterSampleRateConverterComplexity, kAudioConverterPropertyDithering].contains(id)
+        || (id == kAudioCodecPropertyBitRateControlMode && box.isEncoder)
+}
+
 /// Sets the channel map (`kAudioConverterChannelMap`, one `SInt32` per output channel, each an
-/// input channel or -1); nil for other properties. Takes effect for the next conversion (the
+/// input channel or -1), the resampler's complexity, dithering and the encoder's bit-rate
+/// control mode; nil for other properties. Takes effect for the next conversion (the
 /// converter restarts).
 func setExtraConverterProperty(_ box: CompatConverter, _ id: AudioConverterPropertyID, _ size: UInt32, _ data: UnsafeRawPointer) -> OSStatus? {
     switch id {
     case kAudioConverterChannelMap:
+        // A size of 0 (this project's) restores the default: the same channels in order, or a
+        // standard mix when the channel counts differ (AVAudioConverter's downmix uses it).
         let outputs = Int(box.destination.channelsPerFrame)
-        guard Int(size) >= outputs * 4 else { return kAudioConverterErr_BadPropertySizeError }
-        let map = (0..<outputs).map { Int(data.loadUnaligned(fromByteOffset: $0 * 4, as: Int32.self)) }
-        guard map.allSatisfy({ $0 >= -1 && $0 < Int(box.source.channelsPerFrame) }) else { return kAudio_ParamError }
+        guard size == 0 || Int(size) >= outputs * 4 else { return kAudioConverterErr_BadPropertySizeError }
+        let map = size == 0 ? nil : (0..<outputs).map { Int(data.loadUnaligned(fromByteOffset: $0 * 4, as: Int32.self)) }
+        guard (map ?? []).allSatisfy({ $0 >= -1 && $0 < Int(box.source.channelsPerFrame) }) else { return kAudio_ParamError }
         box.channelMap = map
         box.converter = nil
         box.planar = nil
@@ -121,8 +142,30 @@ func setExtraConverterProperty(_ box: CompatConverter, _ id: AudioConverterPrope
             }
         }
         return noErr
+    case kAudioConverterSampleRateConverterComplexity:
+        guard size >= 4 else { return kAudioConverterErr_BadPropertySizeError }
+        guard let value = SampleRateConverterComplexity(rawValue: data.loadUnaligned(as: UInt32.self)) else { return kAudio_ParamError }
+        box.complexity = value
+        box.converter.map(box.configure)
+        box.encoderInput.map(box.configure)
+        return noErr
+    case kAudioConverterPropertyDithering:
+        guard size >= 4 else { return kAudioConverterErr_BadPropertySizeError }
+        guard let value = DitherAlgorithm(rawValue: data.loadUnaligned(as: UInt32.self)) else { return kAudio_ParamError }
+        box.dither = value
+        box.converter.map(box.configure)
+        box.encoderInput.map(box.configure)
+        return noErr
+    case kAudioCodecPropertyBitRateControlMode:
+        guard box.isEncoder else { return kAudioConverterErr_PropertyNotSupported }
+        guard size >= 4 else { return kAudioConverterErr_BadPropertySizeError }
+        let mode = data.loadUnaligned(as: UInt32.self)
+        guard BitRateStrategy(controlMode: mode) != nil else { return kAudio_ParamError }
+        let old = box.bitRateControlMode
+        return box.remakeEncoder({ box.bitRateControlMode = mode }, undo: { box.bitRateControlMode = old })
     case kAudioConverterApplicableEncodeBitRates, kAudioConverterAvailableEncodeBitRates,
-         kAudioConverterApplicableEncodeSampleRates, kAudioConverterAvailableEncodeSampleRates:
+         kAudioConverterApplicableEncodeSampleRates, kAudioConverterAvailableEncodeSampleRates,
+         kAudioConverterAvailableEncodeChannelLayoutTags:
         return kAudioConverterErr_PropertyNotSupported
     default:
         return nil
@@ -282,3 +325,78 @@ public let kConverterPrimeMethod_Pre: UInt32 = 0
 public let kConverterPrimeMethod_Normal: UInt32 = 1
 /// No priming (Apple's `kConverterPrimeMethod_None`).
 public let kConverterPrimeMethod_None: UInt32 = 2
+
+// MARK: - AudioCodec.h: the bit-rate control mode, asked of an encoding converter
+
+/// A codec property ID (Apple's `AudioCodecPropertyID`); an encoding converter answers the
+/// codec properties below, as Apple's pass them to their codec.
+public typealias AudioCodecPropertyID = UInt32
+/// `UInt32` how the encoder spends bits, one of the `kAudioCodecBitRateControlMode_*` values
+/// (Apple's `kAudioCodecPropertyBitRateControlMode`, `'acbf'`). Set it before the first
+/// conversion; it remakes the encoder.
+public let kAudioCodecPropertyBitRateControlMode: AudioCodecPropertyID = fourCC("acbf")
+/// Constant bit rate (Apple's `kAudioCodecBitRateControlMode_Constant`).
+public let kAudioCodecBitRateControlMode_Constant: UInt32 = 0
+/// The bit rate held over the long term (Apple's `kAudioCodecBitRateControlMode_LongTermAverage`).
+public let kAudioCodecBitRateControlMode_LongTermAverage: UInt32 = 1
+/// Variable, within limits around the bit rate (Apple's `kAudioCodecBitRateControlMode_VariableConstrained`).
+public let kAudioCodecBitRateControlMode_VariableConstrained: UInt32 = 2
+/// Variable, driven by quality (Apple's `kAudioCodecBitRateControlMode_Variable`).
+public let kAudioCodecBitRateControlMode_Variable: UInt32 = 3
+
+extension BitRateStrategy {
+    /// The strategy of a `kAudioCodecBitRateControlMode_*` value (nil for others).
+    init?(controlMode: UInt32) {
+        switch controlMode {
+        case kAudioCodecBitRateControlMode_Constant: self = .constant
+        case kAudioCodecBitRateControlMode_LongTermAverage: self = .longTermAverage
+        case kAudioCodecBitRateControlMode_VariableConstrained: self = .variableConstrained
+        case kAudioCodecBitRateControlMode_Variable: self = .variable
+        default: return nil
+        }
+    }
+
+    /// The `kAudioCodecBitRateControlMode_*` value.
+    var controlMode: UInt32 {
+        switch self {
+        case .constant: kAudioCodecBitRateControlMode_Constant
+        case .longTermAverage: kAudioCodecBitRateControlMode_LongTermAverage
+        case .variableConstrained: kAudioCodecBitRateControlMode_VariableConstrained
+        case .variable: kAudioCodecBitRateControlMode_Variable
+        }
+    }
+}
+
+/// The strategy an encoder of `format` uses when none is set (AudioEncoder's defaults).
+func defaultBitRateStrategy(_ format: AudioStreamBasicDescription) -> BitRateStrategy? {
+    switch format.formatID {
+    case .mpeg4AAC, .mpegLayer3: .constant
+    case .opus: .variable
+    default: nil
+    }
+}
+
+/// Channel layout tags an encoder of `format` takes: one per channel count (1 ... 8) the
+/// encoder opens with, the tag of the channel order the converter feeds it (WAVE order: L R C
+/// LFE, then surrounds). Probed once per format, rate and codec.
+func encodeChannelLayoutTags(_ format: AudioStreamBasicDescription) -> [UInt32]? {
+    guard format.formatID != .linearPCM, AudioEncoder.encodableFormats.contains(format.formatID) else { return nil }
+    let key = "\(format.formatID.rawValue)/\(format.sampleRate)"
+    if let known = layoutTagCache.withLock({ $0[key] }) { return known }
+    // L R C (MPEG_3_0_A), L R C Cs (MPEG_4_0_A), L R C Ls Rs (MPEG_5_0_A), L R C LFE Ls Rs
+    // (MPEG_5_1_A), L R C LFE Ls Rs Cs (MPEG_6_1_A), L R C LFE Ls Rs Rls Rrs (MPEG_7_1_C).
+    let tags: [UInt32] = [kAudioChannelLayoutTag_Mono, kAudioChannelLayoutTag_Stereo, (113 << 16) | 3, (115 << 16) | 4,
+                          (117 << 16) | 5, kAudioChannelLayoutTag_MPEG_5_1_A, (125 << 16) | 7, kAudioChannelLayoutTag_MPEG_7_1_C]
+    var found: [UInt32] = []
+    for channels in 1...8 {
+        var f = format
+        f.channelsPerFrame = UInt32(channels)
+        if f.bytesPerFrame > 0, format.channelsPerFrame > 0 { f.bytesPerFrame = format.bytesPerFrame / format.channelsPerFrame * UInt32(channels) }
+        if f.bytesPerPacket > 0, format.channelsPerFrame > 0 { f.bytesPerPacket = format.bytesPerPacket / format.channelsPerFrame * UInt32(channels) }
+        if (try? AudioEncoder(to: f)) != nil { found.append(tags[channels - 1]) }
+    }
+    layoutTagCache.withLock { $0[key] = found }
+    return found
+}
+
+private let layoutTagCache = Locked<[String: [UInt32]]>([:])
