@@ -67,7 +67,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     var inputNodeStorage: AVAudioInputNode?
     var ioWatcher: EngineDeviceWatcher?
     var realtimeRenderer: ManualRealtimeRenderer?
-    private var manualTime: AVAudioFramePosition = 0
+    var manualTime: AVAudioFramePosition = 0
     /// What a device no clock paces waits for (AVAudioEngine+Render.swift), kept current on each build.
     let gateSources = RenderGateSources()
     let manualInputStarvation = ManualInputStarvation()
@@ -273,7 +273,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// engine renders, the running graph is rewired in place (one atomic commit): the nodes
     /// whose units still fit keep them, with their state and their clock; a unit made now starts
     /// at the graph's sample time. Otherwise a new graph is built, its clock at 0.
-    private func build() throws {
+    func build() throws {
         let rate = outputFormat.sampleRate
         let maxFrames = Int(max(1024, min(4096, manualMaximum == 0 ? 1024 : manualMaximum)))
         let live = canRewireLive(rate: rate, maxFrames: maxFrames)
@@ -604,34 +604,17 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         for node in nodes { node.reset() }
     }
 
-    // MARK: Manual rendering
+    // MARK: Manual rendering (the bodies: AVAudioEngine+ManualRendering.swift)
 
     /// Renders to buffers you pull (``renderOffline(_:to:)``) instead of a device, in `pcmFormat`,
     /// at most `maximumFrameCount` frames a call. The engine must be stopped.
     open func enableManualRenderingMode(_ mode: AVAudioEngineManualRenderingMode, format pcmFormat: AVAudioFormat,
                                         maximumFrameCount: AVAudioFrameCount) throws {
-        lock.lock(); defer { lock.unlock() }
-        guard !running else { throw avError(kAudioUnitErr_CannotDoInCurrentContext, "AVAudioEngine: stop the engine before enabling manual rendering") }
-        guard pcmFormat.streamDescription.pointee.mFormatID == kAudioFormatLinearPCM, maximumFrameCount > 0 else {
-            throw avError(kAudioUnitErr_FormatNotSupported, "AVAudioEngine: manual rendering needs a PCM format and a frame count")
-        }
-        manualMode = mode
-        manualFormat = pcmFormat
-        manualMaximum = maximumFrameCount
-        manualTime = 0
-        dirty = true
+        try enableManualRendering(mode, format: pcmFormat, maximumFrameCount: maximumFrameCount)
     }
 
     /// Back to rendering to a device.
-    open func disableManualRenderingMode() {
-        lock.lock(); defer { lock.unlock() }
-        stopRealtimeManual()
-        manualStarted = false
-        manualMode = nil
-        manualFormat = nil
-        inputNodeStorage?.manualInput = nil
-        dirty = true
-    }
+    open func disableManualRenderingMode() { disableManualRendering() }
 
     /// The manual rendering mode (offline when not enabled, as Apple reports).
     open var manualRenderingMode: AVAudioEngineManualRenderingMode { manualMode ?? .offline }
@@ -644,49 +627,12 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// Frames rendered manually so far.
     open var manualRenderingSampleTime: AVAudioFramePosition { lock.lock(); defer { lock.unlock() }; return manualTime }
 
-    /// Apple's `AVAudioEngineManualRenderingError.invalidMode`: not in (that variant of) manual rendering.
-    static let manualRenderingInvalidMode: OSStatus = -80800
-    /// Apple's `AVAudioEngineManualRenderingError.notRunning`: the engine is not started.
-    static let manualRenderingNotRunning: OSStatus = -80802
-
     /// Renders `numberOfFrames` frames into `buffer` (in the manual rendering format). Players
     /// read their schedule synchronously first, so the audio is complete. Throws, as Apple's
     /// engine does, an `NSError` with code -80800 (`AVAudioEngineManualRenderingError.invalidMode`)
     /// outside offline manual rendering and -80802 (`.notRunning`) before ``start()`` or after
     /// ``pause()``/``stop()``.
     open func renderOffline(_ numberOfFrames: AVAudioFrameCount, to buffer: AVAudioPCMBuffer) throws -> AVAudioEngineManualRenderingStatus {
-        lock.lock(); defer { lock.unlock() }
-        guard manualMode == .offline, let format = manualFormat else {
-            throw avError(AVAudioEngine.manualRenderingInvalidMode, "AVAudioEngine.renderOffline: the engine is not in offline manual rendering mode")
-        }
-        // As Apple's: rendering needs a started engine (AVAudioEngineManualRenderingError.notRunning).
-        guard manualStarted else {
-            throw avError(AVAudioEngine.manualRenderingNotRunning, "AVAudioEngine.renderOffline: the engine is not running (call start() first)")
-        }
-        guard numberOfFrames <= manualMaximum, numberOfFrames <= buffer.frameCapacity else {
-            throw avError(kAudioUnitErr_TooManyFramesToProcess, "AVAudioEngine.renderOffline: \(numberOfFrames) frames is more than the maximum \(manualMaximum) or the buffer's \(buffer.frameCapacity)")
-        }
-        if dirty || graph == nil { try build() }
-        guard let graph else { return .error }
-        let frames = Int(numberOfFrames)
-        for node in attached { (node as? AVAudioPlayerNode)?.fillForOffline(frames: frames, rate: renderRate) }
-        let channels = Int(format.channelCount)
-        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: max(1, frames * channels))
-        defer { scratch.deallocate() }
-        let pointers = UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
-        defer { pointers.deallocate() }
-        for c in 0..<channels { pointers[c] = scratch + c * frames }
-        _ = takeInputStarved()
-        graph.render(into: pointers, frames: frames)
-        try writeRendered(pointers, frames: frames, into: buffer)
-        manualTime += AVAudioFramePosition(frames)
-        let starved = takeInputStarved()
-        for node in attached {
-            for (_, tap) in node.taps {
-                let f = tap.format ?? AVAudioFormat(standardFormatWithSampleRate: renderRate, channels: AVAudioChannelCount(tap.node?.inputChannels[0] ?? 2))!
-                tap.drain(format: f)
-            }
-        }
-        return starved ? .insufficientDataFromInputNode : .success
+        try renderManually(numberOfFrames, to: buffer)
     }
 }
