@@ -71,6 +71,13 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// What a device no clock paces waits for (AVAudioEngine+Render.swift), kept current on each build.
     let gateSources = RenderGateSources()
     let manualInputStarvation = ManualInputStarvation()
+    // Auto shutdown (AVAudioEngine+AutoShutdown.swift).
+    var autoShutdownEnabled = false
+    var autoShutdown: AutoShutdownMonitor?
+    /// True while the running engine has released its idle device.
+    var deviceReleased = false
+    /// The output the running engine opened (opened again after an auto shutdown).
+    var deviceSpec = AudioOutputSpec.auto
 
     /// The node that plays to the device (or to ``renderOffline(_:to:)``).
     public let outputNode: AVAudioOutputNode
@@ -102,6 +109,15 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// manual rendering mode (as Apple reports).
     open var isRunning: Bool { lock.lock(); defer { lock.unlock() }; return running || manualStarted }
 
+    /// When true, the running engine releases its output device while it has nothing to play
+    /// (no player with anything scheduled, no source node, input or tap) for a second, and opens
+    /// it again as soon as a player has audio: the engine stays running meanwhile. Off by
+    /// default, as on Apple's platforms other than watchOS.
+    open var isAutoShutdownEnabled: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return autoShutdownEnabled }
+        set { lock.lock(); autoShutdownEnabled = newValue; updateAutoShutdown(); lock.unlock() }
+    }
+
     // MARK: Nodes and connections
 
     /// Takes a node into the engine.
@@ -113,15 +129,28 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         dirty = true
     }
 
-    /// Removes a node and its connections.
+    /// Removes a node and its connections (disconnected first, as Apple's engine does). A
+    /// detached node is no longer rendered: a player stops (as ``AVAudioPlayerNode/stop()``:
+    /// the handlers of what it had scheduled are called, its feeder ends, the audio it had
+    /// buffered is dropped), a player's or a source node's unit is released (attached again,
+    /// it gets a new one) and the node's taps stop reading. The running graph is rewired
+    /// without it; the rest of the engine plays on.
     open func detach(_ node: AVAudioNode) {
         lock.lock()
+        guard attached.contains(where: { $0 === node }) else { lock.unlock(); return }
         attached.removeAll { $0 === node }
         connections.removeAll { $0.source === node || $0.destination === node }
-        node.engine = nil
         dirty = true
         lock.unlock()
+        // Not under the engine's lock (as in stop()): the player's stop joins its feeder, which
+        // may be asking the engine for its latency.
+        (node as? AVAudioPlayerNode)?.stop()
+        for (_, tap) in node.taps { tap.stop() }
         rebuildIfRunning()
+        lock.lock()
+        node.engine = nil
+        if node is AVAudioPlayerNode || node is AVAudioSourceNode || node is AVAudioSinkNode { node.unit = nil }
+        lock.unlock()
     }
 
     /// Connects `node1`'s output 0 to `node2`'s input 0 (a mixer: its next free input) in `format`.
@@ -526,6 +555,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         if dirty || graph == nil { try build() }
         guard let graph else { throw avError(kAudioUnitErr_Uninitialized, "AVAudioEngine: no graph") }
         let spec: AudioOutputSpec = getenv("OAT_OUTPUT").flatMap { AudioOutputSpec(parsing: String(cString: $0)) } ?? .auto
+        deviceSpec = spec
         try startInputIfConnected()
         do {
             // On a device no clock paces (a WAV file), the graph renders only while a source
@@ -537,7 +567,9 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
             throw error
         }
         running = true
+        deviceReleased = false
         startWatchingDevice()
+        updateAutoShutdown()
         startTaps()
         for node in attached { (node as? AVAudioPlayerNode).map { if $0.isPlaying { $0.startFeeding(rate: renderRate) } } }
     }
@@ -560,6 +592,9 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     }
 
     private func stopDevice() {
+        autoShutdown?.stop()
+        autoShutdown = nil
+        deviceReleased = false
         stopWatchingDevice()
         stopRealtimeManual()
         graph?.stop()
@@ -574,6 +609,8 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     func playerStarted(_ player: AVAudioPlayerNode) {
         lock.lock(); defer { lock.unlock() }
         if running || isRealtimeManualRunning { player.startFeeding(rate: renderRate) }
+        // A device released while idle opens again for the player.
+        if deviceReleased { reopenReleasedDevice() }
     }
 
     /// Pauses rendering (the device stops; nodes keep their state).
