@@ -28,7 +28,9 @@ public enum ALSASampleFormat: String, Hashable, Sendable {
 /// Underruns are recovered with `snd_pcm_recover` and posted as ``AudioDeviceEvent/underrun(frames:)``;
 /// a PCM that goes away (`-ENODEV`) is posted as ``AudioDeviceEvent/lost(reason:)`` and reopened every
 /// half second until it comes back (``AudioDeviceEvent/restored``) or the device is stopped.
-/// The `null` and `file:` PCMs are not real time: the device then runs as fast as writes go.
+/// A PCM whose chain ends in ALSA's `null` PCM (`null`, a `file` PCM over it, a `plug` over
+/// those) is not real time (``isClockless``): the device then runs as fast as writes go, unless
+/// ``pacesClocklessPCM`` makes the wall clock pace it.
 ///
 /// Thread safety: the render callback runs on the device thread; control methods may be called
 /// from any one control thread (they only set atomics and join); counters are atomics.
@@ -49,10 +51,24 @@ public final class ALSAOutputDevice: AudioOutputDevice {
     /// map (hardware PCMs with `set_chmap`); false when none was given or the PCM has no
     /// settable map (its channels then play in its own order for the count).
     public let hasChannelMap: Bool
-    /// False for `file` and `null` PCMs, which take data as fast as it comes: a short render is
-    /// then written as it is (the device calls again) instead of being padded with silence,
-    /// which would put gaps into a `file` PCM's output.
-    public let isRealTime: Bool
+    /// False for a PCM that takes data as fast as it comes (``isClockless``) and is not paced
+    /// by the wall clock (``pacesClocklessPCM``): a short render is then written as it is (the
+    /// device calls again) instead of being padded with silence, which would put gaps into a
+    /// `file` PCM's output.
+    public var isRealTime: Bool { !isClockless || pacing.load(ordering: .relaxed) }
+    /// True when the PCM's chain ends in ALSA's `null` PCM (`null`; a `file` PCM over `null`; a
+    /// `plug`, `rate` or `file` PCM over those): nothing downstream paces the writes. Read from
+    /// the chain `snd_pcm_dump` describes, so a `plug` over `file` over `null` counts too.
+    public let isClockless: Bool
+    /// Set before ``start(_:)``: a clockless PCM (``isClockless``) is paced by the wall clock,
+    /// as a sound card paces its writes (the device thread keeps at most ``bufferFrames`` ahead
+    /// of the time since it started, again after a pause or a flush): the frames rendered track
+    /// real time and the device is real time (``isRealTime``). No effect on other PCMs.
+    public var pacesClocklessPCM: Bool {
+        get { pacing.load(ordering: .relaxed) && isClockless }
+        set { pacing.store(newValue && isClockless, ordering: .relaxed) }
+    }
+    private let pacing = Atomic<Bool>(false)
     /// Buffered time: the PCM delay once running, the buffer size before.
     public var latency: Double {
         let d = delayFrames.load(ordering: .relaxed)
@@ -115,7 +131,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
         pcm = handle
         hasChannelMap = format.channelLabels.map { Self.setChannelMap(handle.pcm, $0) } ?? false
         let type = snd_pcm_type(handle.pcm)
-        isRealTime = type != SND_PCM_TYPE_FILE && type != SND_PCM_TYPE_NULL
+        isClockless = type == SND_PCM_TYPE_NULL || handle.pcm.map(Self.chainEndsInNull) == true
         self.format = AudioDeviceFormat(sampleRate: Double(actual.rate), channels: format.channels)
         framesPerRender = actual.period
         bufferFrames = actual.buffer
@@ -168,6 +184,22 @@ public final class ALSAOutputDevice: AudioOutputDevice {
         return v >= 32767 ? 32767 : (v <= -32768 ? -32768 : Int16(v))
     }
 
+    /// True when the PCM chain `snd_pcm_dump` describes ends in a `null` PCM: its last
+    /// `Slave:` line (the first line when there is none) names the PCM the writes end in.
+    static func chainEndsInNull(_ pcm: OpaquePointer) -> Bool {
+        var output: OpaquePointer?
+        guard snd_output_buffer_open(&output) == 0, let output else { return false }
+        defer { snd_output_close(output) }
+        guard snd_pcm_dump(pcm, output) == 0 else { return false }
+        var text: UnsafeMutablePointer<CChar>?
+        let count = snd_output_buffer_string(output, &text)
+        guard count > 0, let text else { return false }
+        let dump = String(decoding: UnsafeRawBufferPointer(start: text, count: count), as: UTF8.self)
+        let lines = dump.split(separator: "\n")
+        let last = lines.last { $0.hasPrefix("Slave: ") }.map { $0.dropFirst("Slave: ".count) } ?? lines.first ?? ""
+        return last.hasPrefix("Null PCM")
+    }
+
     // MARK: Device thread
 
     private func run(_ render: AudioRenderCallback) {
@@ -181,6 +213,12 @@ public final class ALSAOutputDevice: AudioOutputDevice {
         var pcmPaused = false
         var usedHardwarePause = false
         var ended = false
+        // Wall-clock pacing of a clockless PCM: frame `paceBase` was due at host time
+        // `paceOrigin` (0: anchor at the next render).
+        let paced = pacing.load(ordering: .relaxed) && isClockless
+        var paceOrigin: UInt64 = 0
+        var paceBase: Int64 = 0
+        let room = Int64(max(period, bufferFrames - period))
         while true {
             let s = state.current
             if s.isEnding { break }
@@ -194,6 +232,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
                 delayFrames.store(0, ordering: .relaxed)
                 if pcmPaused { usedHardwarePause = false }
                 flushesDone.store(asked, ordering: .releasing)
+                paceOrigin = 0
                 // Render nothing before the control side has run its `resume` (the source would
                 // still give the silence it gives while waiting for the flush): at most 20 ms,
                 // the PCM is stopped meanwhile.
@@ -213,9 +252,26 @@ public final class ALSAOutputDevice: AudioOutputDevice {
             }
             if pcmPaused {
                 pcmPaused = false
+                paceOrigin = 0
                 if !usedHardwarePause || snd_pcm_pause(pcm.pcm, 0) < 0 { snd_pcm_prepare(pcm.pcm) }
             }
             let done = rendered.load(ordering: .relaxed)
+            if paced {
+                // As a sound card would: at most a buffer ahead of what the clock has played.
+                let now = HostTime.now()
+                if paceOrigin == 0 {
+                    paceOrigin = now
+                    paceBase = done
+                }
+                let due = paceBase + Int64(Double(now - paceOrigin) * format.sampleRate / 1e9)
+                let ahead = done - due - room
+                if ahead > 0 {
+                    sleepUntil(hostTime: now + UInt64(Double(min(ahead, Int64(period))) / format.sampleRate * 1e9))
+                    continue
+                }
+                // Far behind (the thread was held up): go on from now rather than catch up in a burst.
+                if -ahead > 2 * room { paceOrigin = now; paceBase = done - room }
+            }
             let delay = max(0, delayFrames.load(ordering: .relaxed))
             let heardAt = HostTime.now() &+ UInt64(Double(delay) / format.sampleRate * 1e9)
             let time = AudioTimeStamp(sampleTime: Double(done), hostTime: heardAt, rateScalar: 1, flags: .sampleHostTimeValid)

@@ -41,6 +41,12 @@ public enum AudioOutput {
         /// frames at 44.1 kHz (23 ms), the same time at every rate.
         public var renderPeriod: Double = 1024.0 / 44100
 
+        /// ALSA PCMs no sound card paces (``ALSAOutputDevice/isClockless``: `null`, or a chain
+        /// ending in it) are paced by the wall clock (``ALSAOutputDevice/pacesClocklessPCM``), so
+        /// their frames track real time as on a device. Off by default: `null` and `file` PCMs
+        /// then take audio as fast as it comes.
+        public var paceClocklessALSA = false
+
         /// The null and WAV outputs' period in frames at `sampleRate`.
         public func renderFrames(at sampleRate: Double) -> Int {
             framesPerRender ?? NullOutputDevice.frames(renderPeriod, at: sampleRate)
@@ -66,7 +72,9 @@ public enum AudioOutput {
                                                              targetLatency: options.pulseLatency,
                                                              connectTimeout: options.connectTimeout), notice: nil)
         case .alsa(let device):
-            return Opened(device: try ALSAOutputDevice(device: device, format: format, periodFrames: options.alsaPeriod(at: format.sampleRate)), notice: nil)
+            let alsa = try ALSAOutputDevice(device: device, format: format, periodFrames: options.alsaPeriod(at: format.sampleRate))
+            alsa.pacesClocklessPCM = options.paceClocklessALSA
+            return Opened(device: alsa, notice: nil)
         case .wav(let path, let realTime):
             return Opened(device: try NullOutputDevice.wavFile(path: path, format: format, realTime: realTime,
                                                                 framesPerRender: options.renderFrames(at: format.sampleRate)), notice: nil)
@@ -84,6 +92,7 @@ public enum AudioOutput {
             }
             do {
                 let device = try ALSAOutputDevice(device: options.alsaDevice, format: format, periodFrames: options.alsaPeriod(at: format.sampleRate))
+                device.pacesClocklessPCM = options.paceClocklessALSA
                 return Opened(device: device, notice: "no PulseAudio server: playing to ALSA \(options.alsaDevice)")
             } catch {
                 reasons.append("ALSA \(options.alsaDevice): \(error.underlying ?? error.message)")

@@ -80,6 +80,25 @@ public final class PulseAudioInputDevice: AudioInputDevice {
     public static func listSources(server: String? = nil, timeout: Double = 2) throws(AudioError) -> [AudioInputDeviceInfo] {
         try PulseQuery.listSources(server: server, timeout: timeout)
     }
+
+    /// The volume of source `name` (nil: the default source) as a fraction of PulseAudio's
+    /// normal volume (1 = 100 %), its channels averaged; nil when the server has no such source.
+    public static func sourceVolume(_ name: String? = nil, server: String? = nil, timeout: Double = 2) throws(AudioError) -> Double? {
+        try PulseQuery.sourceVolume(name, server: server, timeout: timeout)?.volume
+    }
+
+    /// Sets every channel of source `name` (nil: the default source) to `fraction` of
+    /// PulseAudio's normal volume (what `pactl set-source-volume NAME 50%` does for 0.5). Throws
+    /// when the server has no such source or refuses.
+    public static func setSourceVolume(_ name: String? = nil, to fraction: Double, server: String? = nil, timeout: Double = 2) throws(AudioError) {
+        guard fraction.isFinite, fraction >= 0 else {
+            throw AudioError(.invalidArgument, component: "PulseAudio", "source volume \(fraction) is not a fraction >= 0")
+        }
+        guard let source = try PulseQuery.sourceVolume(name, server: server, timeout: timeout) else {
+            throw AudioError(.deviceUnavailable, component: "PulseAudio", "no source \(name ?? "(default)")")
+        }
+        try PulseQuery.setSourceVolume(source.name, fraction: fraction, channels: source.channels, server: server, timeout: timeout)
+    }
 }
 
 /// State shared between the control side (under the main-loop lock) and PulseAudio's main-loop

@@ -12,6 +12,8 @@ enum PulseQuery {
         var sampleRate: Int
         var channels: Int
         var isMonitor: Bool
+        /// The average of its channels' volumes (`pa_volume_t`; PulseAudio's 100 % is 0x10000).
+        var volume: UInt32 = 0
     }
 
     /// What one query collects: the server's defaults and, when asked for, its sinks or sources.
@@ -22,9 +24,9 @@ enum PulseQuery {
         var serverDone = false
         var listDone = false
 
-        func add(name: UnsafePointer<CChar>?, description: UnsafePointer<CChar>?, spec: pa_sample_spec, isMonitor: Bool) {
+        func add(name: UnsafePointer<CChar>?, description: UnsafePointer<CChar>?, spec: pa_sample_spec, isMonitor: Bool, volume: UInt32 = 0) {
             entries.append(Entry(name: name.map { String(cString: $0) } ?? "", description: description.map { String(cString: $0) } ?? "",
-                                 sampleRate: Int(spec.rate), channels: Int(spec.channels), isMonitor: isMonitor))
+                                 sampleRate: Int(spec.rate), channels: Int(spec.channels), isMonitor: isMonitor, volume: volume))
         }
     }
 
@@ -98,7 +100,9 @@ enum PulseQuery {
                     let c = Unmanaged<Collector>.fromOpaque(ud!).takeUnretainedValue()
                     if eol != 0 { c.listDone = true; return }
                     guard let i = info?.pointee else { return }
-                    c.add(name: i.name, description: i.description, spec: i.sample_spec, isMonitor: i.monitor_of_sink != UInt32.max)
+                    var volume = i.volume
+                    c.add(name: i.name, description: i.description, spec: i.sample_spec, isMonitor: i.monitor_of_sink != UInt32.max,
+                          volume: pa_cvolume_avg(&volume))
                 }, ud) { pa_operation_unref(op) }
             }
             while !(collector.serverDone && collector.listDone) {
@@ -117,6 +121,41 @@ enum PulseQuery {
         return c.entries.map {
             PulseAudioSinkInfo(name: $0.name, description: $0.description, sampleRate: $0.sampleRate, channels: $0.channels,
                                isDefault: $0.name == c.defaultSink)
+        }
+    }
+
+    /// PulseAudio's normal (100 %) volume, `PA_VOLUME_NORM`.
+    static let normalVolume: UInt32 = 0x10000
+
+    /// Source `name` (nil: the default source): its name, its volume as a fraction of the
+    /// normal volume (1 = 100 %; PulseAudio allows more) and its channel count; nil when the
+    /// server has no such source.
+    static func sourceVolume(_ name: String?, server: String?, timeout: Double) throws(AudioError) -> (name: String, volume: Double, channels: Int)? {
+        let c = try query(server: server, timeout: timeout, list: .sources, what: "source list")
+        guard let wanted = name ?? c.defaultSource, let e = c.entries.first(where: { $0.name == wanted }) else { return nil }
+        return (e.name, Double(e.volume) / Double(normalVolume), e.channels)
+    }
+
+    /// Sets every channel of source `name` to `fraction` of the normal volume.
+    static func setSourceVolume(_ name: String, fraction: Double, channels: Int, server: String?, timeout: Double) throws(AudioError) {
+        final class Answer { var done = false; var ok = false }
+        try withContext(server: server, timeout: timeout) { ctx, step throws(AudioError) in
+            var volume = pa_cvolume()
+            pa_cvolume_set(&volume, UInt32(max(1, min(32, channels))), pa_volume_t((max(0, fraction) * Double(normalVolume)).rounded()))
+            let answer = Answer()
+            let ud = Unmanaged.passUnretained(answer).toOpaque()
+            guard let op = pa_context_set_source_volume_by_name(ctx, name, &volume, { _, success, ud in
+                let a = Unmanaged<Answer>.fromOpaque(ud!).takeUnretainedValue()
+                a.ok = success != 0
+                a.done = true
+            }, ud) else {
+                throw AudioError(.deviceUnavailable, component: "PulseAudio", "cannot ask for the volume of source \(name)")
+            }
+            pa_operation_unref(op)
+            while !answer.done {
+                guard step() else { throw AudioError(.deviceUnavailable, component: "PulseAudio", "setting the volume of source \(name) timed out") }
+            }
+            guard answer.ok else { throw AudioError(.deviceUnavailable, component: "PulseAudio", "the server refused the volume of source \(name)") }
         }
     }
 

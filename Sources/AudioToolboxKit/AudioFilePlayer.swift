@@ -94,8 +94,10 @@ public final class AudioFilePlayer: @unchecked Sendable {
         var feederDone = false
     }
 
-    /// Opens the first file to learn the device format; `output` opens the device.
-    public init(paths: [String], output: @escaping AudioOutputDeviceFactory) throws(AudioError) {
+    /// Opens the first file to learn the device format; `output` opens the device. The device
+    /// runs at `sampleRate` when given (an output's `rate=HZ` option: the files are decoded and
+    /// resampled to it), else at the first file's rate.
+    public init(paths: [String], output: @escaping AudioOutputDeviceFactory, sampleRate: Double? = nil) throws(AudioError) {
         guard let first = paths.first else {
             throw AudioError(.invalidArgument, component: "AudioFilePlayer", "no files to play")
         }
@@ -103,7 +105,10 @@ public final class AudioFilePlayer: @unchecked Sendable {
         let file = try AudioFile(path: first)
         firstFile = file
         let channels = Int(min(8, max(1, file.dataFormat.channelsPerFrame)))
-        deviceFormat = AudioDeviceFormat(sampleRate: file.dataFormat.sampleRate, channels: channels,
+        if let sampleRate, !(sampleRate >= 1 && sampleRate <= 1_536_000) {
+            throw AudioError(.invalidArgument, component: "AudioFilePlayer", "output sample rate \(sampleRate) Hz is out of range (1 Hz to 1536 kHz)")
+        }
+        deviceFormat = AudioDeviceFormat(sampleRate: sampleRate ?? file.dataFormat.sampleRate, channels: channels,
                                          channelLabels: channels == Int(file.dataFormat.channelsPerFrame) ? file.channelLayout?.decodedLabels(for: file.dataFormat) : nil)
         framesPerBuffer = max(64, Int((deviceFormat.sampleRate / 10).rounded(.up)))
         let pcm = AudioStreamBasicDescription.linearPCM(sampleRate: deviceFormat.sampleRate, channels: UInt32(deviceFormat.channels), bitsPerChannel: 32, isFloat: true)

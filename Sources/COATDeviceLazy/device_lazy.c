@@ -33,6 +33,9 @@
     X(pulse, pa_operation *, pa_context_get_server_info, (pa_context *c, pa_server_info_cb_t cb, void *userdata), (c, cb, userdata), NULL) \
     X(pulse, pa_operation *, pa_context_get_sink_info_list, (pa_context *c, pa_sink_info_cb_t cb, void *userdata), (c, cb, userdata), NULL) \
     X(pulse, pa_operation *, pa_context_get_source_info_list, (pa_context *c, pa_source_info_cb_t cb, void *userdata), (c, cb, userdata), NULL) \
+    X(pulse, pa_operation *, pa_context_set_source_volume_by_name, (pa_context *c, const char *name, const pa_cvolume *volume, pa_context_success_cb_t cb, void *userdata), (c, name, volume, cb, userdata), NULL) \
+    X(pulse, pa_cvolume *, pa_cvolume_set, (pa_cvolume *a, unsigned channels, pa_volume_t v), (a, channels, v), NULL) \
+    X(pulse, pa_volume_t, pa_cvolume_avg, (const pa_cvolume *a), (a), 0) \
     X(pulse, pa_context_state_t, pa_context_get_state, (const pa_context *c), (c), PA_CONTEXT_FAILED) \
     X(pulse, pa_context *, pa_context_new, (pa_mainloop_api *mainloop, const char *name), (mainloop, name), NULL) \
     V(pulse, pa_context_set_state_callback, (pa_context *c, pa_context_notify_cb_t cb, void *userdata), (c, cb, userdata)) \
@@ -131,6 +134,10 @@
     X(alsa, int, snd_pcm_sw_params_set_avail_min, (snd_pcm_t *pcm, snd_pcm_sw_params_t *params, snd_pcm_uframes_t val), (pcm, params, val), -ENODEV) \
     X(alsa, int, snd_pcm_sw_params_set_start_threshold, (snd_pcm_t *pcm, snd_pcm_sw_params_t *params, snd_pcm_uframes_t val), (pcm, params, val), -ENODEV) \
     X(alsa, snd_pcm_type_t, snd_pcm_type, (snd_pcm_t *pcm), (pcm), SND_PCM_TYPE_NULL) \
+    X(alsa, int, snd_pcm_dump, (snd_pcm_t *pcm, snd_output_t *out), (pcm, out), -ENODEV) \
+    X(alsa, int, snd_output_buffer_open, (snd_output_t **outputp), (outputp), -ENODEV) \
+    X(alsa, size_t, snd_output_buffer_string, (snd_output_t *output, char **buf), (output, buf), 0) \
+    X(alsa, int, snd_output_close, (snd_output_t *output), (output), -ENODEV) \
     X(alsa, snd_pcm_sframes_t, snd_pcm_writei, (snd_pcm_t *pcm, const void *buffer, snd_pcm_uframes_t size), (pcm, buffer, size), -ENODEV) \
     X(alsa, const char *, snd_strerror, (int errnum), (errnum), "ALSA is not loaded")
 

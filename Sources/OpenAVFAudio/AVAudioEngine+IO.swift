@@ -221,15 +221,17 @@ extension AVAudioEngine {
         lock.lock(); defer { lock.unlock() }
         if let n = inputNodeStorage { return n }
         let route = SessionDevices.list().route(preferredInput: AVAudioSession.sharedInstance().preferredInput?.uid)
-        let n = AVAudioInputNode(deviceChannels: route.inputs.first?.channels?.count ?? 2)
+        let preferred = AVAudioSession.sharedInstance().preferredInputNumberOfChannels
+        let n = AVAudioInputNode(deviceChannels: preferred > 0 ? preferred : route.inputs.first?.channels?.count ?? 2)
         n.storeVoice(outputNode.isVoiceProcessingEnabled)
         inputNodeStorage = n
         attach(n)
         return n
     }
 
-    /// The format engines render to a device at: two channels at the output's real rate, as
-    /// Apple's output node takes the hardware's.
+    /// The format engines render to a device at: two channels (or the session's preferred
+    /// output channel count) at the output's real rate, as Apple's output node takes the
+    /// hardware's.
     /// - `OAT_OUTPUT` ending in `,rate=HZ` (`wav:PATH,rate=44100`, `null:rate=22050`): that rate,
     ///   for any output.
     /// - PulseAudio (`pulse:SINK`, or `auto` with a server): the session's preferred sample
@@ -258,7 +260,9 @@ extension AVAudioEngine {
             }
         }
         if rate <= 0 { rate = defaultFormat.sampleRate }
-        return AVAudioFormat(standardFormatWithSampleRate: rate, channels: 2)!
+        // Two channels, or the session's preferred output channel count.
+        let channels = AVAudioSession.sharedInstance().preferredOutputNumberOfChannels
+        return AVAudioFormat(standardFormatWithSampleRate: rate, channels: AVAudioChannelCount(channels > 0 ? channels : 2))!
     }
 
     /// The sample rate of PulseAudio sink `name` (nil: the default sink); nil without a server.
@@ -284,6 +288,9 @@ extension AVAudioEngine {
     /// the PulseAudio target latency).
     var sessionOutputOptions: AudioOutput.Options {
         var o = AudioOutput.Options()
+        // An ALSA PCM no sound card paces (`null`, a `file` PCM over it) stands for a device:
+        // the engine's time tracks the wall clock on it, as on a device.
+        o.paceClocklessALSA = true
         let session = AVAudioSession.sharedInstance()
         if session.preferredIOBufferDuration > 0 { o.pulseLatency = session.ioBufferDuration }
         return o

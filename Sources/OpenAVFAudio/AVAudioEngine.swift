@@ -67,10 +67,17 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     var inputNodeStorage: AVAudioInputNode?
     var ioWatcher: EngineDeviceWatcher?
     var realtimeRenderer: ManualRealtimeRenderer?
-    private var manualTime: AVAudioFramePosition = 0
+    var manualTime: AVAudioFramePosition = 0
     /// What a device no clock paces waits for (AVAudioEngine+Render.swift), kept current on each build.
     let gateSources = RenderGateSources()
     let manualInputStarvation = ManualInputStarvation()
+    // Auto shutdown (AVAudioEngine+AutoShutdown.swift).
+    var autoShutdownEnabled = false
+    var autoShutdown: AutoShutdownMonitor?
+    /// True while the running engine has released its idle device.
+    var deviceReleased = false
+    /// The output the running engine opened (opened again after an auto shutdown).
+    var deviceSpec = AudioOutputSpec.auto
 
     /// The node that plays to the device (or to ``renderOffline(_:to:)``).
     public let outputNode: AVAudioOutputNode
@@ -102,6 +109,15 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// manual rendering mode (as Apple reports).
     open var isRunning: Bool { lock.lock(); defer { lock.unlock() }; return running || manualStarted }
 
+    /// When true, the running engine releases its output device while it has nothing to play
+    /// (no player with anything scheduled, no source node, input or tap) for a second, and opens
+    /// it again as soon as a player has audio: the engine stays running meanwhile. Off by
+    /// default, as on Apple's platforms other than watchOS.
+    open var isAutoShutdownEnabled: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return autoShutdownEnabled }
+        set { lock.lock(); autoShutdownEnabled = newValue; updateAutoShutdown(); lock.unlock() }
+    }
+
     // MARK: Nodes and connections
 
     /// Takes a node into the engine.
@@ -113,15 +129,28 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         dirty = true
     }
 
-    /// Removes a node and its connections.
+    /// Removes a node and its connections (disconnected first, as Apple's engine does). A
+    /// detached node is no longer rendered: a player stops (as ``AVAudioPlayerNode/stop()``:
+    /// the handlers of what it had scheduled are called, its feeder ends, the audio it had
+    /// buffered is dropped), a player's or a source node's unit is released (attached again,
+    /// it gets a new one) and the node's taps stop reading. The running graph is rewired
+    /// without it; the rest of the engine plays on.
     open func detach(_ node: AVAudioNode) {
         lock.lock()
+        guard attached.contains(where: { $0 === node }) else { lock.unlock(); return }
         attached.removeAll { $0 === node }
         connections.removeAll { $0.source === node || $0.destination === node }
-        node.engine = nil
         dirty = true
         lock.unlock()
+        // Not under the engine's lock (as in stop()): the player's stop joins its feeder, which
+        // may be asking the engine for its latency.
+        (node as? AVAudioPlayerNode)?.stop()
+        for (_, tap) in node.taps { tap.stop() }
         rebuildIfRunning()
+        lock.lock()
+        node.engine = nil
+        if node is AVAudioPlayerNode || node is AVAudioSourceNode || node is AVAudioSinkNode { node.unit = nil }
+        lock.unlock()
     }
 
     /// Connects `node1`'s output 0 to `node2`'s input 0 (a mixer: its next free input) in `format`.
@@ -273,7 +302,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// engine renders, the running graph is rewired in place (one atomic commit): the nodes
     /// whose units still fit keep them, with their state and their clock; a unit made now starts
     /// at the graph's sample time. Otherwise a new graph is built, its clock at 0.
-    private func build() throws {
+    func build() throws {
         let rate = outputFormat.sampleRate
         let maxFrames = Int(max(1024, min(4096, manualMaximum == 0 ? 1024 : manualMaximum)))
         let live = canRewireLive(rate: rate, maxFrames: maxFrames)
@@ -526,6 +555,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         if dirty || graph == nil { try build() }
         guard let graph else { throw avError(kAudioUnitErr_Uninitialized, "AVAudioEngine: no graph") }
         let spec: AudioOutputSpec = getenv("OAT_OUTPUT").flatMap { AudioOutputSpec(parsing: String(cString: $0)) } ?? .auto
+        deviceSpec = spec
         try startInputIfConnected()
         do {
             // On a device no clock paces (a WAV file), the graph renders only while a source
@@ -537,7 +567,9 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
             throw error
         }
         running = true
+        deviceReleased = false
         startWatchingDevice()
+        updateAutoShutdown()
         startTaps()
         for node in attached { (node as? AVAudioPlayerNode).map { if $0.isPlaying { $0.startFeeding(rate: renderRate) } } }
     }
@@ -560,6 +592,9 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     }
 
     private func stopDevice() {
+        autoShutdown?.stop()
+        autoShutdown = nil
+        deviceReleased = false
         stopWatchingDevice()
         stopRealtimeManual()
         graph?.stop()
@@ -574,6 +609,8 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     func playerStarted(_ player: AVAudioPlayerNode) {
         lock.lock(); defer { lock.unlock() }
         if running || isRealtimeManualRunning { player.startFeeding(rate: renderRate) }
+        // A device released while idle opens again for the player.
+        if deviceReleased { reopenReleasedDevice() }
     }
 
     /// Pauses rendering (the device stops; nodes keep their state).
@@ -604,34 +641,17 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         for node in nodes { node.reset() }
     }
 
-    // MARK: Manual rendering
+    // MARK: Manual rendering (the bodies: AVAudioEngine+ManualRendering.swift)
 
     /// Renders to buffers you pull (``renderOffline(_:to:)``) instead of a device, in `pcmFormat`,
     /// at most `maximumFrameCount` frames a call. The engine must be stopped.
     open func enableManualRenderingMode(_ mode: AVAudioEngineManualRenderingMode, format pcmFormat: AVAudioFormat,
                                         maximumFrameCount: AVAudioFrameCount) throws {
-        lock.lock(); defer { lock.unlock() }
-        guard !running else { throw avError(kAudioUnitErr_CannotDoInCurrentContext, "AVAudioEngine: stop the engine before enabling manual rendering") }
-        guard pcmFormat.streamDescription.pointee.mFormatID == kAudioFormatLinearPCM, maximumFrameCount > 0 else {
-            throw avError(kAudioUnitErr_FormatNotSupported, "AVAudioEngine: manual rendering needs a PCM format and a frame count")
-        }
-        manualMode = mode
-        manualFormat = pcmFormat
-        manualMaximum = maximumFrameCount
-        manualTime = 0
-        dirty = true
+        try enableManualRendering(mode, format: pcmFormat, maximumFrameCount: maximumFrameCount)
     }
 
     /// Back to rendering to a device.
-    open func disableManualRenderingMode() {
-        lock.lock(); defer { lock.unlock() }
-        stopRealtimeManual()
-        manualStarted = false
-        manualMode = nil
-        manualFormat = nil
-        inputNodeStorage?.manualInput = nil
-        dirty = true
-    }
+    open func disableManualRenderingMode() { disableManualRendering() }
 
     /// The manual rendering mode (offline when not enabled, as Apple reports).
     open var manualRenderingMode: AVAudioEngineManualRenderingMode { manualMode ?? .offline }
@@ -644,49 +664,12 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// Frames rendered manually so far.
     open var manualRenderingSampleTime: AVAudioFramePosition { lock.lock(); defer { lock.unlock() }; return manualTime }
 
-    /// Apple's `AVAudioEngineManualRenderingError.invalidMode`: not in (that variant of) manual rendering.
-    static let manualRenderingInvalidMode: OSStatus = -80800
-    /// Apple's `AVAudioEngineManualRenderingError.notRunning`: the engine is not started.
-    static let manualRenderingNotRunning: OSStatus = -80802
-
     /// Renders `numberOfFrames` frames into `buffer` (in the manual rendering format). Players
     /// read their schedule synchronously first, so the audio is complete. Throws, as Apple's
     /// engine does, an `NSError` with code -80800 (`AVAudioEngineManualRenderingError.invalidMode`)
     /// outside offline manual rendering and -80802 (`.notRunning`) before ``start()`` or after
     /// ``pause()``/``stop()``.
     open func renderOffline(_ numberOfFrames: AVAudioFrameCount, to buffer: AVAudioPCMBuffer) throws -> AVAudioEngineManualRenderingStatus {
-        lock.lock(); defer { lock.unlock() }
-        guard manualMode == .offline, let format = manualFormat else {
-            throw avError(AVAudioEngine.manualRenderingInvalidMode, "AVAudioEngine.renderOffline: the engine is not in offline manual rendering mode")
-        }
-        // As Apple's: rendering needs a started engine (AVAudioEngineManualRenderingError.notRunning).
-        guard manualStarted else {
-            throw avError(AVAudioEngine.manualRenderingNotRunning, "AVAudioEngine.renderOffline: the engine is not running (call start() first)")
-        }
-        guard numberOfFrames <= manualMaximum, numberOfFrames <= buffer.frameCapacity else {
-            throw avError(kAudioUnitErr_TooManyFramesToProcess, "AVAudioEngine.renderOffline: \(numberOfFrames) frames is more than the maximum \(manualMaximum) or the buffer's \(buffer.frameCapacity)")
-        }
-        if dirty || graph == nil { try build() }
-        guard let graph else { return .error }
-        let frames = Int(numberOfFrames)
-        for node in attached { (node as? AVAudioPlayerNode)?.fillForOffline(frames: frames, rate: renderRate) }
-        let channels = Int(format.channelCount)
-        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: max(1, frames * channels))
-        defer { scratch.deallocate() }
-        let pointers = UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
-        defer { pointers.deallocate() }
-        for c in 0..<channels { pointers[c] = scratch + c * frames }
-        _ = takeInputStarved()
-        graph.render(into: pointers, frames: frames)
-        try writeRendered(pointers, frames: frames, into: buffer)
-        manualTime += AVAudioFramePosition(frames)
-        let starved = takeInputStarved()
-        for node in attached {
-            for (_, tap) in node.taps {
-                let f = tap.format ?? AVAudioFormat(standardFormatWithSampleRate: renderRate, channels: AVAudioChannelCount(tap.node?.inputChannels[0] ?? 2))!
-                tap.drain(format: f)
-            }
-        }
-        return starved ? .insufficientDataFromInputNode : .success
+        try renderManually(numberOfFrames, to: buffer)
     }
 }

@@ -360,10 +360,13 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     // MARK: Engine side
 
     override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+        // A new unit counts what it plays from 0: what the previous one played before a stop no
+        // longer applies (handlers waited for it after a detach or a new graph).
+        lock.lock(); playedBeforeStop = 0; lock.unlock()
         // Real time: a tenth of a second of ring (pause and stop take effect within it). Manual
         // rendering fills the ring before each render: a second, so a varispeed or time-pitch
         // after the player can take several render slices' worth.
-        AUPlayerNode(channels: outputChannels, bufferFrames: max(1024, ringFrames ?? Int(rate / 10)), name: "AVAudioPlayerNode")
+        return AUPlayerNode(channels: outputChannels, bufferFrames: max(1024, ringFrames ?? Int(rate / 10)), name: "AVAudioPlayerNode")
     }
 
     /// Starts the feeder thread (real-time rendering).

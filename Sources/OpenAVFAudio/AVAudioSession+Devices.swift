@@ -178,3 +178,55 @@ final class SessionDeviceWatcher: @unchecked Sendable {
         session.post(routeChange: reason, previous: before)
     }
 }
+
+// MARK: - Input gain (the PulseAudio source's volume)
+
+extension AVAudioSession {
+    /// The PulseAudio source the input gain applies to: the preferred input, else `OAT_INPUT`'s
+    /// source, else nil (the default source).
+    private var gainSource: String? {
+        if let uid = preferredInput?.uid { return uid }
+        if let text = getenv("OAT_INPUT").map({ String(cString: $0) }), case .pulse(let source)? = AudioInputSpec(parsing: text) { return source }
+        return nil
+    }
+
+    /// True when the input's gain can be set: the input is a PulseAudio source (its volume is
+    /// the gain); false on ALSA or without an input.
+    public var isInputGainSettable: Bool {
+        guard PulseAudioOutputDevice.serverAnswers() else { return false }
+        return ((try? PulseAudioInputDevice.sourceVolume(gainSource, timeout: 1)) ?? nil) != nil
+    }
+
+    /// The input's gain, 0 ... 1: the PulseAudio source's volume (1 = its normal 100 %; more
+    /// reads as 1); 1 when it cannot be read (nothing attenuates the input).
+    public var inputGain: Float {
+        guard PulseAudioOutputDevice.serverAnswers(), let v = (try? PulseAudioInputDevice.sourceVolume(gainSource, timeout: 1)) ?? nil else { return 1 }
+        return Float(min(1, max(0, v)))
+    }
+
+    /// Sets the input's gain (0 ... 1): the PulseAudio source's volume, 1 being its normal
+    /// 100 % (`pactl set-source-volume SOURCE 50%` for 0.5). Throws for a gain out of range or
+    /// when it is not settable (``isInputGainSettable``).
+    public func setInputGain(_ gain: Float) throws {
+        guard gain >= 0, gain <= 1 else {
+            throw avError(kAudioSessionErrorParamErr, "AVAudioSession.setInputGain: \(gain) is not 0 ... 1")
+        }
+        guard PulseAudioOutputDevice.serverAnswers() else {
+            throw avError(kAudioSessionErrorUnsupportedProperty, "AVAudioSession.setInputGain: the input gain is settable on a PulseAudio source only")
+        }
+        let source = gainSource
+        do {
+            try PulseAudioInputDevice.setSourceVolume(source, to: Double(gain), timeout: 2)
+        } catch {
+            throw avError(kAudioSessionErrorUnsupportedProperty, "AVAudioSession.setInputGain: \(error)")
+        }
+    }
+    /// True when an input device exists.
+    public var isInputAvailable: Bool { !(availableInputs ?? []).isEmpty }
+    /// False: other apps' audio is not observed here.
+    public var isOtherAudioPlaying: Bool { false }
+    /// False: other apps' audio is not observed here.
+    public var secondaryAudioShouldBeSilencedHint: Bool { false }
+    /// The system output volume (1 here: the sink's volume is not read).
+    public var outputVolume: Float { 1 }
+}

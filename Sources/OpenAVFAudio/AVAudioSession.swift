@@ -23,6 +23,9 @@ public let AVAudioSessionInterruptionTypeKey = "AVAudioSessionInterruptionTypeKe
 /// The options of an ended interruption (an `NSNumber`/`UInt` holding
 /// ``AVAudioSession/InterruptionOptions`` raw values).
 public let AVAudioSessionInterruptionOptionKey = "AVAudioSessionInterruptionOptionKey"
+/// Why an interruption began (an `NSNumber`/`UInt` holding an
+/// ``AVAudioSession/InterruptionReason`` raw value), in began interruptions only, as on Apple.
+public let AVAudioSessionInterruptionReasonKey = "AVAudioSessionInterruptionReasonKey"
 
 /// A channel of a port (Apple's `AVAudioSessionChannelDescription`).
 open class AVAudioSessionChannelDescription: NSObject, @unchecked Sendable {
@@ -279,6 +282,27 @@ open class AVAudioSession: NSObject, @unchecked Sendable {
         case ended = 0
     }
 
+    /// Why an interruption began (Apple's `AVAudioSession.InterruptionReason`). Here an
+    /// interruption begins when the sound server goes away: ``routeDisconnected``.
+    public enum InterruptionReason: UInt, Sendable {
+        /// Another session was activated.
+        case `default` = 0
+        /// The app was suspended (deprecated on Apple; never posted here).
+        case appWasSuspended = 1
+        /// The built-in microphone was muted (never posted here).
+        case builtInMicMuted = 2
+        /// The audio route went away (here: the sound server).
+        case routeDisconnected = 4
+    }
+
+    /// Whether input and output share one I/O configuration (Apple's `AVAudioSession.IOType`).
+    public enum IOType: UInt, Sendable {
+        /// No preference.
+        case notSpecified = 0
+        /// Input and output at the same rate and I/O buffer duration.
+        case aggregated = 1
+    }
+
     /// Options of an ended interruption (Apple's `AVAudioSession.InterruptionOptions`).
     public struct InterruptionOptions: OptionSet, Sendable {
         /// The raw value.
@@ -388,6 +412,8 @@ open class AVAudioSession: NSObject, @unchecked Sendable {
     private var _preferredRate: Double = 0
     private var _preferredIO: TimeInterval = 0
     private var _preferredInput: AVAudioSessionPortDescription?
+    private var _preferredChannels = (input: 0, output: 0)
+    private var _ioType = IOType.notSpecified
     private var _permission = RecordPermission.undetermined
     private var watcher: SessionDeviceWatcher?
 
@@ -509,22 +535,57 @@ open class AVAudioSession: NSObject, @unchecked Sendable {
     /// The input latency in seconds: one capture fragment (20 ms, PulseAudio's default here).
     open var inputLatency: TimeInterval { AudioInput.Options().pulseFragment }
 
-    /// The output's channel count (the route's output port's; 2 without one).
-    open var outputNumberOfChannels: Int { currentRoute.outputs.first?.channels?.count ?? 2 }
-    /// The input's channel count (the route's input port's; 0 without one).
-    open var inputNumberOfChannels: Int { currentRoute.inputs.first?.channels?.count ?? 0 }
-    /// The most output channels (the output port's).
-    open var maximumOutputNumberOfChannels: Int { outputNumberOfChannels }
-    /// The most input channels (the input port's).
-    open var maximumInputNumberOfChannels: Int { inputNumberOfChannels }
-    /// True when an input device exists.
-    open var isInputAvailable: Bool { !(availableInputs ?? []).isEmpty }
-    /// False: other apps' audio is not observed here.
-    open var isOtherAudioPlaying: Bool { false }
-    /// False: other apps' audio is not observed here.
-    open var secondaryAudioShouldBeSilencedHint: Bool { false }
-    /// The system output volume (1 here: the sink's volume is not read).
-    open var outputVolume: Float { 1 }
+    /// The output's channel count: the preferred count when one is set (engines started
+    /// afterwards render and open their device with it), else the route's output port's (2
+    /// without one; engines then use two).
+    open var outputNumberOfChannels: Int {
+        let p = preferredOutputNumberOfChannels
+        return p > 0 ? p : maximumOutputNumberOfChannels
+    }
+    /// The input's channel count: the preferred count when one is set (the engine's input node
+    /// captures that many), else the route's input port's (0 without one).
+    open var inputNumberOfChannels: Int {
+        let p = preferredInputNumberOfChannels
+        return p > 0 ? p : maximumInputNumberOfChannels
+    }
+    /// The most output channels (the output port's; 2 without one).
+    open var maximumOutputNumberOfChannels: Int { currentRoute.outputs.first?.channels?.count ?? 2 }
+    /// The most input channels (the input port's; 0 without one).
+    open var maximumInputNumberOfChannels: Int { currentRoute.inputs.first?.channels?.count ?? 0 }
+    /// The preferred output channel count (0: none).
+    open var preferredOutputNumberOfChannels: Int { lock.lock(); defer { lock.unlock() }; return _preferredChannels.output }
+    /// The preferred input channel count (0: none).
+    open var preferredInputNumberOfChannels: Int { lock.lock(); defer { lock.unlock() }; return _preferredChannels.input }
+
+    /// Asks engines started afterwards to play `count` channels (1 ... ``maximumOutputNumberOfChannels``;
+    /// 0: no preference): their output node, main mixer and device use that many (PulseAudio
+    /// remixes to the sink; a WAV output has that many). Throws for a count out of range.
+    open func setPreferredOutputNumberOfChannels(_ count: Int) throws {
+        guard count == 0 || (1...max(1, maximumOutputNumberOfChannels)).contains(count) else {
+            throw avError(kAudioSessionErrorParamErr, "AVAudioSession.setPreferredOutputNumberOfChannels: \(count) is not 1 ... \(maximumOutputNumberOfChannels)")
+        }
+        lock.lock(); defer { lock.unlock() }
+        _preferredChannels.output = count
+    }
+
+    /// Asks the input node of engines made afterwards to capture `count` channels (1 ...
+    /// ``maximumInputNumberOfChannels``; 0: no preference; PulseAudio remixes the source).
+    /// Throws for a count out of range.
+    open func setPreferredInputNumberOfChannels(_ count: Int) throws {
+        guard count == 0 || (1...max(1, maximumInputNumberOfChannels)).contains(count) else {
+            throw avError(kAudioSessionErrorParamErr, "AVAudioSession.setPreferredInputNumberOfChannels: \(count) is not 1 ... \(maximumInputNumberOfChannels)")
+        }
+        lock.lock(); defer { lock.unlock() }
+        _preferredChannels.input = count
+    }
+
+    /// Accepts the preference: here the engine's input and output always share its rate and
+    /// I/O buffer duration (the input is converted to the engine's rate), which is what
+    /// ``IOType/aggregated`` asks for.
+    open func setAggregatedIOPreference(_ inIOType: IOType) throws {
+        lock.lock(); defer { lock.unlock() }
+        _ioType = inIOType
+    }
 
     /// The route the engines would use now: the output is `OAT_OUTPUT`'s PulseAudio sink if it
     /// names one, else the default sink (ALSA's default device without a PulseAudio server);
@@ -576,6 +637,7 @@ open class AVAudioSession: NSObject, @unchecked Sendable {
     func post(interruption type: InterruptionType) {
         var info: [AnyHashable: Any] = [AVAudioSessionInterruptionTypeKey: NSNumber(value: type.rawValue)]
         if type == .ended { info[AVAudioSessionInterruptionOptionKey] = NSNumber(value: InterruptionOptions.shouldResume.rawValue) }
+        if type == .began { info[AVAudioSessionInterruptionReasonKey] = NSNumber(value: InterruptionReason.routeDisconnected.rawValue) }
         NotificationCenter.default.post(name: Self.interruptionNotification, object: self, userInfo: info)
     }
 }

@@ -79,9 +79,10 @@ final class Done: Sendable {
 
 /// Plays `files` through the graph; returns the exit status.
 func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float, start: Double, limit: Double?,
-                      output: AudioOutputSpec, debug: Bool, interrupted: borrowing Atomic<Bool>) -> Int32 {
+                      output: AudioOutputSpec, outputRate: Double? = nil, debug: Bool, interrupted: borrowing Atomic<Bool>) -> Int32 {
     do {
-        let rate = try AudioFile(path: files[0]).dataFormat.sampleRate
+        // The output's rate=HZ when given (the players resample the files to the graph's rate).
+        let rate = try outputRate ?? AudioFile(path: files[0]).dataFormat.sampleRate
         let graph = try AudioGraph(sampleRate: rate, channels: 2, maxFramesPerSlice: 1024)
         let groups: [[String]] = graphOptions.mix ? files.map { [$0] } : [files]
         let mixer = AUMixerNode(inputs: groups.count, inputChannels: 2, outputChannels: 2)

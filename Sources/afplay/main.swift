@@ -25,7 +25,8 @@ usage: afplay [options] FILE|URL|-...
   -d                   print debug information (formats, device) to stderr
 \(timePitchUsage)
   --start SECONDS      start this far into the first file
-  --output SPEC        auto (default), pulse[:SINK], alsa[:DEVICE], wav:PATH, null, null:fast
+  --output SPEC        auto (default), pulse[:SINK], alsa[:DEVICE], wav:PATH, null, null:fast;
+                       SPEC,rate=HZ (null:rate=HZ) plays files at that rate (resampled)
   --no-ui              no status line or keys, even on a terminal
   --json-events        print one JSON object per line on stdout for each event
   --record FILE        streams: also write the received audio to FILE (packets copied when
@@ -59,6 +60,8 @@ struct Options: Sendable {
     var debug = false
     var start: Double = 0
     var output = AudioOutputSpec.auto
+    /// The `rate=HZ` option of `--output`: the device's rate (files resampled to it).
+    var outputRate: Double?
     var noUI = false
     var jsonEvents = false
     var prebuffer: Double?
@@ -91,8 +94,10 @@ func parseArguments() -> Options {
             guard let v = Double(value(arg)), v >= 0, v.isFinite else { fail("--start takes a finite number of seconds >= 0") }
             o.start = min(v, maximumSeconds) // past the end of the file: the item ends at once
         case "--output":
-            guard let spec = AudioOutputSpec(parsing: value(arg)) else { fail("--output takes auto, pulse[:SINK], alsa[:DEVICE], wav:PATH, null or null:fast") }
+            let text = value(arg)
+            guard let spec = AudioOutputSpec(parsing: text) else { fail("--output takes auto, pulse[:SINK], alsa[:DEVICE], wav:PATH, null or null:fast (each may end in ,rate=HZ)") }
             o.output = spec
+            o.outputRate = AudioOutputSpec.sampleRate(parsing: text)
         case "--no-ui": o.noUI = true
         case "--json-events": o.jsonEvents = true
         case "--record": o.record = value(arg)
@@ -201,6 +206,9 @@ SafeOutputFile.installSignalHandler(SIGHUP) { _ in interrupted.store(true, order
 
 // Streams with --eq/--reverb/--compress: the streaming player's output device is wrapped in an
 // effect chain (AUProcessingOutputDevice), processed on the device's render thread.
+if streaming, let rate = options.outputRate {
+    fail("--output ...,rate=\(Int(rate)) applies to local files; streams and --record play at the stream's rate")
+}
 if streaming && graphOptions.isActive {
     if graphOptions.mix { fail("--mix plays local files at the same time; it does not apply to streams or --record") }
     let effects = graphOptions
@@ -223,7 +231,8 @@ if streaming && graphOptions.isActive {
 // --eq/--reverb/--compress/--mix: play through the AudioUnits graph (GraphPlayback.swift).
 if graphOptions.isActive {
     exitTool(runGraphPlayback(files: options.files, graphOptions: graphOptions, volume: options.volume, start: options.start,
-                              limit: options.limit, output: options.output, debug: options.debug, interrupted: interrupted), "afplay")
+                              limit: options.limit, output: options.output, outputRate: options.outputRate, debug: options.debug,
+                              interrupted: interrupted), "afplay")
 }
 if streaming {
     exitTool(runStreaming(options, output: factory), "afplay")
@@ -231,7 +240,7 @@ if streaming {
 
 let player: AudioFilePlayer
 do {
-    player = try AudioFilePlayer(paths: options.files, output: factory)
+    player = try AudioFilePlayer(paths: options.files, output: factory, sampleRate: options.outputRate)
 } catch {
     fail("\(error)", code: 1)
 }

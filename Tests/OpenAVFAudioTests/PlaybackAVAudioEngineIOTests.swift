@@ -337,6 +337,10 @@ struct PlaybackAVAudioEngineIOTests {
             #expect(types == [AVAudioSession.InterruptionType.began.rawValue, AVAudioSession.InterruptionType.ended.rawValue])
             let options = heard.all().last?.userInfo?[AVAudioSessionInterruptionOptionKey] as? UInt
             #expect(options.map { AVAudioSession.InterruptionOptions(rawValue: $0).contains(.shouldResume) } == true)
+            // Began carries its reason (the route, the server, went away), as on Apple; ended does not.
+            let reason = heard.all().first?.userInfo?[AVAudioSessionInterruptionReasonKey] as? UInt
+            #expect(reason == AVAudioSession.InterruptionReason.routeDisconnected.rawValue, "began's reason: \(String(describing: reason))")
+            #expect(heard.all().last?.userInfo?[AVAudioSessionInterruptionReasonKey] == nil)
         }
     }
 

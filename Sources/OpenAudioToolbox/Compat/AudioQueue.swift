@@ -160,11 +160,20 @@ public let kAudioFormatUnsupportedDataFormatError: OSStatus = OSStatus(bitPatter
 // MARK: - Output selection
 
 /// Where queues opened through the C API play: `OAT_OUTPUT` (`auto`, `pulse`, `pulse:SINK`,
-/// `alsa`, `alsa:DEVICE`, `wav:PATH`, `null`, `null:fast`), default `auto`.
+/// `alsa`, `alsa:DEVICE`, `wav:PATH`, `null`, `null:fast`), default `auto`; any of them may end
+/// in `,rate=HZ` (`null:rate=HZ`): the device runs at that rate, the queue resamples to it.
 enum CompatOutput {
     static func spec() -> AudioOutputSpec {
         guard let raw = getenv("OAT_OUTPUT") else { return .auto }
         return AudioOutputSpec(parsing: String(cString: raw)) ?? .auto
+    }
+
+    /// The device format of a queue for `format`: `OAT_OUTPUT`'s `rate=HZ` when it has one (the
+    /// stream's channels); nil (the stream's own rate) otherwise.
+    static func deviceFormat(for format: AudioStreamBasicDescription) -> AudioDeviceFormat? {
+        guard let raw = getenv("OAT_OUTPUT"), let rate = AudioOutputSpec.sampleRate(parsing: String(cString: raw)),
+              format.channelsPerFrame > 0, format.channelsPerFrame <= 64 else { return nil }
+        return AudioDeviceFormat(sampleRate: rate, channels: Int(format.channelsPerFrame))
     }
 
     static func open(_ format: AudioDeviceFormat) throws(AudioError) -> any AudioOutputDevice {
@@ -262,7 +271,8 @@ private func makeQueue(_ format: UnsafePointer<AudioStreamBasicDescription>?, _ 
     guard let format, let out else { return kAudio_ParamError }
     let box = CompatQueue(delivery: delivery)
     return registerQueue(box, out) { () throws(AudioError) in
-        box.queue = try AudioOutputQueue(format: format.pointee, output: { f throws(AudioError) in try CompatOutput.open(f) }) { [weak box] _, buffer in
+        box.queue = try AudioOutputQueue(format: format.pointee, deviceFormat: CompatOutput.deviceFormat(for: format.pointee),
+                                         output: { f throws(AudioError) in try CompatOutput.open(f) }) { [weak box] _, buffer in
             box?.bufferReturned(buffer)
         }
         _ = box.queue.addPropertyListener { [weak box] _, property in box?.propertyChanged(property) }
@@ -551,7 +561,11 @@ public func AudioQueueGetCurrentTime(_ inAQ: AudioQueueRef, _ inTimeline: AudioQ
         outTimelineDiscontinuity?.pointee = DarwinBoolean(false)
         return noErr
     }
-    guard let (time, discontinuity) = box.queue.currentTime() else { return kAudioQueueErr_InvalidRunState }
+    guard let (now, discontinuity) = box.queue.currentTime() else { return kAudioQueueErr_InvalidRunState }
+    var time = now
+    // The queue's time is in its stream's rate (the device may run at OAT_OUTPUT's rate=HZ).
+    let (streamRate, deviceRate) = (box.queue.format.sampleRate, box.queue.deviceFormat.sampleRate)
+    if streamRate != deviceRate, deviceRate > 0 { time.mSampleTime = (time.mSampleTime * streamRate / deviceRate).rounded(.down) }
     outTimeStamp?.pointee = time
     outTimelineDiscontinuity?.pointee = DarwinBoolean(discontinuity)
     return noErr
