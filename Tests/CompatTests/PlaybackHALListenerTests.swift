@@ -163,6 +163,17 @@ struct PlaybackHALListenerTests {
         var address = AudioObjectPropertyAddress(mSelector: kAudioHardwarePropertyDevices, mScope: kAudioObjectPropertyScopeGlobal,
                                                  mElement: kAudioObjectPropertyElementMain)
         let system = AudioObjectID(kAudioObjectSystemObject)
+        // Another listener stays registered meanwhile (removing the last one stopped the HAL's
+        // watcher thread, which waited for the call anyway).
+        let other = HeardChanges()
+        let otherClient = Unmanaged.passRetained(other).toOpaque()
+        var otherAddress = AudioObjectPropertyAddress(mSelector: kAudioHardwarePropertyDefaultOutputDevice, mScope: kAudioObjectPropertyScopeGlobal,
+                                                      mElement: kAudioObjectPropertyElementMain)
+        #expect(AudioObjectAddPropertyListener(system, &otherAddress, heardListener, otherClient) == noErr)
+        defer {
+            AudioObjectRemovePropertyListener(system, &otherAddress, heardListener, otherClient)
+            Unmanaged<HeardChanges>.fromOpaque(otherClient).release()
+        }
         #expect(AudioObjectAddPropertyListener(system, &address, slowListener, client) == noErr)
         try daemon.loadNullSink(.init(name: "oat_slow", rate: 48000, channels: 2))
         let entered = eventually(5) { slow.state.load(ordering: .acquiring) >= 1 }
