@@ -453,7 +453,11 @@ extension DecoderThread {
         guard let queue, buffering.isBuffering else { return }
         let buffered = bufferedSeconds()
         let decoded = Double(feeder.framesAhead(played: queue.playedStreamFrames)) / deviceRate
-        let inputDone = (pump.current?.inputEnded ?? true) || (pump.current?.reader.isFinished ?? true)
+        // No more audio will be decoded: the decoder has seen the end, or the network thread
+        // has ended and the decoder has taken everything it received (not merely "the network
+        // thread has ended": a short live burst read to its end in one go still had its bytes
+        // waiting, and the queue started on the first 1,004 frames decoded).
+        let inputDone = (pump.current?.inputEnded ?? true) || (pump.current?.reader.isDrained ?? true)
         // Every queue buffer is in use: no more decoded audio fits (the play ring holds
         // `liveRingSeconds` of a live stream); the rest of the target is counted in received bytes.
         let full = feeder.pool.isEmpty && decoded > 0
