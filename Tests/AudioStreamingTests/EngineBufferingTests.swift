@@ -76,4 +76,19 @@ import Testing
         b.phase = .rebuffering
         #expect(b.stalled(queueStarted: true, secondsSinceActivity: 16, timeout: 15))
     }
+
+    /// The start waits for the play ring: audio enqueued but not yet copied by the queue's
+    /// thread does not count; once every buffer is copied, or the ring holds the target (at
+    /// most 0.5 s of it), it does.
+    @Test func theStartWaitsForThePlayRing() {
+        // 0.23 s enqueued, 1,004 frames in the ring, buffers still waiting: not yet.
+        #expect(!BufferingController.ringCovers(1004.0 / 44100, decoded: 0.23, target: 0.15, pendingBuffers: 4))
+        #expect(!BufferingController.ringCovers(0, decoded: 0.02, target: 0.15, pendingBuffers: 1))
+        // Everything copied, or the target in the ring.
+        #expect(BufferingController.ringCovers(0.23, decoded: 0.23, target: 0.15, pendingBuffers: 0))
+        #expect(BufferingController.ringCovers(0.16, decoded: 0.23, target: 0.15, pendingBuffers: 3))
+        // A grown target beyond the ring: half a second in the ring is enough.
+        #expect(BufferingController.ringCovers(0.5, decoded: 1.2, target: 2, pendingBuffers: 10))
+        #expect(!BufferingController.ringCovers(0.3, decoded: 1.2, target: 2, pendingBuffers: 10))
+    }
 }

@@ -80,12 +80,8 @@ private final class Loopback {
     init(secondSink: Bool) throws {
         daemon = try PulseTestDaemon(sampleRate: rate, channels: 2)
         if secondSink {
-            let pactl = try #require(ChildProcess.which("pactl"), "pactl is not installed (pulseaudio-utils)")
             let parec = try #require(ChildProcess.which("parec"), "parec is not installed (pulseaudio-utils)")
-            let load = try ChildProcess.spawn(pactl, ["load-module", "module-null-sink", "sink_name=\(outSink)", "format=float32le",
-                                                      "rate=\(rate)", "channels=2", "norewinds=1"],
-                                              environment: daemon.environment, outputPath: "\(daemon.directory)/pactl-load.log")
-            #expect(waitFor(10) { !load.isRunning })
+            try daemon.loadNullSink(.init(name: outSink, rate: rate, channels: 2))
             recorder = try ChildProcess.spawn(parec, ["-d", "\(outSink).monitor", "--raw", "--format=float32le", "--rate=\(rate)",
                                                       "--channels=2", "--latency-msec=20", "--file-format=raw", recordPath],
                                               environment: daemon.environment, outputPath: "\(daemon.directory)/parec-out.log")

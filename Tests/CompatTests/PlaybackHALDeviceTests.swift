@@ -95,14 +95,14 @@ struct PlaybackHALDeviceTests {
         var address = AudioObjectPropertyAddress(mSelector: kAudioHardwarePropertyDevices, mScope: kAudioObjectPropertyScopeGlobal,
                                                  mElement: kAudioObjectPropertyElementMain)
         #expect(AudioObjectAddPropertyListenerBlock(AudioObjectID(kAudioObjectSystemObject), &address, queue, block) == noErr)
-        _ = try pactl(daemon, ["load-module", "module-null-sink", "sink_name=oat_block"])
+        try daemon.loadNullSink(.init(name: "oat_block", rate: 48000, channels: 2))
         #expect(waitFor(5) { heard.devicesSeen.load(ordering: .relaxed) >= 1 }, "no Devices call after a sink was loaded")
         #expect(heard.offQueue.load(ordering: .relaxed) == 0, "the block ran off its dispatch queue")
         #expect(AudioObjectRemovePropertyListenerBlock(AudioObjectID(kAudioObjectSystemObject), &address, queue, block) == noErr)
         #expect(AudioObjectRemovePropertyListenerBlock(AudioObjectID(kAudioObjectSystemObject), &address, queue, block) != noErr)
         queue.sync {}
         let before = heard.calls.load(ordering: .relaxed)
-        _ = try pactl(daemon, ["load-module", "module-null-sink", "sink_name=oat_block_later"])
+        try daemon.loadNullSink(.init(name: "oat_block_later", rate: 48000, channels: 2))
         usleep(1_000_000)
         queue.sync {}
         #expect(heard.calls.load(ordering: .relaxed) == before, "the block was called after it was removed")
@@ -113,7 +113,7 @@ struct PlaybackHALDeviceTests {
         let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
         setenv("PULSE_SERVER", daemon.server, 1)
         defer { unsetenv("PULSE_SERVER"); daemon.stop() }
-        _ = try pactl(daemon, ["load-module", "module-null-sink", "sink_name=oat_second"])
+        try daemon.loadNullSink(.init(name: "oat_second", rate: 48000, channels: 2))
         let second = try #require(deviceNamed("oat_second"), "the loaded sink is not a HAL device")
         var desc = AudioComponentDescription(componentType: kAudioUnitType_Output, componentSubType: kAudioUnitSubType_DefaultOutput,
                                              componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)

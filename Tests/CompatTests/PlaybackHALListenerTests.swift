@@ -90,23 +90,35 @@ struct PlaybackHALListenerTests {
         setenv("PULSE_SERVER", daemon.server, 1)
         defer { unsetenv("PULSE_SERVER"); daemon.stop() }
         let heard = HeardChanges()
-        let client = Unmanaged.passUnretained(heard).toOpaque()
+        // The listeners' client data stays alive until every listener is removed, whichever way
+        // the test ends (a listener left registered by a failed step would be called later with
+        // freed client data, and crash the test process).
+        let client = Unmanaged.passRetained(heard).toOpaque()
+        let registered = Locked<[(AudioObjectID, AudioObjectPropertyAddress)]>([])
+        defer {
+            for (object, address) in registered.withLock({ $0 }) {
+                var a = address
+                AudioObjectRemovePropertyListener(object, &a, heardListener, client)
+            }
+            Unmanaged<HeardChanges>.fromOpaque(client).release()
+        }
         let system = AudioObjectID(kAudioObjectSystemObject)
         let selectors = [kAudioHardwarePropertyDevices, kAudioHardwarePropertyDefaultOutputDevice, kAudioHardwarePropertyDefaultInputDevice]
         for selector in selectors {
             var address = AudioObjectPropertyAddress(mSelector: selector, mScope: kAudioObjectPropertyScopeGlobal,
                                                      mElement: kAudioObjectPropertyElementMain)
             #expect(AudioObjectAddPropertyListener(system, &address, heardListener, client) == noErr)
+            registered.withLock { $0.append((system, address)) }
         }
 
         // A sink appears: the device list changes (the sink and its monitor source).
-        let index = try pactl(daemon, ["load-module", "module-null-sink", "sink_name=oat_extra"]).trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(Int(index) != nil, "load-module said \(index)")
+        let index = String(try daemon.loadNullSink(.init(name: "oat_extra", rate: 48000, channels: 2)))
         #expect(eventually(5) { heard.count(system, kAudioHardwarePropertyDevices) >= 1 }, "no Devices call after a sink was loaded")
         let extra = try #require(deviceWithUID("oat_extra"))
         var alive = AudioObjectPropertyAddress(mSelector: kAudioDevicePropertyDeviceIsAlive, mScope: kAudioObjectPropertyScopeGlobal,
                                                mElement: kAudioObjectPropertyElementMain)
         #expect(AudioObjectAddPropertyListener(extra, &alive, heardListener, client) == noErr)
+        registered.withLock { $0.append((extra, alive)) }
 
         // The defaults change.
         _ = try pactl(daemon, ["set-default-sink", "oat_extra"])
@@ -121,22 +133,74 @@ struct PlaybackHALListenerTests {
         #expect(eventually(5) { heard.count(extra, kAudioDevicePropertyDeviceIsAlive) == 1 }, "no DeviceIsAlive call for the sink that went")
         #expect(eventually(5) { heard.count(system, kAudioHardwarePropertyDevices) > devicesBefore })
         #expect(eventually(5) { heard.count(system, kAudioHardwarePropertyDefaultOutputDevice) > outputBefore })
+
+        // Removed: no more calls. Once the removals have returned no call is under way, so the
+        // counts below are final (read before, a call that had counted itself but not yet
+        // finished its query made `answered` one short).
+        for (object, address) in registered.withLock({ s in defer { s.removeAll() }; return s }) {
+            var a = address
+            #expect(AudioObjectRemovePropertyListener(object, &a, heardListener, client) == noErr)
+        }
         let answered = heard.queriesAnswered.load(ordering: .relaxed)
         let onMain = heard.onMainThread.load(ordering: .relaxed)
         let listenerCalls = heard.listenerCalls.load(ordering: .relaxed)
         #expect(answered > 0 && answered == listenerCalls, "\(answered) of \(listenerCalls) HAL queries from a listener answered")
         #expect(!onMain, "a listener ran on the thread that registered it")
-
-        // Removed: no more calls.
-        for selector in selectors {
-            var address = AudioObjectPropertyAddress(mSelector: selector, mScope: kAudioObjectPropertyScopeGlobal,
-                                                     mElement: kAudioObjectPropertyElementMain)
-            #expect(AudioObjectRemovePropertyListener(system, &address, heardListener, client) == noErr)
-        }
-        #expect(AudioObjectRemovePropertyListener(extra, &alive, heardListener, client) == noErr)
         let total = heard.total
-        _ = try pactl(daemon, ["load-module", "module-null-sink", "sink_name=oat_later"])
+        try daemon.loadNullSink(.init(name: "oat_later", rate: 48000, channels: 2))
         usleep(1_000_000)
         #expect(heard.total == total, "listeners were called after they were removed")
     }
+
+    @Test("Removing a listener waits for a call of it under way: none runs after the removal returned")
+    func removalWaitsForACallUnderWay() throws {
+        let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
+        setenv("PULSE_SERVER", daemon.server, 1)
+        defer { unsetenv("PULSE_SERVER"); daemon.stop() }
+        let slow = SlowListener()
+        let client = Unmanaged.passRetained(slow).toOpaque()
+        defer { Unmanaged<SlowListener>.fromOpaque(client).release() }
+        var address = AudioObjectPropertyAddress(mSelector: kAudioHardwarePropertyDevices, mScope: kAudioObjectPropertyScopeGlobal,
+                                                 mElement: kAudioObjectPropertyElementMain)
+        let system = AudioObjectID(kAudioObjectSystemObject)
+        // Another listener stays registered meanwhile (removing the last one stopped the HAL's
+        // watcher thread, which waited for the call anyway).
+        let other = HeardChanges()
+        let otherClient = Unmanaged.passRetained(other).toOpaque()
+        var otherAddress = AudioObjectPropertyAddress(mSelector: kAudioHardwarePropertyDefaultOutputDevice, mScope: kAudioObjectPropertyScopeGlobal,
+                                                      mElement: kAudioObjectPropertyElementMain)
+        #expect(AudioObjectAddPropertyListener(system, &otherAddress, heardListener, otherClient) == noErr)
+        defer {
+            AudioObjectRemovePropertyListener(system, &otherAddress, heardListener, otherClient)
+            Unmanaged<HeardChanges>.fromOpaque(otherClient).release()
+        }
+        #expect(AudioObjectAddPropertyListener(system, &address, slowListener, client) == noErr)
+        try daemon.loadNullSink(.init(name: "oat_slow", rate: 48000, channels: 2))
+        let entered = eventually(5) { slow.state.load(ordering: .acquiring) >= 1 }
+        #expect(entered, "the listener was not called for the new sink")
+        #expect(AudioObjectRemovePropertyListener(system, &address, slowListener, client) == noErr)
+        // The call that was under way has returned; none starts later.
+        let after = slow.state.load(ordering: .acquiring)
+        #expect(!entered || after == 2, "the removal returned while the listener was still running (state \(after))")
+        let calls = slow.calls.load(ordering: .relaxed)
+        try daemon.loadNullSink(.init(name: "oat_slow_later", rate: 48000, channels: 2))
+        usleep(700_000)
+        #expect(slow.calls.load(ordering: .relaxed) == calls, "called after the removal")
+    }
+}
+
+/// A listener that takes 0.4 s: `state` 1 while inside its first call, 2 once that returned.
+private final class SlowListener: Sendable {
+    let state = Atomic<Int>(0)
+    let calls = Atomic<Int>(0)
+}
+
+private func slowListener(_ object: AudioObjectID, _ count: UInt32, _ addresses: UnsafePointer<AudioObjectPropertyAddress>,
+                          _ clientData: UnsafeMutableRawPointer?) -> OSStatus {
+    let slow = Unmanaged<SlowListener>.fromOpaque(clientData!).takeUnretainedValue()
+    slow.calls.add(1, ordering: .relaxed)
+    guard slow.state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else { return noErr }
+    usleep(400_000)
+    slow.state.store(2, ordering: .releasing)
+    return noErr
 }

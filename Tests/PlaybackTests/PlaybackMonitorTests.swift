@@ -57,17 +57,13 @@ struct PlaybackMonitorTests {
 
     @Test func monitoredOutputCarriesTheToneWithGainAndEQ() throws {
         let afrecord = try #require(builtProduct("afrecord"), "afrecord is not built (swift build)")
-        let pactl = try #require(ChildProcess.which("pactl"), "pactl is not installed (pulseaudio-utils)")
         let parec = try #require(ChildProcess.which("parec"), "parec is not installed (pulseaudio-utils)")
         let rate = 48000
         let daemon = try PulseTestDaemon(sampleRate: rate, channels: 2)
         defer { daemon.stop() }
         // A second null sink takes the monitor's output, so it does not feed back into the input.
         let outSink = "oat_monitor_out"
-        let load = try ChildProcess.spawn(pactl, ["load-module", "module-null-sink", "sink_name=\(outSink)", "format=float32le",
-                                                  "rate=\(rate)", "channels=2", "norewinds=1"],
-                                          environment: daemon.environment, outputPath: "\(daemon.directory)/pactl-load.log")
-        #expect(waitUntil(10) { !load.isRunning })
+        try daemon.loadNullSink(.init(name: outSink, rate: rate, channels: 2))
         let recordPath = "\(daemon.directory)/monitored.raw"
         let recorder = try ChildProcess.spawn(parec, ["-d", "\(outSink).monitor", "--raw", "--format=float32le", "--rate=\(rate)",
                                                       "--channels=2", "--latency-msec=20", "--file-format=raw", recordPath],

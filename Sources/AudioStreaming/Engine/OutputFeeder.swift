@@ -57,6 +57,19 @@ struct BufferingController {
         return decoded + undecoded >= target
     }
 
+    /// Whether the play ring holds what the start counted on: `ring` seconds in the ring,
+    /// `decoded` seconds enqueued and not played, `pendingBuffers` enqueued buffers the queue's
+    /// thread has not copied into the ring yet. Everything enqueued has reached the ring, or the
+    /// ring alone holds the start target (capped at ``ringStartCap``: a grown target beyond what
+    /// the ring holds is met in buffers and bytes, see ``readyToStart(decoded:full:inputDone:undecoded:)``).
+    static func ringCovers(_ ring: Double, decoded: Double, target: Double, pendingBuffers: Int) -> Bool {
+        pendingBuffers == 0 || ring >= min(decoded, target, ringStartCap)
+    }
+
+    /// The most the ring must hold before a start when buffers are still waiting to be copied
+    /// (the live ring is 0.7 s).
+    static let ringStartCap = 0.5
+
     /// The progress shown while buffering, 0...1 in steps of 0.01, for `buffered` seconds
     /// (decoded audio plus an estimate for the bytes not decoded yet).
     func progress(buffered: Double) -> Double {
@@ -440,11 +453,26 @@ extension DecoderThread {
         guard let queue, buffering.isBuffering else { return }
         let buffered = bufferedSeconds()
         let decoded = Double(feeder.framesAhead(played: queue.playedStreamFrames)) / deviceRate
-        let inputDone = (pump.current?.inputEnded ?? true) || (pump.current?.reader.isFinished ?? true)
+        // No more audio will be decoded: the decoder has seen the end, or the network thread
+        // has ended and the decoder has taken everything it received (not merely "the network
+        // thread has ended": a short live burst read to its end in one go still had its bytes
+        // waiting, and the queue started on the first 1,004 frames decoded).
+        let inputDone = (pump.current?.inputEnded ?? true) || (pump.current?.reader.isDrained ?? true)
         // Every queue buffer is in use: no more decoded audio fits (the play ring holds
         // `liveRingSeconds` of a live stream); the rest of the target is counted in received bytes.
         let full = feeder.pool.isEmpty && decoded > 0
         if buffering.readyToStart(decoded: decoded, full: full, inputDone: inputDone, undecoded: undecodedSeconds()) {
+            // Enqueued is not yet playable: the queue's own thread copies enqueued buffers into
+            // its play ring, and under load it lags the decoder. The device pulls from the ring
+            // as soon as it starts (PulseAudio asks for its whole target length at once), so it
+            // starts only once the audio counted above is there (at 2 ms ticks until then).
+            let ring = Double(queue.bufferedFrames) / deviceRate
+            guard BufferingController.ringCovers(ring, decoded: decoded, target: buffering.target, pendingBuffers: queue.pendingBufferCount) else {
+                debug("start waits for the play ring: \(queue.bufferedFrames) frames in it, \(queue.pendingBufferCount) buffers not copied")
+                engine.setState(.buffering(progress: buffering.progress(buffered: buffered)))
+                return
+            }
+            debug("start: \(queue.bufferedFrames) frames in the ring, \(queue.pendingBufferCount) buffers not copied, \(feeder.framesAhead(played: queue.playedStreamFrames)) enqueued ahead")
             if engine.control.withLock({ $0.paused }) {
                 buffering.phase = .playing
                 engine.setState(.paused)

@@ -42,7 +42,9 @@ public func AudioObjectAddPropertyListenerBlock(_ inObjectID: AudioObjectID, _ i
         let call: @Sendable () -> Void = {
             addresses.withUnsafeBufferPointer { block.value(UInt32($0.count), $0.baseAddress!) }
         }
-        if let queue = inDispatchQueue { queue.async(execute: call) } else { call() }
+        guard let queue = inDispatchQueue else { call(); return }
+        // Removed while the call waited on the queue: not called.
+        queue.async { if listenerBlocks.withLock({ $0.entries.contains { $0.token == token } }) { call() } }
     })
     return noErr
 }

@@ -10,7 +10,11 @@
 
 import AudioCore
 import AudioDevices
+import Dispatch
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 enum HALNotifier {
     /// A registered listener: the address it asked for and how to call it.
@@ -29,9 +33,14 @@ enum HALNotifier {
     }
 
     struct State {
-        var entries: [Entry] = []
+        var entries: [(id: UInt64, entry: Entry)] = []
+        var nextID: UInt64 = 1
         var watcher: PulseAudioDeviceWatcher?
         var snapshot: Snapshot?
+        /// The listener being called now (its id) and the thread calling it: a removal from
+        /// another thread waits until that call has returned.
+        var calling: UInt64?
+        var callingThread: pthread_t?
     }
 
     static let state = Locked(State())
@@ -47,7 +56,8 @@ enum HALNotifier {
     /// Registers a listener; starts watching PulseAudio with the first one.
     static func add(_ entry: Entry) {
         let needsWatcher = state.withLock { s -> Bool in
-            s.entries.append(entry)
+            s.entries.append((s.nextID, entry))
+            s.nextID += 1
             return s.watcher == nil
         }
         guard needsWatcher, PulseAudioOutputDevice.serverAnswers() else { return }
@@ -64,19 +74,48 @@ enum HALNotifier {
 
     /// Removes the listener registered with the same object, address and client data (the
     /// first such one); stops watching when none is left. False when there was none.
+    ///
+    /// As Apple's HAL promises: once this returns, the listener is not called again. A call
+    /// already under way on the notification thread is waited for (unless the listener removes
+    /// itself, or another, from inside a call: that thread does not wait for itself), so that a
+    /// caller may free the client data right after.
     @discardableResult
     static func remove(object: AudioObjectID, address: AudioObjectPropertyAddress, clientData: UInt) -> Bool {
-        let (found, idle) = state.withLock { s -> (Bool, PulseAudioDeviceWatcher?) in
-            guard let i = s.entries.firstIndex(where: { $0.object == object && $0.address == address && $0.clientData == clientData }) else {
-                return (false, nil)
+        let (found, idle) = state.withLock { s -> (UInt64?, PulseAudioDeviceWatcher?) in
+            guard let i = s.entries.firstIndex(where: { $0.entry.object == object && $0.entry.address == address && $0.entry.clientData == clientData }) else {
+                return (nil, nil)
             }
-            s.entries.remove(at: i)
-            guard s.entries.isEmpty else { return (true, nil) }
+            let id = s.entries.remove(at: i).id
+            guard s.entries.isEmpty else { return (id, nil) }
             defer { s.watcher = nil; s.snapshot = nil }
-            return (true, s.watcher)
+            return (id, s.watcher)
         }
+        guard let found else { return false }
+        let onNotifierThread = state.withLock { s in s.callingThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        if onNotifierThread {
+            // Inside a listener: the watcher's thread cannot join itself; it ends on another.
+            if let idle { DispatchQueue.global().async { idle.stop() } }
+            return true
+        }
+        // A call of this listener that started before the removal: wait for it to return.
+        while state.withLock({ $0.calling == found }) { usleep(200) }
+        // No call starts after this: the watcher's thread has ended.
         idle?.stop()
-        return found
+        return true
+    }
+
+    /// Calls the listener `id` with `addresses` if it is still registered (a removal from
+    /// another thread waits for the call to return).
+    private static func call(_ id: UInt64, _ object: AudioObjectID, _ addresses: [AudioObjectPropertyAddress]) {
+        let entry = state.withLock { s -> Entry? in
+            guard let e = s.entries.first(where: { $0.id == id })?.entry else { return nil }
+            s.calling = id
+            s.callingThread = pthread_self()
+            return e
+        }
+        guard let entry else { return }
+        defer { state.withLock { s in s.calling = nil; s.callingThread = nil } }
+        entry.call(object, addresses)
     }
 
     /// The watcher saw a burst of events: find what changed and tell the listeners.
@@ -98,10 +137,12 @@ enum HALNotifier {
         for gone in Set(before.devices).subtracting(now.devices) { changes[gone, default: []].append(kAudioDevicePropertyDeviceIsAlive) }
         let entries = state.withLock { $0.entries }
         for (object, selectors) in changes.sorted(by: { $0.key < $1.key }) {
-            for entry in entries where entry.object == object {
+            for (id, entry) in entries where entry.object == object {
                 let matching = selectors.filter { matches(entry.address, selector: $0) }
                 guard !matching.isEmpty else { continue }
-                entry.call(object, matching.map {
+                // Looked up again at the call: a listener removed since the list was taken is
+                // not called.
+                call(id, object, matching.map {
                     AudioObjectPropertyAddress(mSelector: $0, mScope: kAudioObjectPropertyScopeGlobal, mElement: kAudioObjectPropertyElementMain)
                 })
             }
