@@ -24,22 +24,8 @@ import Testing
     /// Runs of exactly silent frames (every channel 0: what the output pads a short render
     /// with) of `minimumFrames` or more between the first and the last non-silent frame.
     static func paddedSilences(_ samples: [Float], channels: Int, minimumFrames: Int = 2) -> [(frame: Int, frames: Int)] {
-        let frames = samples.count / channels
-        var found: [(frame: Int, frames: Int)] = []
-        var run = 0
-        var started = false
-        for f in 0..<frames {
-            var silent = true
-            for c in 0..<channels where samples[f * channels + c] != 0 { silent = false; break }
-            if silent {
-                run += 1
-            } else {
-                if started && run >= minimumFrames { found.append((f - run, run)) }
-                started = true
-                run = 0
-            }
-        }
-        return found
+        // Exactly zero in every channel: the ring scanner's gaps with the smallest threshold.
+        PlaybackRingUnderLoadTests.gaps(samples, channels: channels, minimumFrames: minimumFrames, threshold: .leastNonzeroMagnitude)
     }
 
     @Test func liveStreamStartsWithoutAGapUnderCPULoad() async throws {

@@ -111,47 +111,45 @@ struct PlaybackAVAudioEngineDetachTests {
 
     @Test("At a PulseAudio sink: a player detached while playing falls silent, its handler is called, and attached again it plays")
     func playerDetachedWhilePlayingAtASink() throws {
-        let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
-        setenv("PULSE_SERVER", daemon.server, 1)
-        setenv("OAT_OUTPUT", "pulse:oat_test", 1)
-        defer { unsetenv("PULSE_SERVER"); unsetenv("OAT_OUTPUT"); daemon.stop() }
-        let recording = try daemon.recordMonitor(to: "\(daemon.directory)/monitor.raw")
-        let engine = AVAudioEngine()
-        let player = AVAudioPlayerNode()
-        engine.attach(player)
-        engine.connect(player, to: engine.mainMixerNode, format: nil)
-        let stopped = DispatchSemaphore(value: 0)
-        let long = AVAudioEngineOfflineTests.toneBuffer(frequency: 523.25, amplitude: 0.3, frames: 10 * 48000, channels: 2)
-        player.scheduleBuffer(long, at: nil, completionCallbackType: .dataPlayedBack) { _ in stopped.signal() }
-        try engine.start()
-        player.play()
-        usleep(1_000_000)
-        engine.detach(player)
-        #expect(!player.isPlaying, "a detached player is stopped")
-        #expect(stopped.wait(timeout: .now() + 1) == .success, "the handler of the buffer it was playing is called on the detach")
-        usleep(1_000_000)
-        engine.attach(player)
-        engine.connect(player, to: engine.mainMixerNode, format: nil)
-        let played = DispatchSemaphore(value: 0)
-        let short = AVAudioEngineOfflineTests.toneBuffer(frequency: 880, amplitude: 0.3, frames: 48000, channels: 2)
-        player.scheduleBuffer(short, at: nil, completionCallbackType: .dataPlayedBack) { _ in played.signal() }
-        player.play()
-        #expect(played.wait(timeout: .now() + 4) == .success, "the re-attached player played its new buffer back")
-        usleep(200_000)
-        engine.stop()
-        let recorded = recording.stop()
-        let left = stride(from: 0, to: recorded.count, by: 2).map { recorded[$0] }
-        let runs = Self.loudRuns(left)
-        try #require(runs.count == 2, "two tones heard (before the detach, after the re-attach): \(runs)")
-        let first = Double(runs[0].1 - runs[0].0) / 48000
-        let gap = Double(runs[1].0 - runs[0].1) / 48000
-        let second = Double(runs[1].1 - runs[1].0) / 48000
-        #expect(first > 0.6 && first < 1.5, "the first tone stops at the detach (about 1 s): \(first) s")
-        #expect(gap > 0.6, "silence while detached: \(gap) s")
-        #expect(abs(second - 1.0) < 0.05, "the re-attached player's 1 s buffer is heard whole: \(second) s")
-        let mid = runs[1].0 + 12000
-        let at880 = phaseOffset(left[mid..<(mid + 4800)], start: mid, frequency: 880, rate: 48000).amplitude
-        let at523 = phaseOffset(left[mid..<(mid + 4800)], start: mid, frequency: 523.25, rate: 48000).amplitude
-        #expect(at880 > 0.25 && at523 < 0.03, "the second tone is the new buffer (880 Hz \(at880), 523 Hz \(at523))")
+        try withEngineAtPulseSink { daemon in
+            let recording = try daemon.recordMonitor(to: "\(daemon.directory)/monitor.raw")
+            let engine = AVAudioEngine()
+            let player = AVAudioPlayerNode()
+            engine.attach(player)
+            engine.connect(player, to: engine.mainMixerNode, format: nil)
+            let stopped = DispatchSemaphore(value: 0)
+            let long = AVAudioEngineOfflineTests.toneBuffer(frequency: 523.25, amplitude: 0.3, frames: 10 * 48000, channels: 2)
+            player.scheduleBuffer(long, at: nil, completionCallbackType: .dataPlayedBack) { _ in stopped.signal() }
+            try engine.start()
+            player.play()
+            usleep(1_000_000)
+            engine.detach(player)
+            #expect(!player.isPlaying, "a detached player is stopped")
+            #expect(stopped.wait(timeout: .now() + 1) == .success, "the handler of the buffer it was playing is called on the detach")
+            usleep(1_000_000)
+            engine.attach(player)
+            engine.connect(player, to: engine.mainMixerNode, format: nil)
+            let played = DispatchSemaphore(value: 0)
+            let short = AVAudioEngineOfflineTests.toneBuffer(frequency: 880, amplitude: 0.3, frames: 48000, channels: 2)
+            player.scheduleBuffer(short, at: nil, completionCallbackType: .dataPlayedBack) { _ in played.signal() }
+            player.play()
+            #expect(played.wait(timeout: .now() + 4) == .success, "the re-attached player played its new buffer back")
+            usleep(200_000)
+            engine.stop()
+            let recorded = recording.stop()
+            let left = stride(from: 0, to: recorded.count, by: 2).map { recorded[$0] }
+            let runs = Self.loudRuns(left)
+            try #require(runs.count == 2, "two tones heard (before the detach, after the re-attach): \(runs)")
+            let first = Double(runs[0].1 - runs[0].0) / 48000
+            let gap = Double(runs[1].0 - runs[0].1) / 48000
+            let second = Double(runs[1].1 - runs[1].0) / 48000
+            #expect(first > 0.6 && first < 1.5, "the first tone stops at the detach (about 1 s): \(first) s")
+            #expect(gap > 0.6, "silence while detached: \(gap) s")
+            #expect(abs(second - 1.0) < 0.05, "the re-attached player's 1 s buffer is heard whole: \(second) s")
+            let mid = runs[1].0 + 12000
+            let at880 = phaseOffset(left[mid..<(mid + 4800)], start: mid, frequency: 880, rate: 48000).amplitude
+            let at523 = phaseOffset(left[mid..<(mid + 4800)], start: mid, frequency: 523.25, rate: 48000).amplitude
+            #expect(at880 > 0.25 && at523 < 0.03, "the second tone is the new buffer (880 Hz \(at880), 523 Hz \(at523))")
+        }
     }
 }

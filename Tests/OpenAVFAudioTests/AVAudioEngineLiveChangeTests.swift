@@ -185,82 +185,80 @@ func wrapped(_ a: Double) -> Double {
 struct PlaybackAVAudioEngineLiveChangeTests {
     @Test("At a PulseAudio sink: installTap, removeTap and a connect while playing keep the clocks going and the sine continuous")
     func changesWhilePlayingAtASink() throws {
-        let daemon = try PulseTestDaemon(sampleRate: 48000, channels: 2)
-        setenv("PULSE_SERVER", daemon.server, 1)
-        setenv("OAT_OUTPUT", "pulse:oat_test", 1)
-        defer { unsetenv("PULSE_SERVER"); unsetenv("OAT_OUTPUT"); daemon.stop() }
-        let recording = try daemon.recordMonitor(to: "\(daemon.directory)/monitor.raw")
-        let engine = AVAudioEngine()
-        let player = AVAudioPlayerNode()
-        engine.attach(player)
-        engine.connect(player, to: engine.mainMixerNode, format: nil)
-        let frequency = 523.25, seconds = 3.0
-        let tone = AVAudioEngineOfflineTests.toneBuffer(frequency: frequency, amplitude: 0.3, frames: Int(seconds * 48000), channels: 2)
-        player.scheduleBuffer(tone, at: nil)
-        try engine.start()
-        #expect(engine.outputNode.outputFormat(forBus: 0).sampleRate == 48000 || engine.outputNode.inputFormat(forBus: 0).sampleRate == 48000)
-        player.play()
-        var samples: [Clocks] = []
-        var events: [(String, Int)] = []
-        let second = AVAudioPlayerNode()
-        let began = Date()
-        let tapped = Atomic<Int>(0)
-        let firstTapTime = Locked<Int64?>(nil)
-        var done = (tap: false, untap: false, connect: false)
-        while Date().timeIntervalSince(began) < seconds + 0.4 {
-            let t = Date().timeIntervalSince(began)
-            if t > 0.8 && !done.tap {
-                done.tap = true
-                events.append(("installTap", samples.count))
-                engine.mainMixerNode.installTap(onBus: 0, bufferSize: 2048, format: nil) { b, when in
-                    tapped.add(Int(b.frameLength), ordering: .relaxed)
-                    firstTapTime.withLock { if $0 == nil { $0 = when.sampleTime } }
+        try withEngineAtPulseSink { daemon in
+            let recording = try daemon.recordMonitor(to: "\(daemon.directory)/monitor.raw")
+            let engine = AVAudioEngine()
+            let player = AVAudioPlayerNode()
+            engine.attach(player)
+            engine.connect(player, to: engine.mainMixerNode, format: nil)
+            let frequency = 523.25, seconds = 3.0
+            let tone = AVAudioEngineOfflineTests.toneBuffer(frequency: frequency, amplitude: 0.3, frames: Int(seconds * 48000), channels: 2)
+            player.scheduleBuffer(tone, at: nil)
+            try engine.start()
+            #expect(engine.outputNode.outputFormat(forBus: 0).sampleRate == 48000 || engine.outputNode.inputFormat(forBus: 0).sampleRate == 48000)
+            player.play()
+            var samples: [Clocks] = []
+            var events: [(String, Int)] = []
+            let second = AVAudioPlayerNode()
+            let began = Date()
+            let tapped = Atomic<Int>(0)
+            let firstTapTime = Locked<Int64?>(nil)
+            var done = (tap: false, untap: false, connect: false)
+            while Date().timeIntervalSince(began) < seconds + 0.4 {
+                let t = Date().timeIntervalSince(began)
+                if t > 0.8 && !done.tap {
+                    done.tap = true
+                    events.append(("installTap", samples.count))
+                    engine.mainMixerNode.installTap(onBus: 0, bufferSize: 2048, format: nil) { b, when in
+                        tapped.add(Int(b.frameLength), ordering: .relaxed)
+                        firstTapTime.withLock { if $0 == nil { $0 = when.sampleTime } }
+                    }
+                } else if t > 1.4 && !done.untap {
+                    done.untap = true
+                    events.append(("removeTap", samples.count))
+                    engine.mainMixerNode.removeTap(onBus: 0)
+                } else if t > 2.0 && !done.connect {
+                    done.connect = true
+                    events.append(("attach+connect", samples.count))
+                    engine.attach(second)
+                    engine.connect(second, to: engine.mainMixerNode, format: nil)
                 }
-            } else if t > 1.4 && !done.untap {
-                done.untap = true
-                events.append(("removeTap", samples.count))
-                engine.mainMixerNode.removeTap(onBus: 0)
-            } else if t > 2.0 && !done.connect {
-                done.connect = true
-                events.append(("attach+connect", samples.count))
-                engine.attach(second)
-                engine.connect(second, to: engine.mainMixerNode, format: nil)
+                samples.append(Clocks(engine, player))
+                usleep(20_000)
             }
-            samples.append(Clocks(engine, player))
-            usleep(20_000)
-        }
-        engine.stop()
-        let recorded = recording.stop()
-        #expect(tapped.load(ordering: .relaxed) > 0, "the tap installed while running received audio")
-        // Its buffers carry the node's time (installed 0.8 s in), not a count from 0.
-        let tapTime = firstTapTime.withLock { $0 }
-        #expect((tapTime ?? 0) > Int64(0.5 * 48000), "the tap's first buffer is at node time \(String(describing: tapTime))")
+            engine.stop()
+            let recorded = recording.stop()
+            #expect(tapped.load(ordering: .relaxed) > 0, "the tap installed while running received audio")
+            // Its buffers carry the node's time (installed 0.8 s in), not a count from 0.
+            let tapTime = firstTapTime.withLock { $0 }
+            #expect((tapTime ?? 0) > Int64(0.5 * 48000), "the tap's first buffer is at node time \(String(describing: tapTime))")
 
-        // The clocks never go back.
-        for i in 1..<samples.count {
-            let (a, b) = (samples[i - 1], samples[i])
-            let stage = events.last { $0.1 <= i }?.0 ?? "start"
-            #expect((b.output ?? -1) >= (a.output ?? Int64.max), "the output's sample time went back after \(stage): \(a) -> \(b)")
-            #expect((b.playerTime ?? -1) >= (a.playerTime ?? Int64.max), "the player's time went back after \(stage): \(a) -> \(b)")
-        }
-        let last = try #require(samples.last?.output)
-        #expect(Double(last) > 0.8 * (seconds + 0.3) * 48000, "the output rendered \(last) frames in \(seconds + 0.4) s")
+            // The clocks never go back.
+            for i in 1..<samples.count {
+                let (a, b) = (samples[i - 1], samples[i])
+                let stage = events.last { $0.1 <= i }?.0 ?? "start"
+                #expect((b.output ?? -1) >= (a.output ?? Int64.max), "the output's sample time went back after \(stage): \(a) -> \(b)")
+                #expect((b.playerTime ?? -1) >= (a.playerTime ?? Int64.max), "the player's time went back after \(stage): \(a) -> \(b)")
+            }
+            let last = try #require(samples.last?.output)
+            #expect(Double(last) > 0.8 * (seconds + 0.3) * 48000, "the output rendered \(last) frames in \(seconds + 0.4) s")
 
-        // The sine arrives whole: no gap, no lost frames (its phase never jumps), all of it.
-        let left = stride(from: 0, to: recorded.count, by: 2).map { recorded[$0] }
-        let first = try #require(left.firstIndex { abs($0) > 0.02 }, "nothing was heard")
-        let lastLoud = try #require(left.lastIndex { abs($0) > 0.02 })
-        let heard = Double(lastLoud - first) / 48000
-        #expect(abs(heard - seconds) < 0.03, "the tone lasted \(heard) s of its \(seconds) s (changes: \(events.map(\.0)))")
-        let window = 480
-        let reference = phaseOffset(left[(first + 960)..<(first + 960 + window)], start: first + 960, frequency: frequency, rate: 48000)
-        var worst = 0.0, worstAt = 0
-        for start in stride(from: first + 960, to: lastLoud - 960, by: window) {
-            let w = phaseOffset(left[start..<(start + window)], start: start, frequency: frequency, rate: 48000)
-            let d = max(abs(wrapped(w.phase - reference.phase)), abs(w.amplitude - reference.amplitude) / reference.amplitude)
-            if d > worst { worst = d; worstAt = start }
+            // The sine arrives whole: no gap, no lost frames (its phase never jumps), all of it.
+            let left = stride(from: 0, to: recorded.count, by: 2).map { recorded[$0] }
+            let first = try #require(left.firstIndex { abs($0) > 0.02 }, "nothing was heard")
+            let lastLoud = try #require(left.lastIndex { abs($0) > 0.02 })
+            let heard = Double(lastLoud - first) / 48000
+            #expect(abs(heard - seconds) < 0.03, "the tone lasted \(heard) s of its \(seconds) s (changes: \(events.map(\.0)))")
+            let window = 480
+            let reference = phaseOffset(left[(first + 960)..<(first + 960 + window)], start: first + 960, frequency: frequency, rate: 48000)
+            var worst = 0.0, worstAt = 0
+            for start in stride(from: first + 960, to: lastLoud - 960, by: window) {
+                let w = phaseOffset(left[start..<(start + window)], start: start, frequency: frequency, rate: 48000)
+                let d = max(abs(wrapped(w.phase - reference.phase)), abs(w.amplitude - reference.amplitude) / reference.amplitude)
+                if d > worst { worst = d; worstAt = start }
+            }
+            print("live changes at a sink: heard \(heard) s, worst phase/amplitude deviation \(worst) at \(Double(worstAt - first) / 48000) s")
+            #expect(worst < 0.2, "the sine jumps \(Double(worstAt - first) / 48000) s in (deviation \(worst)); changes: \(events.map(\.0))")
         }
-        print("live changes at a sink: heard \(heard) s, worst phase/amplitude deviation \(worst) at \(Double(worstAt - first) / 48000) s")
-        #expect(worst < 0.2, "the sine jumps \(Double(worstAt - first) / 48000) s in (deviation \(worst)); changes: \(events.map(\.0))")
     }
 }

@@ -61,15 +61,8 @@ private func audibleSpan(_ samples: [Float], channels: Int, threshold: Float = 1
 struct PlaybackAVAudioPlayerTests {
     /// A private daemon whose default sink `oat_test` runs at `rate`; the players' engine plays there.
     func withSink(rate: Int = 48000, _ body: (PulseTestDaemon, ScratchDirectory) throws -> Void) throws {
-        let daemon = try PulseTestDaemon(sampleRate: rate, channels: 2)
         let scratch = try ScratchDirectory("avplayer-play")
-        setenv("PULSE_SERVER", daemon.server, 1)
-        setenv("OAT_OUTPUT", "pulse:oat_test", 1)
-        defer {
-            unsetenv("PULSE_SERVER"); unsetenv("OAT_OUTPUT")
-            daemon.stop()
-        }
-        try body(daemon, scratch)
+        try withEngineAtPulseSink(rate: rate) { daemon in try body(daemon, scratch) }
     }
 
     /// Plays `player` to its end while recording the sink; the recording (stereo).

@@ -87,6 +87,13 @@ final class CompatConverter {
         c.dither = dither
     }
 
+    /// Hands the resampler and dither settings to the converters made so far (the decoder or
+    /// PCM converter, and the encoder's input converter) after one of them changed.
+    func applySettings() {
+        converter.map(configure)
+        encoderInput.map(configure)
+    }
+
     /// Makes the encoder again after a setting changed (`change` applies it, `undo` reverts it
     /// when the encoder refuses). Only before any input: an encoder holding frames cannot change.
     func remakeEncoder(_ change: () -> Void, undo: () -> Void) -> OSStatus {

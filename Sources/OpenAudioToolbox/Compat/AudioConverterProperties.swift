@@ -114,8 +114,7 @@ public func AudioConverterSetProperty(_ inAudioConverter: AudioConverterRef, _ i
         guard inPropertyDataSize >= 4 else { return kAudioConverterErr_BadPropertySizeError }
         let raw = inPropertyData.loadUnaligned(as: UInt32.self)
         box.quality = SampleRateConverterQuality.allCases.last(where: { $0.rawValue <= raw }) ?? .min
-        box.converter.map(box.configure)
-        box.encoderInput.map(box.configure)
+        box.applySettings()
         return noErr
     case kAudioConverterPrimeMethod:
         return inPropertyDataSize >= 4 ? noErr : kAudioConverterErr_BadPropertySizeError

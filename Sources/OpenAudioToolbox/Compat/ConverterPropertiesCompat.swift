@@ -146,15 +146,13 @@ func setExtraConverterProperty(_ box: CompatConverter, _ id: AudioConverterPrope
         guard size >= 4 else { return kAudioConverterErr_BadPropertySizeError }
         guard let value = SampleRateConverterComplexity(rawValue: data.loadUnaligned(as: UInt32.self)) else { return kAudio_ParamError }
         box.complexity = value
-        box.converter.map(box.configure)
-        box.encoderInput.map(box.configure)
+        box.applySettings()
         return noErr
     case kAudioConverterPropertyDithering:
         guard size >= 4 else { return kAudioConverterErr_BadPropertySizeError }
         guard let value = DitherAlgorithm(rawValue: data.loadUnaligned(as: UInt32.self)) else { return kAudio_ParamError }
         box.dither = value
-        box.converter.map(box.configure)
-        box.encoderInput.map(box.configure)
+        box.applySettings()
         return noErr
     case kAudioCodecPropertyBitRateControlMode:
         guard box.isEncoder else { return kAudioConverterErr_PropertyNotSupported }
