@@ -38,15 +38,6 @@ let package = Package(
     name: "OpenAudioToolbox",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "AudioCore", targets: ["AudioCore"]),
-        .library(name: "AudioFiles", targets: ["AudioFiles"]),
-        .library(name: "AudioConversion", targets: ["AudioConversion"]),
-        .library(name: "AudioDevices", targets: ["AudioDevices"]),
-        .library(name: "AudioProcessing", targets: ["AudioProcessing"]),
-        .library(name: "AudioQueueEngine", targets: ["AudioQueueEngine"]),
-        .library(name: "AudioNetwork", targets: ["AudioNetwork"]),
-        .library(name: "AudioStreaming", targets: ["AudioStreaming"]),
-        .library(name: "AudioUnits", targets: ["AudioUnits"]),
         .library(name: "AudioToolboxKit", targets: ["AudioToolboxKit"]),
         .library(name: "OpenAudioToolbox", targets: ["OpenAudioToolbox"]),
         .library(name: "OpenAVFAudio", targets: ["OpenAVFAudio"]),
@@ -62,55 +53,55 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian's -dev packages, found through pkg-config.
-        // FFmpeg's headers only (default include path, no link lines): CFFmpegLazy loads the
+        // FFmpeg's headers only (default include path, no link lines): COATFFmpegLazy loads the
         // libraries with dlopen on first use and defines the functions the package calls.
-        .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavcodec-dev", "libavutil-dev", "libswresample-dev"])]),
-        .target(name: "CFFmpegLazy"),
+        .systemLibrary(name: "COATFFmpeg", providers: [.apt(["libavcodec-dev", "libavutil-dev", "libswresample-dev"])]),
+        .target(name: "COATFFmpegLazy"),
         // libmpg123 decodes MPEG audio (Layer I/II/III) without loading FFmpeg.
-        .systemLibrary(name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
+        .systemLibrary(name: "COATMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
         // PulseAudio's and ALSA's headers only (no link lines, no pkgConfig: their libs would link
         // them again; the headers are on the default include path): COATDeviceLazy loads libpulse
         // and libasound with dlopen on first use and defines the functions the package calls, so
         // a program that opens no device (afinfo, afconvert) does not map them and their ~25
         // dependencies at launch.
-        .systemLibrary(name: "CPulseAudio", providers: [.apt(["libpulse-dev"])]),
-        .systemLibrary(name: "CALSA", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "COATPulseAudio", providers: [.apt(["libpulse-dev"])]),
+        .systemLibrary(name: "COATALSA", providers: [.apt(["libasound2-dev"])]),
         // The dlopen-on-first-use loader COATDeviceLazy and COATDSPLazy share (include/oat_lazy.h).
         .target(name: "COATLazy"),
         .target(name: "COATDeviceLazy", dependencies: ["COATLazy"]),
         // Rubber Band's and SpeexDSP's headers only (no link lines): COATDSPLazy loads the libraries
         // with dlopen on first use and defines the functions the package calls. No pkgConfig: its
         // libs would link them again (the headers are on the default include path).
-        .systemLibrary(name: "CRubberBand", providers: [.apt(["librubberband-dev"])]),
-        .systemLibrary(name: "CSpeexDSP", providers: [.apt(["libspeexdsp-dev"])]),
+        .systemLibrary(name: "COATRubberBand", providers: [.apt(["librubberband-dev"])]),
+        .systemLibrary(name: "COATSpeexDSP", providers: [.apt(["libspeexdsp-dev"])]),
         .target(name: "COATDSPLazy", dependencies: ["COATLazy"]),
         // libcurl's headers only (no link line): COATCurl loads libcurl with dlopen on first use,
         // defines the curl functions the package calls, and wraps curl_easy_setopt/getinfo and macros.
-        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        .target(name: "COATCurl", dependencies: ["CCurl"]),
+        .systemLibrary(name: "COATCurlHeaders", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "COATCurl", dependencies: ["COATCurlHeaders"]),
         // Apple's C structs that Apple's @convention(c) callback types point at (headers only), so the
         // compat callback typealiases can be C function types as Apple's are: CoreAudioTypes.h's
-        // (AudioCore re-exports it) and Audio Toolbox's and the HAL's (OpenAudioToolbox re-exports it).
-        .target(name: "CCoreAudioTypes"),
-        .target(name: "CAudioToolboxTypes", dependencies: ["CCoreAudioTypes"]),
-        .target(name: "AudioCore", dependencies: ["CCoreAudioTypes"], swiftSettings: strict),
-        .target(name: "AudioFiles", dependencies: ["AudioCore"], swiftSettings: strict),
-        .target(name: "AudioConversion", dependencies: ["AudioCore", "CFFmpeg", "CFFmpegLazy", "CMPG123"], swiftSettings: strict),
-        .target(name: "AudioDevices", dependencies: ["AudioCore", "CPulseAudio", "CALSA", "COATDeviceLazy"], swiftSettings: strict),
-        .target(name: "AudioProcessing", dependencies: ["AudioCore", "CRubberBand", "CSpeexDSP", "COATDSPLazy"], swiftSettings: strict),
-        .target(name: "AudioQueueEngine", dependencies: ["AudioCore", "AudioConversion", "AudioDevices", "AudioProcessing"], swiftSettings: strict),
+        // (OATCore re-exports it) and Audio Toolbox's and the HAL's (OpenAudioToolbox re-exports it).
+        .target(name: "COATCoreAudioTypes"),
+        .target(name: "COATAudioToolboxTypes", dependencies: ["COATCoreAudioTypes"]),
+        .target(name: "OATCore", dependencies: ["COATCoreAudioTypes"], swiftSettings: strict),
+        .target(name: "OATFiles", dependencies: ["OATCore"], swiftSettings: strict),
+        .target(name: "OATConversion", dependencies: ["OATCore", "COATFFmpeg", "COATFFmpegLazy", "COATMPG123"], swiftSettings: strict),
+        .target(name: "OATDevices", dependencies: ["OATCore", "COATPulseAudio", "COATALSA", "COATDeviceLazy"], swiftSettings: strict),
+        .target(name: "OATProcessing", dependencies: ["OATCore", "COATRubberBand", "COATSpeexDSP", "COATDSPLazy"], swiftSettings: strict),
+        .target(name: "OATQueueEngine", dependencies: ["OATCore", "OATConversion", "OATDevices", "OATProcessing"], swiftSettings: strict),
         // The network layer below the player: byte sources (file, stdin, HTTP on libcurl, HLS), ICY,
         // playlists, MPEG-TS, the range cache and format detection. Usable without the player.
-        .target(name: "AudioNetwork", dependencies: ["AudioCore", "AudioFiles", "CCurl", "COATCurl"], swiftSettings: strict),
-        // The streaming player alone; re-exports AudioNetwork (its API takes and reports its types).
-        .target(name: "AudioStreaming", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioNetwork"], swiftSettings: strict),
-        .target(name: "AudioUnits", dependencies: ["AudioCore", "AudioConversion", "AudioDevices", "AudioProcessing"], swiftSettings: strict),
+        .target(name: "OATNetwork", dependencies: ["OATCore", "OATFiles", "COATCurlHeaders", "COATCurl"], swiftSettings: strict),
+        // The streaming player alone; re-exports OATNetwork (its API takes and reports its types).
+        .target(name: "OATStreaming", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork"], swiftSettings: strict),
+        .target(name: "OATUnits", dependencies: ["OATCore", "OATConversion", "OATDevices", "OATProcessing"], swiftSettings: strict),
         // The Swift API in one module; OpenAudioToolbox adds Apple's C-style names (and Foundation's URL).
-        .target(name: "AudioToolboxKit", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioNetwork", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
-        .target(name: "OpenAudioToolbox", dependencies: ["CAudioToolboxTypes", "AudioToolboxKit", "AudioCore", "AudioFiles", "AudioConversion", "AudioDevices", "AudioQueueEngine", "AudioNetwork", "AudioStreaming", "AudioUnits", "AudioProcessing"], swiftSettings: strict),
+        .target(name: "AudioToolboxKit", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork", "OATStreaming", "OATUnits", "OATProcessing"], swiftSettings: strict),
+        .target(name: "OpenAudioToolbox", dependencies: ["COATAudioToolboxTypes", "AudioToolboxKit", "OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork", "OATStreaming", "OATUnits", "OATProcessing"], swiftSettings: strict),
         // Apple's AVFAudio names (AVAudioFormat, AVAudioPCMBuffer, AVAudioFile, AVAudioConverter, ...)
         // over the C-style API, which it re-exports as AVFoundation re-exports AudioToolbox.
-        .target(name: "OpenAVFAudio", dependencies: ["OpenAudioToolbox", "AudioUnits", "AudioDevices", "AudioCore"], swiftSettings: strict),
+        .target(name: "OpenAVFAudio", dependencies: ["OpenAudioToolbox", "OATUnits", "OATDevices", "OATCore"], swiftSettings: strict),
         // The tools use the Swift API only, so they never load Foundation.
         // afplay links the Swift runtime statically (about 2 MB less resident memory than
         // libswiftCore.so and friends) with lld and packed relative relocations (DT_RELR, glibc
@@ -135,28 +126,28 @@ let package = Package(
                                                          "-L", packageDirectory + "Sources/afplay/Link"])]),
         .executableTarget(name: "afconvert", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
         .executableTarget(name: "afrecord", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
-        .target(name: "AudioTestSupport", dependencies: ["AudioCore", "AudioFiles", "AudioConversion", "AudioDevices"], swiftSettings: strict),
-        .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore"], swiftSettings: strict),
-        .testTarget(name: "AudioConversionTests", dependencies: ["AudioConversion", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "OpenAudioToolboxTests", dependencies: ["OpenAudioToolbox", "AudioStreaming", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "AudioDevicesTests", dependencies: ["AudioDevices", "AudioFiles", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "AudioQueueEngineTests", dependencies: ["AudioQueueEngine", "AudioFiles", "AudioTestSupport", "AudioProcessing"], swiftSettings: strict),
-        .testTarget(name: "SystemLibraryTests", dependencies: ["CFFmpeg", "CFFmpegLazy", "CPulseAudio", "CALSA", "COATDeviceLazy"], swiftSettings: strict),
-        .testTarget(name: "AudioWritingTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "AudioFilesTests", dependencies: ["AudioFiles", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "CompatTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
+        .target(name: "OATTestSupport", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices"], swiftSettings: strict),
+        .testTarget(name: "OATCoreTests", dependencies: ["OATCore"], swiftSettings: strict),
+        .testTarget(name: "OATConversionTests", dependencies: ["OATConversion", "OATFiles", "OATTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OpenAudioToolboxTests", dependencies: ["OpenAudioToolbox", "OATStreaming", "OATTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OATDevicesTests", dependencies: ["OATDevices", "OATFiles", "OATTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OATQueueEngineTests", dependencies: ["OATQueueEngine", "OATFiles", "OATTestSupport", "OATProcessing"], swiftSettings: strict),
+        .testTarget(name: "SystemLibraryTests", dependencies: ["COATFFmpeg", "COATFFmpegLazy", "COATPulseAudio", "COATALSA", "COATDeviceLazy"], swiftSettings: strict),
+        .testTarget(name: "AudioWritingTests", dependencies: ["OpenAudioToolbox", "OATTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OATFilesTests", dependencies: ["OATFiles", "OATTestSupport"], swiftSettings: strict),
+        .testTarget(name: "CompatTests", dependencies: ["OpenAudioToolbox", "OATTestSupport"], swiftSettings: strict),
         // Generated from docs/api-signatures.tsv by Scripts/gen-signature-tests.py: Apple's Swift signatures, checked by the compiler.
         .testTarget(name: "CompatSignatureTests", dependencies: ["OpenAudioToolbox"], swiftSettings: strict),
-        .testTarget(name: "AudioNetworkTests", dependencies: ["AudioNetwork", "AudioFiles", "AudioConversion", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "AudioStreamingTests", dependencies: ["AudioStreaming", "AudioUnits", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "AudioProcessingTests", dependencies: ["AudioProcessing", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "AudioUnitsTests", dependencies: ["AudioUnits", "AudioDevices", "OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "AudioTestSupport"], swiftSettings: strict),
-        .testTarget(name: "OpenAVFAudioTests", dependencies: ["OpenAVFAudio", "AudioTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OATNetworkTests", dependencies: ["OATNetwork", "OATFiles", "OATConversion", "OATTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OATStreamingTests", dependencies: ["OATStreaming", "OATUnits", "OATTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OATProcessingTests", dependencies: ["OATProcessing", "OATTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OATUnitsTests", dependencies: ["OATUnits", "OATDevices", "OpenAudioToolbox", "OATTestSupport"], swiftSettings: strict),
+        .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "OATTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OpenAVFAudioTests", dependencies: ["OpenAVFAudio", "OATTestSupport"], swiftSettings: strict),
         // Generated from docs/api-avfaudio-signatures.tsv by Scripts/gen-avf-signature-tests.py: Apple's AVFAudio
         // declarations, checked by the compiler in Swift 5 mode as ported code builds (no Sendable inference on method references).
         .testTarget(name: "AVFAudioSignatureTests", dependencies: ["OpenAVFAudio"], swiftSettings: [.swiftLanguageMode(.v5)]),
-        .testTarget(name: "PortingSuiteTests", dependencies: ["AudioTestSupport"], swiftSettings: strict),
+        .testTarget(name: "PortingSuiteTests", dependencies: ["OATTestSupport"], swiftSettings: strict),
     ] + portingPrograms.map { program in
         .executableTarget(name: program.name, dependencies: ["OpenAudioToolbox"], path: "PortingSuite/\(program.directory)",
                           swiftSettings: [.swiftLanguageMode(.v5)])

@@ -18,9 +18,7 @@ let package = Package(
             name: "render-alloc-bench",
             dependencies: [
                 "MallocCounter", "BenchSupport",
-                .product(name: "AudioCore", package: "OpenAudioToolbox"),
-                .product(name: "AudioDevices", package: "OpenAudioToolbox"),
-                .product(name: "AudioQueueEngine", package: "OpenAudioToolbox"),
+                .product(name: "AudioToolboxKit", package: "OpenAudioToolbox"),
                 .product(name: "OpenAVFAudio", package: "OpenAudioToolbox"),
             ],
             swiftSettings: strict
@@ -29,7 +27,7 @@ let package = Package(
             name: "decode-bench",
             dependencies: [
                 "BenchSupport",
-                .product(name: "AudioCore", package: "OpenAudioToolbox"),
+                .product(name: "AudioToolboxKit", package: "OpenAudioToolbox"),
                 .product(name: "OpenAudioToolbox", package: "OpenAudioToolbox"),
             ],
             swiftSettings: strict
@@ -39,9 +37,7 @@ let package = Package(
         .executableTarget(
             name: "streams-bench",
             dependencies: [
-                .product(name: "AudioCore", package: "OpenAudioToolbox"),
-                .product(name: "AudioFiles", package: "OpenAudioToolbox"),
-                .product(name: "AudioConversion", package: "OpenAudioToolbox"),
+                .product(name: "AudioToolboxKit", package: "OpenAudioToolbox"),
             ],
             swiftSettings: strict
         ),
@@ -49,7 +45,7 @@ let package = Package(
             name: "timepitch-bench",
             dependencies: [
                 "MallocCounter", "BenchSupport",
-                .product(name: "AudioProcessing", package: "OpenAudioToolbox"),
+                .product(name: "AudioToolboxKit", package: "OpenAudioToolbox"),
             ],
             swiftSettings: strict
         ),
@@ -57,8 +53,7 @@ let package = Package(
             name: "graph-bench",
             dependencies: [
                 "MallocCounter", "BenchSupport",
-                .product(name: "AudioCore", package: "OpenAudioToolbox"),
-                .product(name: "AudioUnits", package: "OpenAudioToolbox"),
+                .product(name: "AudioToolboxKit", package: "OpenAudioToolbox"),
             ],
             swiftSettings: strict
         ),
@@ -66,8 +61,7 @@ let package = Package(
         .executableTarget(
             name: "parse-bench",
             dependencies: [
-                .product(name: "AudioCore", package: "OpenAudioToolbox"),
-                .product(name: "AudioFiles", package: "OpenAudioToolbox"),
+                .product(name: "AudioToolboxKit", package: "OpenAudioToolbox"),
             ],
             swiftSettings: strict
         ),

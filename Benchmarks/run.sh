@@ -5,7 +5,7 @@
 #   render-alloc-bench  allocations on the render thread of every output device (must be 0)
 #   timepitch-bench     time-pitch and voice processing cost per quantum, allocations (must be 0)
 #   streams-bench       concurrent 128 kbps MP3 streams decoded and mixed in real time on one core
-#   graph-bench         AudioUnits graph render cost per quantum and render-thread allocations (must be 0)
+#   graph-bench         OATUnits graph render cost per quantum and render-thread allocations (must be 0)
 #   play-bench          afplay CPU time and peak RSS vs mpg123 and mpv playing the same MP3
 # Installs the Debian packages it needs when missing (ffmpeg, mpg123, mpv, pulseaudio), builds
 # afplay and the benchmarks in release mode. Options: --quick (10 s of playback per player and
@@ -66,7 +66,7 @@ echo
 echo "## Concurrent MP3 streams decoded and mixed on one core (streams-bench)"
 echo
 if [ $quick -eq 1 ]; then "$bin/streams-bench" --streams 500 --seconds 5; else "$bin/streams-bench" --streams 500 --seconds 20; fi
-echo "## AudioUnits graph render cost (graph-bench)"
+echo "## OATUnits graph render cost (graph-bench)"
 echo
 if [ $quick -eq 1 ]; then "$bin/graph-bench" --quanta 5000; else "$bin/graph-bench"; fi
 graph_status=$?

@@ -13,23 +13,23 @@ SWIFTC_BIN="$(find_swiftc)"
 locate_fuzzer_runtime
 mkdir -p "$OUT/stub"
 
-# The sources say `import AudioCore`; here AudioCore is compiled into the target's own module,
+# The sources say `import OATCore`; here OATCore is compiled into the target's own module,
 # so an empty module of that name satisfies the import.
-if [[ ! -f "$OUT/stub/AudioCore.swiftmodule" ]]; then
-    : > "$OUT/stub/AudioCore.swift"
-    "$SWIFTC_BIN" -parse-as-library -emit-module -module-name AudioCore \
-        -emit-module-path "$OUT/stub/AudioCore.swiftmodule" "$OUT/stub/AudioCore.swift"
+if [[ ! -f "$OUT/stub/OATCore.swiftmodule" ]]; then
+    : > "$OUT/stub/OATCore.swift"
+    "$SWIFTC_BIN" -parse-as-library -emit-module -module-name OATCore \
+        -emit-module-path "$OUT/stub/OATCore.swiftmodule" "$OUT/stub/OATCore.swift"
 fi
 
-# AudioCore re-exports the C declarations of the Core Audio structs (CCoreAudioTypes, a
+# OATCore re-exports the C declarations of the Core Audio structs (COATCoreAudioTypes, a
 # headers-only SwiftPM target): a module map for it, as SwiftPM would generate.
-mkdir -p "$OUT/stub/CCoreAudioTypes"
-printf 'module CCoreAudioTypes {\n    header "%s"\n    export *\n}\n' \
-    "$ROOT/Sources/CCoreAudioTypes/include/CCoreAudioTypes.h" > "$OUT/stub/CCoreAudioTypes/module.modulemap"
+mkdir -p "$OUT/stub/COATCoreAudioTypes"
+printf 'module COATCoreAudioTypes {\n    header "%s"\n    export *\n}\n' \
+    "$ROOT/Sources/COATCoreAudioTypes/include/COATCoreAudioTypes.h" > "$OUT/stub/COATCoreAudioTypes/module.modulemap"
 
-# -package-name: AudioCore declares `package` helpers (TextFormatting.swift).
+# -package-name: OATCore declares `package` helpers (TextFormatting.swift).
 FLAGS=(-parse-as-library -O -g -swift-version 6 -enable-upcoming-feature ExistentialAny -package-name OpenAudioToolbox
-       -warnings-as-errors -I "$OUT/stub" -I "$OUT/stub/CCoreAudioTypes" -use-ld=lld "${FUZZ_SANITIZE[@]}")
+       -warnings-as-errors -I "$OUT/stub" -I "$OUT/stub/COATCoreAudioTypes" -use-ld=lld "${FUZZ_SANITIZE[@]}")
 
 build_one() {
     local family="$1" exe="$OUT/fuzz-$1" stamp log extra
@@ -37,7 +37,7 @@ build_one() {
     mapfile -t SOURCES < <(library_sources "$family")
     mapfile -t extra < <(family_sources "$family")
     stamp="$( { "$SWIFTC_BIN" --version 2>&1; echo "${FLAGS[*]} ${FUZZ_EXTRA_LINK[*]}";
-                cat "${SOURCES[@]}" "${extra[@]}" "$FUZZ_DIR/Targets/$family.swift" "$ROOT/Sources/CCoreAudioTypes/include/CCoreAudioTypes.h"; } \
+                cat "${SOURCES[@]}" "${extra[@]}" "$FUZZ_DIR/Targets/$family.swift" "$ROOT/Sources/COATCoreAudioTypes/include/COATCoreAudioTypes.h"; } \
                 | sha256sum | cut -c1-16)"
     if [[ -x "$exe" && -f "$exe.stamp" && "$(cat "$exe.stamp")" == "$stamp" ]]; then
         echo "fuzz-$family: up to date"

@@ -67,24 +67,24 @@ locate_fuzzer_runtime() {
     FUZZ_RUNTIME="$lib"
 }
 
-# The Swift sources a target compiles: AudioCore + AudioFiles + the harness; the playlist and
-# mpegts targets take AudioCore + AudioNetwork's parsers (their harness is in the target file).
+# The Swift sources a target compiles: OATCore + OATFiles + the harness; the playlist and
+# mpegts targets take OATCore + OATNetwork's parsers (their harness is in the target file).
 library_sources() {
     case "${1:-}" in
         playlist|mpegts)
-            find "$ROOT/Sources/AudioCore" "$ROOT/Sources/AudioNetwork/Parsers" -name '*.swift' | LC_ALL=C sort ;;
+            find "$ROOT/Sources/OATCore" "$ROOT/Sources/OATNetwork/Parsers" -name '*.swift' | LC_ALL=C sort ;;
         *)
-            find "$ROOT/Sources/AudioCore" "$ROOT/Sources/AudioFiles" -name '*.swift' | LC_ALL=C sort
+            find "$ROOT/Sources/OATCore" "$ROOT/Sources/OATFiles" -name '*.swift' | LC_ALL=C sort
             echo "$FUZZ_DIR/Sources/FuzzHarness.swift" ;;
     esac
 }
 
-# Extra sources a family compiles besides library_sources: 'icy' fuzzes AudioNetwork's ICY
+# Extra sources a family compiles besides library_sources: 'icy' fuzzes OATNetwork's ICY
 # demuxer and response-head parsing (the files that do not need libcurl).
 family_sources() {
     case "$1" in
-        icy) printf '%s\n' "$ROOT/Sources/AudioNetwork/ByteSource.swift" \
-                 "$ROOT/Sources/AudioNetwork/ICYDemuxer.swift" "$ROOT/Sources/AudioNetwork/HTTPHead.swift" ;;
+        icy) printf '%s\n' "$ROOT/Sources/OATNetwork/ByteSource.swift" \
+                 "$ROOT/Sources/OATNetwork/ICYDemuxer.swift" "$ROOT/Sources/OATNetwork/HTTPHead.swift" ;;
     esac
 }
 

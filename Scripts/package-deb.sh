@@ -18,7 +18,7 @@ DESTDIR="$stage" Scripts/install.sh /usr >/dev/null
 # The libraries: what the ELF files need, and what the package dlopens (the sonames in the C
 # loaders under Sources/*Lazy and Sources/COATCurl; FFmpeg's are versioned by the installed major).
 needed=$(for t in "$stage"/usr/bin/*; do readelf -d "$t" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p'; done)
-dlopened=$(grep -rhoE '"lib[a-z0-9_]+\.so\.[0-9]*"' Sources/CFFmpegLazy Sources/COATDSPLazy Sources/COATCurl Sources/COATDeviceLazy | tr -d '"' | sort -u)
+dlopened=$(grep -rhoE '"lib[a-z0-9_]+\.so\.[0-9]*"' Sources/COATFFmpegLazy Sources/COATDSPLazy Sources/COATCurl Sources/COATDeviceLazy | tr -d '"' | sort -u)
 libs=()
 for soname in $needed $dlopened; do
   # "libavcodec.so." (major chosen at run time): the newest one installed.

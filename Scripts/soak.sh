@@ -2,7 +2,7 @@
 # Soak: streams N minutes of audio from the loopback server with injected faults (disconnects,
 # stalls, 503s, dropped connections, outages, a lost output device), rendered faster than real
 # time to the null device; samples RSS every 0.1 s into a CSV and checks memory flat, every
-# fault recovered and no drift (PlaybackSoakTests in Tests/AudioStreamingTests).
+# fault recovered and no drift (PlaybackSoakTests in Tests/OATStreamingTests).
 #   Scripts/soak.sh [--minutes N] [--csv PATH]     (default 60 minutes, soak.csv in .build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."

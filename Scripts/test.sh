@@ -18,7 +18,7 @@ python3 Scripts/gen-api-coverage.py --check
 swift build --build-tests -Xswiftc -warnings-as-errors
 # Everything but the real-time playback tests, in parallel; then the tests that play through
 # PulseAudio/ALSA in real time, alone, so CPU-heavy corpus tests cannot starve them.
-swift test --skip-build --skip 'PlaybackTests|AudioDevicesTests|\.Playback'
+swift test --skip-build --skip 'PlaybackTests|OATDevicesTests|\.Playback'
 # Real-time groups one after another, so PulseAudio, Icecast and several encoders are never all
 # competing for the two cores at once.
 # A real-time group that fails is run once more, saying so loudly: these tests depend on the
@@ -47,11 +47,11 @@ retry_summary() {
   fi
 }
 trap retry_summary EXIT
-for group in '^PlaybackTests\.' '^AudioDevicesTests\.' '^AudioStreamingTests\.Playback' '^AudioUnitsTests\.Playback' '^CompatTests\.Playback'; do
+for group in '^PlaybackTests\.' '^OATDevicesTests\.' '^OATStreamingTests\.Playback' '^OATUnitsTests\.Playback' '^CompatTests\.Playback'; do
   realtime --filter "$group" --skip 'PlaybackRecordingTests|PlaybackSoakTests' || status=1
 done
 # Real-time suites of the other test targets (a suite whose name has Playback in it).
-realtime --filter '\.Playback' --skip '^PlaybackTests\.|^AudioDevicesTests\.|^AudioStreamingTests\.|^AudioUnitsTests\.|^CompatTests\.|PlaybackRecordingTests|PlaybackSoakTests' || status=1
+realtime --filter '\.Playback' --skip '^PlaybackTests\.|^OATDevicesTests\.|^OATStreamingTests\.|^OATUnitsTests\.|^CompatTests\.|PlaybackRecordingTests|PlaybackSoakTests' || status=1
 # The soak checks this process's memory: alone (docs/reliability.md).
 realtime --filter 'PlaybackSoakTests' || status=1
 # Recording runs several afrecord processes and encoders at once: alone, so it cannot starve
@@ -90,5 +90,5 @@ if [ "${OAT_SANITIZERS:-1}" != 0 ]; then
   swift build --build-tests --sanitize=thread -Xswiftc -DOAT_TSAN --build-path .build-tsan -Xswiftc -warnings-as-errors
   TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 exitcode=66}" \
     swift test --skip-build --sanitize=thread --build-path .build-tsan \
-    --filter 'ConcurrencyStressTests|StreamingPlayerStressTests|AudioStreamingTests\.StreamingPlayerTests|AudioStreamingTests\.StreamingPlayerHTTPTests'
+    --filter 'ConcurrencyStressTests|StreamingPlayerStressTests|OATStreamingTests\.StreamingPlayerTests|OATStreamingTests\.StreamingPlayerHTTPTests'
 fi

@@ -1,5 +1,5 @@
-// The shared body of every fuzz target. Compiled into one module together with the AudioCore
-// and AudioFiles sources (see Fuzz/build.sh), so it can reach internal API.
+// The shared body of every fuzz target. Compiled into one module together with the OATCore
+// and OATFiles sources (see Fuzz/build.sh), so it can reach internal API.
 //
 // For one input it:
 //  1. feeds the bytes whole to a new AudioFileStream, then calls finish;

@@ -1,5 +1,5 @@
 // libFuzzer entry for the 'icy' family: the ICY metadata demuxer and the HTTP response-head
-// parsing of AudioNetwork (Sources/AudioNetwork/ICYDemuxer.swift, HTTPHead.swift), compiled
+// parsing of OATNetwork (Sources/OATNetwork/ICYDemuxer.swift, HTTPHead.swift), compiled
 // into this module by Fuzz/build.sh. It does not use FuzzHarness.run (no AudioFileStream here).
 //
 // For one input: byte 0 and 1 pick a small metadata interval (so blocks occur often); the rest

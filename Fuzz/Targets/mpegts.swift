@@ -1,5 +1,5 @@
 // libFuzzer entry for the 'mpegts' family: the MPEG-TS audio demuxer and the timed-ID3 reader.
-// Compiled with AudioCore and Sources/AudioNetwork/Parsers (see Fuzz/lib.sh).
+// Compiled with OATCore and Sources/OATNetwork/Parsers (see Fuzz/lib.sh).
 // For one input: demux it whole, then again in chunks whose sizes come from a hash of the input;
 // the outputs must be equal (split invariance) and bounded by the input; every ID3 tag found,
 // and the input itself, go through TimedID3.parse and every tag gets an audio offset.

@@ -1,5 +1,5 @@
 // libFuzzer entry for the 'playlist' family: PLS, M3U, extended M3U and HLS playlists.
-// Compiled with AudioCore and Sources/AudioNetwork/Parsers (see Fuzz/lib.sh).
+// Compiled with OATCore and Sources/OATNetwork/Parsers (see Fuzz/lib.sh).
 // For one input: parse it against a base URL picked from the first byte (remote, local, with a
 // query), with small limits; check that a remote playlist never yields a local reference, that
 // every entry is absolute, and run the variant choice. AudioError is an ordinary outcome.

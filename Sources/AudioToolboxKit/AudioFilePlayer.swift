@@ -1,8 +1,8 @@
-import AudioCore
-import AudioDevices
-import AudioFiles
-import AudioProcessing
-import AudioQueueEngine
+import OATCore
+import OATDevices
+import OATFiles
+import OATProcessing
+import OATQueueEngine
 import Dispatch
 import Synchronization
 #if canImport(Glibc)
@@ -55,7 +55,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
 
     private let queue: AudioOutputQueue
     private final class Pool: Sendable {
-        let buffers = Locked<[AudioQueueEngine.AudioQueueBuffer]>([])
+        let buffers = Locked<[OATQueueEngine.AudioQueueBuffer]>([])
     }
     private let pool = Pool()
     private let bufferReturned = DispatchSemaphore(value: 0)
@@ -302,7 +302,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         emit(.queue(event))
     }
 
-    private func takeBuffer() -> AudioQueueEngine.AudioQueueBuffer? {
+    private func takeBuffer() -> OATQueueEngine.AudioQueueBuffer? {
         while true {
             if state.withLock({ $0.stopRequested || $0.seekRequest != nil }) { return nil }
             if let b = pool.buffers.withLock({ $0.popLast() }) { return b }

@@ -3,12 +3,12 @@
 // adds the Apple-named C-style API (Compat/), which needs Foundation's URL; programs that do not
 // need Apple's names (afplay, afinfo, afconvert, afrecord) import this module and so do not load
 // Foundation at all.
-@_exported import AudioCore
-@_exported import AudioFiles
-@_exported import AudioConversion
-@_exported import AudioDevices
-@_exported import AudioQueueEngine
-@_exported import AudioProcessing
-@_exported import AudioUnits
-@_exported import AudioNetwork
-@_exported import AudioStreaming
+@_exported import OATCore
+@_exported import OATFiles
+@_exported import OATConversion
+@_exported import OATDevices
+@_exported import OATQueueEngine
+@_exported import OATProcessing
+@_exported import OATUnits
+@_exported import OATNetwork
+@_exported import OATStreaming

@@ -1,5 +1,5 @@
-import AudioCore
-import AudioUnits
+import OATCore
+import OATUnits
 import Synchronization
 
 extension AUPlayerNode {

@@ -1,6 +1,6 @@
-import AudioConversion
-import AudioCore
-import AudioFiles
+import OATConversion
+import OATCore
+import OATFiles
 
 /// Reads a file as PCM in a format of your choice: an `AudioFile` and an `AudioConverter`
 /// together, Apple's `ExtAudioFile`. Priming and remainder frames are trimmed, so the frames

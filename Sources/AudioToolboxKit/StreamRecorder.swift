@@ -1,7 +1,7 @@
-import AudioConversion
-import AudioCore
-import AudioFiles
-import AudioStreaming
+import OATConversion
+import OATCore
+import OATFiles
+import OATStreaming
 import Synchronization
 
 /// Records the audio bytes of a stream to a file while it plays (`afplay --record FILE URL`).

@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc // stdout: a constant in practice, a C global var to the checker
 #endif
-import AudioCore
-import AudioFiles
+import OATCore
+import OATFiles
 import Synchronization
 
 /// Writes `text` as one line to standard error (the command-line tools' error reporting).

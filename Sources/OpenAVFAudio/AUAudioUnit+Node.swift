@@ -2,7 +2,7 @@
 // AVAudioUnit.loadPreset(at:) reading .aupreset files.
 import Foundation
 import OpenAudioToolbox
-internal import AudioUnits
+internal import OATUnits
 
 /// The host's interface to an audio unit (Apple's `AUAudioUnit`), here the unit behind a node
 /// of an engine (``AVAudioNode/auAudioUnit``), bridged to its ``AVAudioUnit/audioUnit`` handle

@@ -4,9 +4,9 @@
 // running throughout (isRunning, the nodes' state, the players' timelines).
 import Foundation
 import OpenAudioToolbox
-internal import AudioUnits
-internal import AudioDevices
-internal import AudioCore
+internal import OATUnits
+internal import OATDevices
+internal import OATCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc

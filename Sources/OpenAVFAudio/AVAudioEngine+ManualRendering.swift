@@ -3,8 +3,8 @@
 // (manualRenderingBlock) is in AVAudioEngine+IO.swift.
 import Foundation
 import OpenAudioToolbox
-internal import AudioUnits
-internal import AudioCore
+internal import OATUnits
+internal import OATCore
 
 extension AVAudioEngine {
     /// ``enableManualRenderingMode(_:format:maximumFrameCount:)``.

@@ -3,8 +3,8 @@
 
 import Foundation
 import OpenAudioToolbox
-internal import AudioCore
-internal import AudioUnits
+internal import OATCore
+internal import OATUnits
 import Synchronization
 
 /// Writes rendered channels into `buffer` in its format (float or integer, planar or not).

@@ -3,7 +3,7 @@
 // which nodes the engine renders (a node's lastRenderTime is nil outside the rendering graph).
 import Foundation
 import OpenAudioToolbox
-internal import AudioUnits
+internal import OATUnits
 import Synchronization
 
 /// The block an input node pulls in manual rendering mode (Apple's `AVAudioIONodeInputBlock`):
@@ -37,7 +37,7 @@ final class ManualInputSource: @unchecked Sendable {
 
 /// Renders an input block's audio into the graph: the block is called with the slice's frame
 /// count and its buffers are copied (converted to Float32 planar) with nothing allocated.
-final class ManualInputUnit: AudioUnits.AUNode, @unchecked Sendable {
+final class ManualInputUnit: OATUnits.AUNode, @unchecked Sendable {
     let source: ManualInputSource
     private let starvation: ManualInputStarvation
     private let interleaved: Bool

@@ -3,7 +3,7 @@
 // error, and the level meter fed by a tap.
 import Foundation
 import OpenAudioToolbox
-internal import AudioUnits
+internal import OATUnits
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,7 +2,7 @@
 // loops scheduled ahead as file segments, the end, and the delegate's calls.
 import Foundation
 import OpenAudioToolbox
-internal import AudioUnits
+internal import OATUnits
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -4,7 +4,7 @@
 // share its clock, as Apple's players share the output device.
 import Foundation
 import OpenAudioToolbox
-internal import AudioUnits
+internal import OATUnits
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
 // One recording of an AVAudioRecorder: the input queue and the crash-safe file it writes, from
 // prepareToRecord() to the end of the recording.
-internal import AudioCore
+internal import OATCore
 import Foundation
 import OpenAudioToolbox
 import Synchronization

@@ -2,7 +2,7 @@
 // AVAudioFileTypeKey), the data format (AVFormatIDKey, AVSampleRateKey, AVNumberOfChannelsKey,
 // the AVLinearPCM keys) and the encoder (AVEncoderBitRateKey, AVEncoderAudioQualityKey, ...),
 // checked before anything is created.
-internal import AudioCore
+internal import OATCore
 import Foundation
 import OpenAudioToolbox
 
@@ -38,12 +38,12 @@ struct RecorderPlan {
             throw avError(kAudioFileUnsupportedFileTypeError, "AVAudioRecorder: cannot record '\(fileType)' files (\(path))")
         }
         let defaults = AudioFileConversion.defaultFormat(for: fileType, sourceBits: 16, sourceFloat: false)
-        let formatID: AudioCore.AudioFormatID
+        let formatID: OATCore.AudioFormatID
         if let value = settings[AVFormatIDKey] {
             guard let number = settingNumber(value), number >= 0, number <= Double(UInt32.max) else {
                 throw avError(kAudioFormatUnsupportedDataFormatError, "AVAudioRecorder: AVFormatIDKey \(value) is not an AudioFormatID")
             }
-            formatID = AudioCore.AudioFormatID(rawValue: UInt32(number))
+            formatID = OATCore.AudioFormatID(rawValue: UInt32(number))
         } else {
             formatID = defaults.formatID
         }

@@ -1,7 +1,7 @@
 // AVAudioRecorder: Apple's file recorder, over the input AudioQueue (the device thread copies
 // into a ring; the queue's thread converts, encodes and meters) and the crash-safe file writer
 // afrecord uses.
-internal import AudioCore
+internal import OATCore
 import Foundation
 import OpenAudioToolbox
 import Synchronization

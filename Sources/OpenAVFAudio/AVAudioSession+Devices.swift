@@ -3,8 +3,8 @@
 // interruption notifications while the session is active.
 import Foundation
 import OpenAudioToolbox
-internal import AudioDevices
-internal import AudioCore
+internal import OATDevices
+internal import OATCore
 #if canImport(Glibc)
 import Glibc
 #endif

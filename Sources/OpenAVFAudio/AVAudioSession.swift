@@ -5,8 +5,8 @@
 // driven by PulseAudio's device events (PulseAudioDeviceWatcher) while the session is active.
 import Foundation
 import OpenAudioToolbox
-internal import AudioDevices
-internal import AudioCore
+internal import OATDevices
+internal import OATCore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,8 +1,8 @@
-// AVAudioUnitDistortion: Apple's multistage distortion over the AudioUnits distortion node, with
+// AVAudioUnitDistortion: Apple's multistage distortion over the OATUnits distortion node, with
 // approximations of Apple's factory presets.
 import Foundation
 import OpenAudioToolbox
-internal import AudioUnits
+internal import OATUnits
 
 /// Distortion presets (Apple's `AVAudioUnitDistortionPreset`). Apple does not publish its
 /// presets' settings: each here is an approximation built from the stages of the distortion
@@ -91,7 +91,7 @@ public enum AVAudioUnitDistortionPreset: Int, Sendable {
 /// `AUDistortionNode`), a ``preGain`` before them and a ``wetDryMix`` after.
 open class AVAudioUnitDistortion: AVAudioUnitEffect, @unchecked Sendable {
     private var preset = AVAudioUnitDistortionPreset.drumsBitBrush
-    private weak var stagesWritten: AudioUnits.AUNode?
+    private weak var stagesWritten: OATUnits.AUNode?
     private var presetChanged = false
     /// The gain before the distortion, in decibels, −80 ... 20 (default −6).
     open var preGain: Float = -6 { didSet { push() } }
@@ -108,7 +108,7 @@ open class AVAudioUnitDistortion: AVAudioUnitEffect, @unchecked Sendable {
         push()
     }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
         AUDistortionNode(channels: outputChannels)
     }
 

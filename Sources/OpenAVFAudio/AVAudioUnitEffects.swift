@@ -1,8 +1,8 @@
 // Apple's effect units (AVAudioUnitEQ, AVAudioUnitReverb, AVAudioUnitDelay,
-// AVAudioUnitTimePitch, AVAudioUnitVarispeed) over the AudioUnits nodes.
+// AVAudioUnitTimePitch, AVAudioUnitVarispeed) over the OATUnits nodes.
 import Foundation
 import OpenAudioToolbox
-internal import AudioUnits
+internal import OATUnits
 
 /// An EQ band's filter (Apple's `AVAudioUnitEQFilterType`).
 public enum AVAudioUnitEQFilterType: Int, Sendable {
@@ -65,7 +65,7 @@ open class AVAudioUnitEQ: AVAudioUnitEffect, @unchecked Sendable {
     /// One band, as ``AVAudioUnitEQ(numberOfBands:)`` with 1.
     public convenience override init() { self.init(numberOfBands: 1) }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
         AUNBandEQNode(channels: outputChannels, bands: bands.map { _ in AUEQBand(.parametric, frequency: 1000, bypass: true) })
     }
 
@@ -160,7 +160,7 @@ open class AVAudioUnitReverb: AVAudioUnitEffect, @unchecked Sendable {
         push()
     }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
         AUReverbNode(channels: outputChannels)
     }
 
@@ -205,7 +205,7 @@ open class AVAudioUnitDelay: AVAudioUnitEffect, @unchecked Sendable {
     /// Creates a delay.
     public override init() { super.init(audioComponentDescription: .apple(kAudioUnitType_Effect, kAudioUnitSubType_Delay)) }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
         AUDelayNode(channels: outputChannels)
     }
 
@@ -241,7 +241,7 @@ open class AVAudioUnitTimePitch: AVAudioUnitTimeEffect, @unchecked Sendable {
     /// Creates a time-pitch unit.
     public init() { super.init(audioComponentDescription: .apple(kAudioUnitType_FormatConverter, kAudioUnitSubType_NewTimePitch)) }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
         AUTimePitchNode(channels: outputChannels)
     }
 
@@ -280,7 +280,7 @@ open class AVAudioUnitVarispeed: AVAudioUnitTimeEffect, @unchecked Sendable {
     /// Creates a varispeed unit.
     public init() { super.init(audioComponentDescription: .apple(kAudioUnitType_FormatConverter, kAudioUnitSubType_Varispeed)) }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> AudioUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
         AUVarispeedNode(channels: outputChannels)
     }
 

@@ -2,4 +2,4 @@
 // Swift API, which this module re-exports (AudioToolboxKit and every layer below it).
 @_exported import AudioToolboxKit
 // Apple's C structs that the @convention(c) callback types point at (AudioObjectPropertyAddress, ...).
-@_exported import CAudioToolboxTypes
+@_exported import COATAudioToolboxTypes

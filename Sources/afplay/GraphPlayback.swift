@@ -1,4 +1,4 @@
-// afplay's AudioUnits path: --eq, --reverb, --compress and --mix route playback through an
+// afplay's OATUnits path: --eq, --reverb, --compress and --mix route playback through an
 // AudioGraph (players -> mixer -> EQ -> compressor/limiter -> reverb -> output) instead of the
 // plain AudioQueue player.
 import AudioToolboxKit
@@ -19,7 +19,7 @@ struct GraphOptions {
     var isActive: Bool { eq != nil || reverbRoom != nil || compress || mix }
 
     static let usage = """
-      --eq PRESET|BANDS    equaliser through the AudioUnits graph: a preset (flat, rock, pop, jazz,
+      --eq PRESET|BANDS    equaliser through the OATUnits graph: a preset (flat, rock, pop, jazz,
                            classical, bass, vocal, treble), named bands (bass+6,mid-2,treble-3: low
                            shelf 120 Hz, peak 1 kHz, high shelf 6 kHz) or 10 comma-separated dB
                            values for the graphic bands 31.25 Hz ... 16 kHz
@@ -29,8 +29,8 @@ struct GraphOptions {
     """
 
     /// The effect nodes the options ask for, in processing order: EQ, compressor and limiter, reverb.
-    func makeEffects() -> [AudioUnits.AUNode] {
-        var chain: [AudioUnits.AUNode] = []
+    func makeEffects() -> [OATUnits.AUNode] {
+        var chain: [OATUnits.AUNode] = []
         if let bands = eq { chain.append(AUNBandEQNode(channels: 2, bands: bands)) }
         if compress {
             chain.append(AUDynamicsNode(channels: 2, threshold: -24, ratio: 3, knee: 6, attack: 0.01, release: 0.15, makeup: 6))
@@ -96,7 +96,7 @@ func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float
             players.append(p)
         }
         let chain = graphOptions.makeEffects()
-        var last: AudioUnits.AUNode = mixer
+        var last: OATUnits.AUNode = mixer
         for n in chain {
             try graph.add(n)
             try graph.connect(last, to: n)

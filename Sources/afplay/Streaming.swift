@@ -1,5 +1,5 @@
 // afplay URL: plays http(s)/icy streams, playlists and standard input through StreamingPlayer.
-import AudioStreaming
+import OATStreaming
 import Dispatch
 import AudioToolboxKit
 import Synchronization

@@ -228,7 +228,7 @@ if streaming && graphOptions.isActive {
         }
     }), "afplay")
 }
-// --eq/--reverb/--compress/--mix: play through the AudioUnits graph (GraphPlayback.swift).
+// --eq/--reverb/--compress/--mix: play through the OATUnits graph (GraphPlayback.swift).
 if graphOptions.isActive {
     exitTool(runGraphPlayback(files: options.files, graphOptions: graphOptions, volume: options.volume, start: options.start,
                               limit: options.limit, output: options.output, outputRate: options.outputRate, debug: options.debug,

@@ -1,4 +1,4 @@
-// afrecord --monitor and --measure-latency: the input through an AudioUnits graph to the output.
+// afrecord --monitor and --measure-latency: the input through an OATUnits graph to the output.
 import AudioToolboxKit
 import Synchronization
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import AudioTestSupport
+import OATTestSupport
 import OpenAudioToolbox
 import Testing
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
-import AudioCore
-import AudioTestSupport
+import OATCore
+import OATTestSupport
 import OpenAudioToolbox
 import Testing
 #if canImport(Glibc)
@@ -12,7 +12,7 @@ struct OutputCase: CustomStringConvertible, Sendable {
     var data: String
     var ext: String
     var codec: String
-    var formatID: AudioCore.AudioFormatID
+    var formatID: OATCore.AudioFormatID
     /// True when ffmpeg's decoder output applies the file's gapless info (so its frame count
     /// must equal ours).
     var ffmpegTrims: Bool

@@ -1,5 +1,5 @@
-import AudioCore
-import AudioTestSupport
+import OATCore
+import OATTestSupport
 import OpenAudioToolbox
 import Testing
 #if canImport(Glibc)

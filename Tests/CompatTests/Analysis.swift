@@ -1,6 +1,6 @@
-// Analysis helpers for the seed translations: this file uses the Swift API (AudioTestSupport),
+// Analysis helpers for the seed translations: this file uses the Swift API (OATTestSupport),
 // the seed files use only the C API through `import OpenAudioToolbox`.
-import AudioTestSupport
+import OATTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -6,7 +6,7 @@ import OpenAudioToolbox
 #endif
 import Foundation
 import Testing
-import AudioTestSupport
+import OATTestSupport
 
 private let asbdSize = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
 

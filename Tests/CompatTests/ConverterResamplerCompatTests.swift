@@ -5,7 +5,7 @@ import AudioToolbox
 #else
 import OpenAudioToolbox
 #endif
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import Testing
 

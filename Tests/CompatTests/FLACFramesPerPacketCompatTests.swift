@@ -10,7 +10,7 @@ import OpenAudioToolbox
 #endif
 import Foundation
 import Testing
-import AudioTestSupport
+import OATTestSupport
 
 private let fixedFLAC = "flac-test-files/subset/02 - blocksize 4608.flac"
 private let variableFLAC = "flac-test-files/subset/25 - variable blocksize file created with flake revision 264, modified to create smaller blocks.flac"

@@ -6,7 +6,7 @@ import OpenAudioToolbox
 #endif
 import Foundation
 import Testing
-import AudioTestSupport
+import OATTestSupport
 
 /// The corpus file, or a failure naming it when it is missing.
 func requiredCorpusFile(_ relative: String) throws -> String {

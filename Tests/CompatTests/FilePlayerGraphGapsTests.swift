@@ -9,7 +9,7 @@ import OpenAudioToolbox
 #endif
 import Foundation
 import Testing
-import AudioTestSupport
+import OATTestSupport
 
 extension CompatSeedTests {
     @Test(.requires(TestResource.corpusMissing))

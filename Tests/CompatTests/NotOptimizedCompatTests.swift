@@ -7,7 +7,7 @@
 import AudioToolbox
 #else
 import OpenAudioToolbox
-import AudioTestSupport
+import OATTestSupport
 #endif
 import Foundation
 import Testing

@@ -6,7 +6,7 @@ import AudioToolbox
 #else
 import OpenAudioToolbox
 #endif
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)

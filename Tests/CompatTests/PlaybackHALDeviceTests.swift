@@ -7,7 +7,7 @@ import AudioToolbox
 #else
 import OpenAudioToolbox
 #endif
-import AudioTestSupport
+import OATTestSupport
 import Dispatch
 import Synchronization
 #if canImport(Glibc)

@@ -6,7 +6,7 @@ import AudioToolbox
 #else
 import OpenAudioToolbox
 #endif
-import AudioTestSupport
+import OATTestSupport
 import Synchronization
 #if canImport(Glibc)
 import Glibc

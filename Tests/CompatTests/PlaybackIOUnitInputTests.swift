@@ -9,7 +9,7 @@ import AudioToolbox
 #else
 import OpenAudioToolbox
 #endif
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import Synchronization
 import Testing

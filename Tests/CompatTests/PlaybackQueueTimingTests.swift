@@ -10,7 +10,7 @@ import AudioToolbox
 #else
 import OpenAudioToolbox
 #endif
-import AudioTestSupport
+import OATTestSupport
 import Dispatch
 import Synchronization
 import Testing

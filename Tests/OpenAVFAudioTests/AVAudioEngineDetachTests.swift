@@ -3,7 +3,7 @@
 // called), its feeder ends and its unit goes; attached again it plays what it is given then.
 // Before, it went on "playing" a unit nobody rendered: isPlaying stayed true, its handlers never
 // came, and attached again it neither played (play() saw it playing) nor fed its new unit.
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import OpenAVFAudio
 import Testing

@@ -3,7 +3,7 @@
 // engine's sample time and a playing player's timeline go on, and the player's audio continues
 // where it was (checked by the phase of the sine it plays). They rebuilt the graph: the clocks
 // went back to 0 and up to a second of the player's audio was lost.
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import OpenAVFAudio
 import Synchronization

@@ -1,7 +1,7 @@
 // AVAudioPlayer without a device: opening files and data (and refusing what is no audio with
 // Apple's error), the properties Apple documents, the ranges of volume, pan and rate, seeking
 // while stopped, and a delegate written as Apple code writes one.
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import OpenAVFAudio
 import Testing

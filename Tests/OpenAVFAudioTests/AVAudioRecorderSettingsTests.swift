@@ -1,7 +1,7 @@
 // AVAudioRecorder without a device: settings dictionaries as apps pass them, the container from
 // the URL's extension, the completed format, and the clear errors of combinations that cannot
 // be recorded (nothing is created for them).
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import OpenAVFAudio
 import Testing

@@ -1,10 +1,10 @@
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import OpenAVFAudio
 import Testing
 
 /// Multiplies its input by 0.25: a unit registered with AudioComponentRegister (Swift node form).
-final class QuarterGainNode: AudioUnits.AUNode, @unchecked Sendable {
+final class QuarterGainNode: OATUnits.AUNode, @unchecked Sendable {
     init(channels: Int) { super.init(name: "quarter", inputChannels: [channels], outputChannels: [channels]) }
     override func render(_ context: AURenderContext) {
         let input = context.pullInput(0, frames: context.frames)

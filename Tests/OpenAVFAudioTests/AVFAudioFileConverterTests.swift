@@ -1,4 +1,4 @@
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import OpenAVFAudio
 import Testing

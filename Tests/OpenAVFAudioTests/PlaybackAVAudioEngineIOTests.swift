@@ -3,7 +3,7 @@
 // microphone (a null sink's monitor fed a tone by pacat) through effects to a second sink, a
 // player stopped within the device latency, and a main-mixer tap written to a file that agrees
 // with what the sink received.
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import OpenAVFAudio
 import Synchronization

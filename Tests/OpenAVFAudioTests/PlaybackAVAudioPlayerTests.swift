@@ -2,7 +2,7 @@
 // (and the same file as in-memory data) against ffmpeg's decode, loops exactly, seeking, rate
 // 2 with the pitch kept, volume and pan of two players mixing, meters of a known tone, a start
 // at a device time, and the delegate on the main queue.
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import OpenAVFAudio
 import Testing

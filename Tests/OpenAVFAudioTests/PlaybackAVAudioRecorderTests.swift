@@ -1,7 +1,7 @@
 // AVAudioRecorder at a real private PulseAudio daemon: pacat plays a known tone (1 kHz at 0.25)
 // into the null sink `oat_test`, the recorder records its monitor (OAT_INPUT), and the file is
 // read back with AVAudioFile and checked by analysis: frequency, level, frame count.
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import OpenAVFAudio
 import Synchronization

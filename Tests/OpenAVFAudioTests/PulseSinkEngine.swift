@@ -1,4 +1,4 @@
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 
 /// Runs `body` with a private PulseAudio daemon whose default sink `oat_test` runs at `rate`:

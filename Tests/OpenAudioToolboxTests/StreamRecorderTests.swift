@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import AudioStreaming
-import AudioTestSupport
+import OATStreaming
+import OATTestSupport
 import OpenAudioToolbox
 import Testing
 

@@ -1,4 +1,4 @@
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)

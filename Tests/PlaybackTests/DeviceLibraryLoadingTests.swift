@@ -1,4 +1,4 @@
-import AudioTestSupport
+import OATTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

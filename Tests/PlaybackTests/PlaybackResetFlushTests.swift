@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import AudioTestSupport
+import OATTestSupport
 import OpenAudioToolbox
 import Synchronization
 import Testing
@@ -65,7 +65,7 @@ struct PlaybackResetFlushTests {
         let recording = try daemon.recordMonitor(to: "\(daemon.directory)/monitor.raw")
         let device = OpenedDevice()
         let format = AudioStreamBasicDescription.linearPCM(sampleRate: Double(Self.rate), channels: 2, bitsPerChannel: 32, isFloat: true)
-        let free = Locked<[AudioQueueEngine.AudioQueueBuffer]>([])
+        let free = Locked<[OATQueueEngine.AudioQueueBuffer]>([])
         let factory = output == "alsa" ? Self.alsaOutput(daemon, device: device) : Self.output(daemon, device: device)
         if output == "alsa" {
             // The ALSA pulse plugin (libasound2-plugins) may be missing: nothing to test then.

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import AudioTestSupport
+import OATTestSupport
 import OpenAudioToolbox
 import Testing
 

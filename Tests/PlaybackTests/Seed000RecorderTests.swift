@@ -8,7 +8,7 @@ import OpenAudioToolbox
 #if canImport(Glibc)
 import Glibc
 #endif
-import AudioTestSupport
+import OATTestSupport
 import Dispatch
 import Testing
 

@@ -1,7 +1,7 @@
 // porting-avaudioengine-demos (issue 14): AVAudioEngine programs in the idioms of Apple's sample
 // code — a time-pitch unit, three players mixed with volume and pan, offline manual rendering
 // through effects — checked at a private PulseAudio null sink (and in the rendered file).
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import Testing
 

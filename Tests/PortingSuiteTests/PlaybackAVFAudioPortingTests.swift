@@ -1,6 +1,6 @@
 // The AVFAudio porting programs that play in real time: through a private PulseAudio null sink
 // whose monitor is recorded and checked against ffmpeg's decode.
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import Testing
 

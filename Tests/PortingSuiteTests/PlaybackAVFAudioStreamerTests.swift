@@ -1,7 +1,7 @@
 // The AVFAudio streamer porting program (AudioFileStream → AudioConverter → AVAudioPCMBuffers
 // scheduled on an AVAudioPlayerNode) played through a private PulseAudio null sink whose monitor
 // is recorded and checked against ffmpeg's decode.
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import Testing
 

@@ -1,7 +1,7 @@
 // The porting suite's real-time programs: each plays through a private PulseAudio null sink
 // whose monitor is recorded, and the recording is checked (alignment and SNR against ffmpeg's
 // decode, durations, levels, frequency).
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import Testing
 

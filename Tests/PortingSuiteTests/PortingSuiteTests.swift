@@ -1,7 +1,7 @@
 // The porting suite's programs that write files or play to an unpaced output (`OAT_OUTPUT=wav:`),
 // each checked against ffmpeg's decode of the same input. The real-time ones are in
 // PlaybackPortingSuiteTests.
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import Testing
 

@@ -1,6 +1,6 @@
 // Runs the porting suite's programs (PortingSuite/, built by `swift build`) and checks their
 // audio against ffmpeg's decode of the same files.
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import Testing
 

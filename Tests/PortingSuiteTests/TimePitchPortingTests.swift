@@ -2,7 +2,7 @@
 // spectral and time-domain algorithms need the Rubber Band library. A macOS program that enables
 // time-pitch and sets a play rate either plays at that rate with the pitch kept, or (library
 // missing) is told so by the property call: it never plays at the normal rate after noErr.
-import AudioTestSupport
+import OATTestSupport
 import Foundation
 import Testing
 

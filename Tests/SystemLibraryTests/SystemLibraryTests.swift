@@ -1,7 +1,7 @@
-import CALSA
-import CFFmpeg
+import COATALSA
+import COATFFmpeg
 import COATDeviceLazy
-import CPulseAudio
+import COATPulseAudio
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -7,7 +7,7 @@
 // when the corpus is absent, encoded as MP3 128k, AAC 128k (M4A), FLAC, Opus 96k and Vorbis q4.
 // See docs/benchmarks.md.
 
-import AudioCore
+import OATCore
 import BenchSupport
 import Foundation
 import OpenAudioToolbox

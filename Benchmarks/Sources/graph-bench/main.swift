@@ -1,4 +1,4 @@
-// graph-bench: renders a realistic AudioUnits graph — 8 players, each through a 10-band
+// graph-bench: renders a realistic OATUnits graph — 8 players, each through a 10-band
 // graphic EQ and a compressor, into an 8-input mixer, then a limiter, to the output — for
 // many quanta after warm-up, counting C-allocator calls on the render thread (MallocCounter)
 // and timing every render call. Meanwhile a control thread sweeps parameters (volumes, pans,
@@ -8,8 +8,8 @@
 // every player holds a quantum so the cost measured is that of real audio. Exit status 1 if
 // anything was allocated on the render thread. See docs/benchmarks.md.
 
-import AudioCore
-import AudioUnits
+import OATCore
+import OATUnits
 import BenchSupport
 import Foundation
 import MallocCounter

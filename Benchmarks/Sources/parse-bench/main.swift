@@ -7,8 +7,8 @@
 // rtime covers reading every packet and discarding it (no decoding, no process start-up).
 // `ffprobe -count_packets` wall time is shown for reference. See docs/benchmarks.md.
 
-import AudioCore
-import AudioFiles
+import OATCore
+import OATFiles
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -11,9 +11,9 @@
 // sweeps pan, reads meters, starves the queue (underruns), resets it, delays the start and ends
 // the stream. Exit status 1 if anything was allocated on the render path. See docs/benchmarks.md.
 
-import AudioCore
-import AudioDevices
-import AudioQueueEngine
+import OATCore
+import OATDevices
+import OATQueueEngine
 import BenchSupport
 import Foundation
 import MallocCounter

@@ -11,9 +11,9 @@
 //
 // usage: streams-bench [--streams N] [--seconds S] [--json]
 
-import AudioConversion
-import AudioCore
-import AudioFiles
+import OATConversion
+import OATCore
+import OATFiles
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -8,7 +8,7 @@
 // every 100 quanta (the lock-free parameter pick-up is part of what is measured).
 // Usage: timepitch-bench [--quanta N] [--json]. Exit status 1 if anything allocated.
 
-import AudioProcessing
+import OATProcessing
 import BenchSupport
 import MallocCounter
 #if canImport(Glibc)

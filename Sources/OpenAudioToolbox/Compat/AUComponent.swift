@@ -2,10 +2,10 @@
 // unit types and subtypes, errors, and the unit calls (initialise, render, properties,
 // parameters, listeners, render notifications).
 
-import AudioCore
-import AudioDevices
-import AudioFiles
-import AudioUnits
+import OATCore
+import OATDevices
+import OATFiles
+import OATUnits
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)
@@ -24,7 +24,7 @@ public typealias AudioUnitParameterID = UInt32
 /// A parameter value.
 public typealias AudioUnitParameterValue = Float32
 
-// `AudioUnitRenderActionFlags` is Apple's C option set (CAudioToolboxTypes), so that
+// `AudioUnitRenderActionFlags` is Apple's C option set (COATAudioToolboxTypes), so that
 // `AURenderCallback` can be a C function type.
 /// `kAudioUnitRenderAction_PreRender`.
 public let kAudioUnitRenderAction_PreRender = AudioUnitRenderActionFlags.unitRenderAction_PreRender
@@ -34,7 +34,7 @@ public let kAudioUnitRenderAction_PostRender = AudioUnitRenderActionFlags.unitRe
 public let kAudioUnitRenderAction_OutputIsSilence = AudioUnitRenderActionFlags.unitRenderAction_OutputIsSilence
 
 // `AURenderCallback` (a C function type) and `AURenderCallbackStruct` (`inputProc` optional, as
-// on Apple) are Apple's C declarations (CAudioToolboxTypes).
+// on Apple) are Apple's C declarations (COATAudioToolboxTypes).
 
 // MARK: - Types and subtypes
 

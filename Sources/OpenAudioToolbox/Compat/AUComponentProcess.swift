@@ -2,8 +2,8 @@
 // caller hands it, outside a graph and without render callbacks, over the unit's own render path
 // (AudioUnitRender): the given input buffers stand in for the unit's inputs for one call.
 
-import AudioCore
-import AudioUnits
+import OATCore
+import OATUnits
 
 /// The input buffers of one AudioUnitProcess call, read by the unit's input node on the calling
 /// thread (the call renders synchronously).

@@ -1,10 +1,10 @@
 // Audio Toolbox–compatible AudioComponent.h: component descriptions, finding, instantiating
-// and registering components (every unit is an AudioUnits node, see CompatUnit.swift).
+// and registering components (every unit is an OATUnits node, see CompatUnit.swift).
 
-import AudioCore
-import AudioDevices
-import AudioFiles
-import AudioUnits
+import OATCore
+import OATDevices
+import OATFiles
+import OATUnits
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)
@@ -15,7 +15,7 @@ import Glibc
 
 // `AudioComponentDescription`, `AudioComponent`, `AudioComponentInstance`, and the plug-in types
 // (`AudioComponentPlugInInterface`, `AudioComponentMethod`, `AudioComponentFactoryFunction`) are
-// Apple's C declarations (CAudioToolboxTypes).
+// Apple's C declarations (COATAudioToolboxTypes).
 
 extension AudioComponentDescription: @retroactive Equatable {
     /// Field-by-field equality.
@@ -50,7 +50,7 @@ public let kAudioComponentErr_InstanceTimedOut: OSStatus = -66754
 enum CompatUnitKind: Sendable {
     case output(generic: Bool), mixer, eq, reverb, delay, varispeed, converter, dynamics, limiter, splitter
     /// Units defined in other files (time-pitch, players, AudioComponentRegister): a node factory.
-    case custom(@Sendable (CompatUnit) -> AudioUnits.AUNode?)
+    case custom(@Sendable (CompatUnit) -> OATUnits.AUNode?)
     /// A C plug-in registered with Apple's factory function type (AudioComponentPlugIn.swift).
     case plugIn(UncheckedSendable<AudioComponentFactoryFunction>)
 }
@@ -149,7 +149,7 @@ private let extraCompatComponents: [CompatComponent] = {
     func d(_ t: UInt32, _ s: UInt32) -> AudioComponentDescription {
         AudioComponentDescription(componentType: t, componentSubType: s, componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
     }
-    let player: @Sendable (CompatUnit) -> AudioUnits.AUNode? = { unit in
+    let player: @Sendable (CompatUnit) -> OATUnits.AUNode? = { unit in
         AUPlayerNode(channels: unit.channels(kAudioUnitScope_Output, 0), bufferFrames: Int(unit.extras.bufferFrames), name: "file player")
     }
     return [
@@ -183,12 +183,12 @@ public func AudioComponentRegister(_ inDesc: UnsafePointer<AudioComponentDescrip
     register(CompatComponent(description: registeredDescription(inDesc), kind: .plugIn(UncheckedSendable(inFactory)), name: inName, version: inVersion))
 }
 
-/// Registers a unit implemented as a Swift AudioUnits node (an OpenAudioToolbox addition beside
+/// Registers a unit implemented as a Swift OATUnits node (an OpenAudioToolbox addition beside
 /// Apple's C plug-in form): `AudioComponentInstanceNew` creates units whose node `inFactory` makes
 /// (called again when formats change), driven by the C API like the built-in units (stream
 /// formats, render callbacks on its inputs, parameters by ID, graphs).
 public func AudioComponentRegister(_ inDesc: UnsafePointer<AudioComponentDescription>, _ inName: CFString, _ inVersion: UInt32,
-                                   _ inFactory: @escaping (UnsafePointer<AudioComponentDescription>) -> AudioUnits.AUNode?) -> AudioComponent {
+                                   _ inFactory: @escaping (UnsafePointer<AudioComponentDescription>) -> OATUnits.AUNode?) -> AudioComponent {
     let description = registeredDescription(inDesc)
     let box = UncheckedSendable(inFactory)
     return register(CompatComponent(description: description, kind: .custom({ _ in

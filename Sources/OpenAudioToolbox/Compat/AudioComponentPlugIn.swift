@@ -6,7 +6,7 @@
 // parameters, render, reset) call the method `Lookup` returns for their selector, with the
 // interface as `self`.
 
-import AudioCore
+import OATCore
 import Synchronization
 
 /// A plug-in instance: the interface its factory returned (the `self` of every call).
@@ -56,7 +56,7 @@ func disposePlugInInstance(_ inInstance: AudioComponentInstance) -> OSStatus? {
     return p.interface.pointee.Close(p.selfPointer)
 }
 
-// The methods' C types are Apple's `AudioUnit…Proc` (CAudioToolboxTypes), except GetPropertyInfo:
+// The methods' C types are Apple's `AudioUnit…Proc` (COATAudioToolboxTypes), except GetPropertyInfo:
 // Apple's takes `UnsafeMutablePointer<DarwinBoolean>?`, a Swift type here, so it is called through a
 // raw pointer of the same ABI.
 typealias PlugInGetPropertyInfoProc = @convention(c) (UnsafeMutableRawPointer, UInt32, UInt32, UInt32, UnsafeMutablePointer<UInt32>?,

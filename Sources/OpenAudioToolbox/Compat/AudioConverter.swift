@@ -1,8 +1,8 @@
 // Audio Toolbox–compatible AudioConverter API (decoding and PCM conversion), built on the
 // Swift ``AudioConverter``.
 
-import AudioCore
-import AudioConversion
+import OATCore
+import OATConversion
 import Dispatch
 #if canImport(Glibc)
 import Glibc

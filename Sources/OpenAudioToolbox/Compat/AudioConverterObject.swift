@@ -1,8 +1,8 @@
 // The object behind an AudioConverterRef (CompatConverter) and the big-endian PCM helpers
 // shared with ExtAudioFile.
 
-import AudioCore
-import AudioConversion
+import OATCore
+import OATConversion
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,8 +2,8 @@
 // AudioConverterGetProperty, AudioConverterSetProperty (the encoder capability properties
 // and the channel map are in ConverterPropertiesCompat.swift).
 
-import AudioCore
-import AudioConversion
+import OATCore
+import OATConversion
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,7 @@
 // Audio Toolbox–compatible AudioFile API (reading), built on the Swift ``AudioFile``.
 
-import AudioCore
-import AudioFiles
+import OATCore
+import OATFiles
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)

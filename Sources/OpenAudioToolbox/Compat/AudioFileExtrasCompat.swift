@@ -1,8 +1,8 @@
 // Audio Toolbox–compatible AudioFile extras: callbacks instead of URLs, AudioFileWriteBytes,
 // AudioFileOptimize, user data, and the common global info keys.
 
-import AudioCore
-import AudioFiles
+import OATCore
+import OATFiles
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc

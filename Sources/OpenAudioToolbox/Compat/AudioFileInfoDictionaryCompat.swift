@@ -4,7 +4,7 @@
 // (string keys, string values, as Apple's), handed over +1 as Apple's "Copy" properties are, so
 // code reading it into `CFDictionary?` or `Unmanaged<CFDictionary>?` works unchanged.
 
-import AudioFiles
+import OATFiles
 import Foundation
 
 /// Apple's `CFDictionary` stand-in: Foundation's `NSDictionary` (no CoreFoundation on Linux).

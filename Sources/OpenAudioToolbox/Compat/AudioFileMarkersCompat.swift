@@ -1,8 +1,8 @@
 // Audio Toolbox–compatible AudioFile markers and regions: AudioFileMarker(List), AudioFileRegion(List),
 // the list size helpers and the marker/region list properties, read from the parsers' chunks.
 
-import AudioCore
-import AudioFiles
+import OATCore
+import OATFiles
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 // Audio Toolbox–compatible AudioFileStream API, built on the Swift ``AudioFileStream``.
 
-import AudioCore
-import AudioFiles
+import OATCore
+import OATFiles
 import Synchronization
 
 // MARK: - Types
@@ -14,7 +14,7 @@ public typealias AudioFileStreamPropertyID = UInt32
 public typealias AudioFileTypeID = UInt32
 
 // `AudioFileStreamPropertyFlags` (`.propertyIsCached`, `.cacheProperty`) is Apple's C option set,
-// declared in CAudioToolboxTypes so that `AudioFileStream_PropertyListenerProc` can be a C function type.
+// declared in COATAudioToolboxTypes so that `AudioFileStream_PropertyListenerProc` can be a C function type.
 
 /// Flags of ``AudioFileStreamSeek(_:_:_:_:)`` (Apple's `AudioFileStreamSeekFlags`).
 public struct AudioFileStreamSeekFlags: OptionSet, Hashable, Sendable {

@@ -1,10 +1,10 @@
 // Panning and balance/fade coefficients (AudioFormat.h): kAudioFormatProperty_PanningMatrix and
 // kAudioFormatProperty_BalanceFade, with Apple's specifier structs (their enums, AudioPanningMode
-// and AudioBalanceFadeType, are C enums in CAudioToolboxTypes, for Apple's 4-byte layout). The coefficients are one
+// and AudioBalanceFadeType, are C enums in COATAudioToolboxTypes, for Apple's 4-byte layout). The coefficients are one
 // Float32 per channel of the layout the specifier points at, computed from the channels' standard
 // positions (or their coordinates when the layout gives them).
 
-import AudioCore
+import OATCore
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
@@ -118,7 +118,7 @@ private func channelDirections(_ layout: UnsafePointer<AudioChannelLayout>) -> [
             return d.mChannelLabel == useCoordinatesLabel ? direction(flags: d.mChannelFlags.rawValue, d.mCoordinates) : direction(of: d.mChannelLabel)
         }
     }
-    let swiftLayout = AudioCore.AudioChannelLayout(tag: AudioCore.AudioChannelLayoutTag(rawValue: tag),
+    let swiftLayout = OATCore.AudioChannelLayout(tag: OATCore.AudioChannelLayoutTag(rawValue: tag),
                                                    bitmap: AudioChannelBitmap(rawValue: raw.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
     return swiftLayout.labels.map { $0.map { direction(of: $0.rawValue) } }
 }

@@ -4,8 +4,8 @@
 // a process. Property listeners are called when devices come and go and when a default changes
 // (see AudioHardwareListeners.swift: PulseAudio's subscription events; not over ALSA).
 
-import AudioCore
-import AudioDevices
+import OATCore
+import OATDevices
 import Synchronization
 
 /// An audio object (Apple's `AudioObjectID`).
@@ -22,7 +22,7 @@ public typealias AudioObjectPropertyScope = UInt32
 public typealias AudioObjectPropertyElement = UInt32
 
 // `AudioObjectPropertyAddress` (selector, scope, element) is declared in C with Apple's layout
-// (CAudioToolboxTypes), so that `AudioObjectPropertyListenerProc` can be a C function type.
+// (COATAudioToolboxTypes), so that `AudioObjectPropertyListenerProc` can be a C function type.
 
 extension AudioObjectPropertyAddress: @retroactive Equatable, @retroactive Hashable {
     /// Equal when selector, scope and element are.

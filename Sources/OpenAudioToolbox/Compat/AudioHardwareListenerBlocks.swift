@@ -2,7 +2,7 @@
 // the block form of the HAL's property listeners, called on the dispatch queue the caller names,
 // for the same changes as AudioObjectAddPropertyListener (AudioHardwareListeners.swift).
 
-import AudioCore
+import OATCore
 import Dispatch
 import Synchronization
 

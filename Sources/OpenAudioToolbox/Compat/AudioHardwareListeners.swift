@@ -8,8 +8,8 @@
 // Listeners run on the watcher's thread (not a render thread), with no lock held, one call per
 // object with every changed address of that object, as Apple's HAL batches them.
 
-import AudioCore
-import AudioDevices
+import OATCore
+import OATDevices
 import Dispatch
 import Synchronization
 #if canImport(Glibc)

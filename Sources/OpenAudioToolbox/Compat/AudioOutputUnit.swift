@@ -1,9 +1,9 @@
 // Audio Toolbox–compatible AudioOutputUnit.h: starting and stopping output units.
 
-import AudioCore
-import AudioDevices
-import AudioFiles
-import AudioUnits
+import OATCore
+import OATDevices
+import OATFiles
+import OATUnits
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)

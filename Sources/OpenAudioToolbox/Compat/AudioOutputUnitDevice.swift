@@ -2,8 +2,8 @@
 // output) plays to, as an AudioDeviceID of the HAL subset (AudioHardwareCompat.swift), mapped
 // onto the PulseAudio sink or ALSA device of that ID.
 
-import AudioCore
-import AudioDevices
+import OATCore
+import OATDevices
 
 extension CompatUnit {
     /// Whether the unit plays to a device (output units other than the generic output).

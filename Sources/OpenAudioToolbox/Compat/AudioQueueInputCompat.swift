@@ -1,7 +1,7 @@
 // The input (recording) side of the Audio Toolbox–named AudioQueue API, on AudioInputQueue.
-import AudioCore
-import AudioDevices
-import AudioQueueEngine
+import OATCore
+import OATDevices
+import OATQueueEngine
 import Dispatch
 import Synchronization
 #if canImport(Glibc)

@@ -1,9 +1,9 @@
 // Audio Toolbox–compatible time-pitch properties, processing taps and offline rendering for
 // output queues, built on ``AudioOutputQueue``'s Swift API (see docs/timepitch.md).
 
-import AudioCore
-import AudioProcessing
-import AudioQueueEngine
+import OATCore
+import OATProcessing
+import OATQueueEngine
 import Synchronization
 #if canImport(Glibc)
 import Glibc

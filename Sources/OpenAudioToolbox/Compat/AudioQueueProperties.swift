@@ -1,9 +1,9 @@
 // Audio Toolbox–compatible AudioQueue.h properties and property listeners, and the property
 // writing helpers the other compat files share.
 
-import AudioCore
-import AudioDevices
-import AudioQueueEngine
+import OATCore
+import OATDevices
+import OATQueueEngine
 import Dispatch
 import Synchronization
 #if canImport(Glibc)

@@ -1,8 +1,8 @@
 // Audio Toolbox–compatible AudioQueue device time calls, the processing tap's queue time and
 // the channel layout property, built on ``AudioOutputQueue`` and ``AudioInputQueue``.
 
-import AudioCore
-import AudioQueueEngine
+import OATCore
+import OATQueueEngine
 
 // MARK: - Device time
 
@@ -118,7 +118,7 @@ func queueChannelLayout(_ box: CompatQueue, _ id: AudioQueuePropertyID) -> [UInt
     guard id == kAudioQueueProperty_ChannelLayout else { return nil }
     if let set = box.withState({ $0.channelLayout }) { return set }
     let channels = box.inputSide?.queue.format.channelsPerFrame ?? box.queue.format.channelsPerFrame
-    return CLayout.bytes(AudioCore.AudioChannelLayout(tag: .default(channels: channels)))
+    return CLayout.bytes(OATCore.AudioChannelLayout(tag: .default(channels: channels)))
 }
 
 /// Sets `kAudioQueueProperty_ChannelLayout` (Apple's layout in C shape): accepted when it names

@@ -6,8 +6,8 @@
 // parameters, big-endian UInt32 scope, element and count, then count pairs of big-endian UInt32
 // parameter ID and the Float32 value's bits.
 
-import AudioCore
-import AudioUnits
+import OATCore
+import OATUnits
 import Foundation
 
 /// The class-info dictionary of a unit: its description, version 0, the name of its present

@@ -1,9 +1,9 @@
 // Audio Toolbox–compatible AudioUnitParameters.h: parameter IDs of the Apple units provided here.
 
-import AudioCore
-import AudioDevices
-import AudioFiles
-import AudioUnits
+import OATCore
+import OATDevices
+import OATFiles
+import OATUnits
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)

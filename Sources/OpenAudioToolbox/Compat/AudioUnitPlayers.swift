@@ -1,10 +1,10 @@
 // The file player and scheduled sound player units (kAudioUnitSubType_AudioFilePlayer,
 // kAudioUnitSubType_ScheduledSoundPlayer): their AudioUnitProperties.h properties on AUPlayerNode.
 
-import AudioCore
-import AudioDevices
-import AudioFiles
-import AudioUnits
+import OATCore
+import OATDevices
+import OATFiles
+import OATUnits
 import Dispatch
 import FoundationEssentials
 import Synchronization

@@ -1,10 +1,10 @@
 // Audio Toolbox–compatible AudioUnitProperties.h: scopes, property IDs, the scheduled-player
 // structs, and the built-in property implementation behind AudioUnitGetProperty/SetProperty.
 
-import AudioCore
-import AudioDevices
-import AudioFiles
-import AudioUnits
+import OATCore
+import OATDevices
+import OATFiles
+import OATUnits
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)
@@ -69,7 +69,7 @@ public let kAudioUnitProperty_ScheduledFileNumberBuffers: AudioUnitPropertyID = 
 // MARK: - Types
 
 // `ScheduledAudioFileRegion`, `ScheduledAudioSlice`, `AUScheduledAudioSliceFlags` and their
-// completion procs are Apple's C declarations (CAudioToolboxTypes, re-exported by this module), with
+// completion procs are Apple's C declarations (COATAudioToolboxTypes, re-exported by this module), with
 // Apple's fields, optionality and layout; the procs are C function pointers (`@convention(c)`), as on
 // Apple: a global function or a closure that captures nothing converts to them. The unit calls a
 // region's proc on the player's feeder thread and a slice's on its tracker thread, never on a

@@ -1,8 +1,8 @@
 // Audio Toolbox–compatible AudioUnitProperties.h value types: connections, channel infos,
 // presets, parameter infos, units and options.
 
-import AudioCore
-import AudioUnits
+import OATCore
+import OATUnits
 
 // MARK: - Property value types
 
@@ -237,7 +237,7 @@ public struct AudioUnitParameterInfo {
     }
 }
 
-/// The Apple unit of measure of an AudioUnits parameter unit.
+/// The Apple unit of measure of an OATUnits parameter unit.
 func appleParameterUnit(_ u: AUParameterUnit) -> AudioUnitParameterUnit {
     switch u {
     case .generic: return .generic
@@ -255,7 +255,7 @@ func appleParameterUnit(_ u: AUParameterUnit) -> AudioUnitParameterUnit {
     }
 }
 
-/// The ``AudioUnitParameterInfo`` of an AudioUnits parameter.
+/// The ``AudioUnitParameterInfo`` of an OATUnits parameter.
 func parameterInfo(_ p: AUParameter) -> AudioUnitParameterInfo {
     var info = AudioUnitParameterInfo()
     withUnsafeMutableBytes(of: &info.name) { raw in

@@ -1,9 +1,9 @@
 // The object behind an AudioUnit handle (CompatUnit) and its per-unit extras.
 
-import AudioCore
-import AudioDevices
-import AudioFiles
-import AudioUnits
+import OATCore
+import OATDevices
+import OATFiles
+import OATUnits
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)
@@ -18,7 +18,7 @@ func osStatus(_ e: AudioError, default status: OSStatus) -> OSStatus { e.osStatu
 // MARK: - The unit object
 
 /// One AudioUnit instance: its properties (formats, callbacks, parameters) and, once
-/// initialised, its AudioUnits node; a standalone unit also owns a small AudioGraph.
+/// initialised, its OATUnits node; a standalone unit also owns a small AudioGraph.
 final class CompatUnit: @unchecked Sendable {
     struct Key: Hashable { let scope: UInt32; let element: UInt32 }
     struct ParamKey: Hashable { let id: UInt32; let scope: UInt32; let element: UInt32 }
@@ -35,7 +35,7 @@ final class CompatUnit: @unchecked Sendable {
     var outputCount: Int
     var bandCount = 16
     var enableIO: [UInt32: UInt32] = [0: 1, 1: 0]
-    var node: AudioUnits.AUNode?
+    var node: OATUnits.AUNode?
     var initialized = false
     var graph: AudioGraph?           // standalone
     weak var owner: CompatGraph?
@@ -82,9 +82,9 @@ final class CompatUnit: @unchecked Sendable {
 
     func channels(_ scope: UInt32, _ element: UInt32) -> Int { max(1, Int(format(scope, element).mChannelsPerFrame)) }
 
-    func makeNode() -> AudioUnits.AUNode? {
+    func makeNode() -> OATUnits.AUNode? {
         let inCh = channels(kAudioUnitScope_Input, 0), outCh = channels(kAudioUnitScope_Output, 0)
-        let n: AudioUnits.AUNode?
+        let n: OATUnits.AUNode?
         switch component.kind {
         case .output: n = nil
         case .mixer:
@@ -178,7 +178,7 @@ final class CompatUnit: @unchecked Sendable {
 /// Calls a unit's render callback on the render thread and turns what it delivers (any linear
 /// PCM layout the bus's stream format names: Int16/Int32/Float32, interleaved or not) into
 /// the graph's Float32 channels.
-final class CompatCallbackNode: AudioUnits.AUNode, @unchecked Sendable {
+final class CompatCallbackNode: OATUnits.AUNode, @unchecked Sendable {
     let callback: AURenderCallbackStruct
     let clientFormat: AudioStreamBasicDescription
     let bus: UInt32

@@ -1,8 +1,8 @@
 // Audio Toolbox–compatible AudioConverter encoder capability properties, the channel map, and
 // AudioConverterConvertComplexBuffer for non-interleaved PCM.
 
-import AudioCore
-import AudioConversion
+import OATCore
+import OATConversion
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,18 +1,18 @@
 // Audio Toolbox–compatible C-style API: the Core Audio base types as Swift sees Apple's headers.
 //
 // The Core Audio structs (AudioStreamBasicDescription, AudioStreamPacketDescription,
-// AudioTimeStamp, ...) are Apple's C structs, declared in C (CCoreAudioTypes, re-exported by
-// AudioCore) with Apple's `m`-prefixed fields, C integer types, layout and memberwise
+// AudioTimeStamp, ...) are Apple's C structs, declared in C (COATCoreAudioTypes, re-exported by
+// OATCore) with Apple's `m`-prefixed fields, C integer types, layout and memberwise
 // initialisers; the Swift API shares them and adds its own names in extensions. Scalar type names that
 // the Swift API uses for richer types (AudioFormatID, AudioFormatFlags, AudioChannelLayoutTag,
 // AudioChannelLabel) are redeclared here as Apple's `UInt32` typealiases; a file that imports only
 // `OpenAudioToolbox` sees these (a module's own declarations shadow those of the modules it
-// re-exports). The Swift types stay reachable as `AudioCore.AudioFormatID` etc. See docs/PORTING.md.
+// re-exports). The Swift types stay reachable as `OATCore.AudioFormatID` etc. See docs/PORTING.md.
 
-import AudioCore
-import AudioFiles
-import AudioConversion
-import AudioQueueEngine
+import OATCore
+import OATFiles
+import OATConversion
+import OATQueueEngine
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,10 +42,10 @@ public struct DarwinBoolean: ExpressibleByBooleanLiteral, Hashable, Sendable, Cu
 }
 
 /// An audio data format identifier, a four-character code (Apple's `AudioFormatID`). The Swift
-/// API's richer type is `AudioCore.AudioFormatID`.
+/// API's richer type is `OATCore.AudioFormatID`.
 public typealias AudioFormatID = UInt32
 /// Format-specific flags (Apple's `AudioFormatFlags`). The Swift API's option set is
-/// `AudioCore.AudioFormatFlags`.
+/// `OATCore.AudioFormatFlags`.
 public typealias AudioFormatFlags = UInt32
 /// A channel layout tag (Apple's `AudioChannelLayoutTag`).
 public typealias AudioChannelLayoutTag = UInt32
@@ -219,21 +219,21 @@ public let kAppleLosslessFormatFlag_32BitSourceData: AudioFormatFlags = 4
 
 // MARK: - AudioStreamBasicDescription, AudioStreamPacketDescription, AudioFilePacketTableInfo
 
-// Apple's C structs (CCoreAudioTypes, re-exported by AudioCore), with Apple's fields, layout and
+// Apple's C structs (COATCoreAudioTypes, re-exported by OATCore), with Apple's fields, layout and
 // initialisers (`init()` zeroed, and the memberwise one in Apple's field order).
 
 // MARK: - AudioFormatListItem
 
-// Apple's C struct (CCoreAudioTypes), with Apple's fields and initialisers.
+// Apple's C struct (COATCoreAudioTypes), with Apple's fields and initialisers.
 
 // MARK: - AudioQueueLevelMeterState
 
-// Apple's C struct (CCoreAudioTypes), with Apple's fields and initialisers.
+// Apple's C struct (COATCoreAudioTypes), with Apple's fields and initialisers.
 
 // MARK: - AudioTimeStamp
 
-// `SMPTETime`, `AudioTimeStampFlags` and `AudioTimeStamp` are Apple's C structs (CCoreAudioTypes,
-// re-exported by AudioCore), with Apple's fields and memberwise initialiser.
+// `SMPTETime`, `AudioTimeStampFlags` and `AudioTimeStamp` are Apple's C structs (COATCoreAudioTypes,
+// re-exported by OATCore), with Apple's fields and memberwise initialiser.
 
 /// Sample time is valid (Apple's `kAudioTimeStampSampleTimeValid`).
 public let kAudioTimeStampSampleTimeValid = AudioTimeStampFlags.sampleTimeValid
@@ -246,8 +246,8 @@ public let kAudioTimeStampSampleHostTimeValid = AudioTimeStampFlags.sampleHostTi
 
 // MARK: - AudioBuffer / AudioBufferList
 
-// `AudioBuffer` and `AudioBufferList` are Apple's C structs (CCoreAudioTypes, re-exported by
-// AudioCore): a list of more than one buffer is allocated with `AudioBufferList/allocate(maximumBuffers:)`
+// `AudioBuffer` and `AudioBufferList` are Apple's C structs (COATCoreAudioTypes, re-exported by
+// OATCore): a list of more than one buffer is allocated with `AudioBufferList/allocate(maximumBuffers:)`
 // and reached through ``UnsafeMutableAudioBufferListPointer``.
 extension AudioBufferList {
     /// Bytes needed for a list of `maximumBuffers` buffers.
@@ -300,15 +300,15 @@ public struct UnsafeMutableAudioBufferListPointer: MutableCollection, RandomAcce
 // MARK: - AudioChannelLayout (C shape)
 
 // `AudioChannelFlags`, `AudioChannelDescription` and `AudioChannelLayout` are Apple's C
-// declarations (CAudioToolboxTypes), with Apple's fields, layout and initialisers: a layout with N
+// declarations (COATAudioToolboxTypes), with Apple's fields, layout and initialisers: a layout with N
 // descriptions takes `MemoryLayout<AudioChannelLayout>.size + (N - 1) * MemoryLayout<AudioChannelDescription>.size`
 // bytes and its descriptions are reached from `mChannelDescriptions` (e.g. through
-// `UnsafeMutableBufferPointer`, as on Apple). The Swift API's type is `AudioCore.AudioChannelLayout`.
+// `UnsafeMutableBufferPointer`, as on Apple). The Swift API's type is `OATCore.AudioChannelLayout`.
 
 /// A channel layout in Apple's variable-length C shape (Apple's `AudioChannelLayout`, the C
-/// struct): this name picks it over the Swift API's `AudioCore.AudioChannelLayout` in code that
+/// struct): this name picks it over the Swift API's `OATCore.AudioChannelLayout` in code that
 /// imports `OpenAudioToolbox`.
-public typealias AudioChannelLayout = CAudioToolboxTypes.AudioChannelLayout
+public typealias AudioChannelLayout = COATAudioToolboxTypes.AudioChannelLayout
 
 extension AudioChannelLayout {
     /// Bytes from the start of a layout to its first description.
@@ -398,7 +398,7 @@ enum CLayout {
     }
 
     /// Apple's C bytes of a Swift channel layout.
-    static func bytes(_ layout: AudioCore.AudioChannelLayout) -> [UInt8] {
+    static func bytes(_ layout: OATCore.AudioChannelLayout) -> [UInt8] {
         let count = layout.tag == .useChannelDescriptions ? layout.channelLabels.count : 0
         var out = [UInt8](repeating: 0, count: max(size(descriptions: count), MemoryLayout<AudioChannelLayout>.size))
         out.withUnsafeMutableBytes { raw in
@@ -436,7 +436,7 @@ nonisolated(unsafe) let compatNilClientData: UnsafeMutableRawPointer =
 /// Any sample rate (Apple's `kAudioStreamAnyRate`, 0).
 public let kAudioStreamAnyRate: Float64 = 0
 
-// `AudioValueTranslation` is Apple's C struct (CAudioToolboxTypes): non-optional pointers, so no
+// `AudioValueTranslation` is Apple's C struct (COATAudioToolboxTypes): non-optional pointers, so no
 // zeroed `init()`, as on Apple.
 
 /// Quadraphonic: L R Ls Rs.

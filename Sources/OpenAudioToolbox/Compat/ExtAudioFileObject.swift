@@ -1,10 +1,10 @@
 // The object behind an ExtAudioFileRef (CompatExtAudioFile), its PCM helpers and the
 // ExtAudioFileWriteAsync writer thread.
 
-import AudioConversion
-import AudioCore
-import AudioDevices
-import AudioFiles
+import OATConversion
+import OATCore
+import OATDevices
+import OATFiles
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)
@@ -156,7 +156,7 @@ final class CompatExtAudioFile {
     var ownsFileID = false
     var fileFormat: AudioStreamBasicDescription
     var clientFormat: AudioStreamBasicDescription
-    var fileLayout: AudioCore.AudioChannelLayout?
+    var fileLayout: OATCore.AudioChannelLayout?
     var clientLayout: [UInt8]?
     var ioBufferSize: UInt32 = 32768
     /// The converter handed out through kExtAudioFileProperty_AudioConverter.

@@ -1,9 +1,9 @@
 // Audio Toolbox–compatible MusicDevice.h: the music-device calls (no music devices here).
 
-import AudioCore
-import AudioDevices
-import AudioFiles
-import AudioUnits
+import OATCore
+import OATDevices
+import OATFiles
+import OATUnits
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)

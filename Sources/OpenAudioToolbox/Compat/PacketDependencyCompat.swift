@@ -6,7 +6,7 @@
 // AAC's overlapped transform, Opus's 80 ms). The values are the pre-roll this project's own
 // seeking uses (``ExtendedAudioFile``).
 
-import AudioCore
+import OATCore
 
 /// Pre-roll of a packet (Apple's `AudioPacketRollDistanceTranslation`): in `mPacket`, out
 /// `mRollDistance`, the packets before it to decode first.

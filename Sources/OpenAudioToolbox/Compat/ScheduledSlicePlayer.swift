@@ -1,8 +1,8 @@
 // The scheduled sound player unit's node (kAudioUnitSubType_ScheduledSoundPlayer): slices play
 // at their own time stamps on the unit's timeline, from the caller's buffers, as Apple's.
 
-import AudioCore
-import AudioUnits
+import OATCore
+import OATUnits
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -20,7 +20,7 @@ struct SliceEvent: BitwiseCopyable {
 
 /// A semaphore the render thread posts and the tracker thread waits on. `sem_post` is an atomic
 /// increment plus, only when a thread sleeps on it, a `FUTEX_WAKE` that never blocks: no lock,
-/// no allocation (POSIX lists it as async-signal-safe; see also AudioQueueEngine's
+/// no allocation (POSIX lists it as async-signal-safe; see also OATQueueEngine's
 /// RealTimeSignal). Thread safety: ``post()`` from any thread; ``wait()`` from one thread.
 final class SliceSignal: @unchecked Sendable {
     private let semaphore: UnsafeMutablePointer<sem_t>
@@ -71,7 +71,7 @@ final class SliceSignal: @unchecked Sendable {
 /// preallocated SPSC queue (pushed under a control-side lock, so any thread may schedule);
 /// completions with a proc leave through another, and a semaphore post wakes the tracker
 /// thread that calls the procs (``SliceTracker``).
-final class ScheduledSlicePlayerNode: AudioUnits.AUNode, @unchecked Sendable {
+final class ScheduledSlicePlayerNode: OATUnits.AUNode, @unchecked Sendable {
     /// A scheduled slice as the render thread keeps it (plain values only).
     struct Entry: BitwiseCopyable {
         var address: UInt

@@ -1,3 +1,0 @@
-// The player's API takes and reports the network layer's types (`ByteSource`, `HTTPOptions`,
-// `StreamMetadata`, ...), so `import AudioStreaming` brings them too, as it did before they moved.
-@_exported import AudioNetwork
