@@ -5,7 +5,11 @@
 #    exactly as the README shows, and plays Resources/demo.mp3 through `import OpenAudioToolbox`
 #    (StreamingPlayer to a WAV output, as fast as it decodes); the WAV must hold the demo's frames;
 # 3. every ```swift block of README.md, docs/ and the DocC catalogs compiled in that package
-#    (Scripts/extract-doc-snippets.py), with no warning but "never used" ones.
+#    (Scripts/extract-doc-snippets.py), with no warning but "never used" ones;
+# 4. no name of ours collides with a user's: the consumer has targets named like every module the
+#    project once had (AudioCore, AudioUnits, CFFmpeg, ...) and depends on a second local package
+#    named AudioStreaming with a target AudioStreaming (as dimitris-c/AudioStreaming is); SwiftPM
+#    refuses a graph where two packages declare a target of the same name.
 # Usage: Scripts/check-consumer.sh [WORKDIR]  (default: a temporary directory, removed at the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +31,32 @@ git -C "$work/oat" -c user.name=ci -c user.email=ci@localhost commit -qm "check-
 git -C "$work/oat" tag -f "$version" >/dev/null
 
 mkdir -p "$work/consumer/Sources/PlayDemo" "$work/consumer/Sources/DocSnippets"
+# Names the project's own modules had before the OAT prefix (0.1.x): users' packages may use them.
+old_names="AudioCore AudioFiles AudioConversion AudioDevices AudioProcessing AudioQueueEngine AudioNetwork
+  AudioUnits AudioTestSupport CFFmpeg CFFmpegLazy CMPG123 CPulseAudio CALSA CRubberBand CSpeexDSP CCurl
+  CCoreAudioTypes CAudioToolboxTypes"
+old_targets=""
+old_deps=""
+for name in $old_names; do
+  mkdir -p "$work/consumer/Sources/$name"
+  echo "/// A module of the consumer's own named $name." > "$work/consumer/Sources/$name/$name.swift"
+  echo "public let ${name}Name = \"$name\"" >> "$work/consumer/Sources/$name/$name.swift"
+  old_targets+="        .target(name: \"$name\"),"$'\n'
+  old_deps+="\"$name\", "
+done
+rm -rf "$work/AudioStreaming"
+mkdir -p "$work/AudioStreaming/Sources/AudioStreaming"
+cat > "$work/AudioStreaming/Package.swift" <<'PKG'
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "AudioStreaming",
+    products: [.library(name: "AudioStreaming", targets: ["AudioStreaming"])],
+    targets: [.target(name: "AudioStreaming")]
+)
+PKG
+echo 'public let audioStreamingName = "AudioStreaming"' > "$work/AudioStreaming/Sources/AudioStreaming/AudioStreaming.swift"
 cat > "$work/consumer/Package.swift" <<PKG
 // swift-tools-version: 6.1
 import PackageDescription
@@ -36,9 +66,12 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(url: "file://$work/oat", from: "$version"),
+        .package(path: "$work/AudioStreaming"),
     ],
     targets: [
-        .executableTarget(name: "PlayDemo", dependencies: [.product(name: "OpenAudioToolbox", package: "oat")],
+$old_targets        .executableTarget(name: "PlayDemo", dependencies: [.product(name: "OpenAudioToolbox", package: "oat"),
+                                                           .product(name: "AudioStreaming", package: "AudioStreaming"),
+                                                           $old_deps],
                           swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-warnings-as-errors"])]),
         .target(name: "DocSnippets", dependencies: [.product(name: "OpenAudioToolbox", package: "oat"),
                                                     .product(name: "OpenAVFAudio", package: "oat"),
@@ -50,7 +83,12 @@ PKG
 cat > "$work/consumer/Sources/PlayDemo/main.swift" <<'SWIFT'
 // Plays a file (or URL) through the streaming player of OpenAudioToolbox into a WAV file.
 import OpenAudioToolbox
+import AudioStreaming
+import AudioCore
+import CFFmpeg
 
+// The user's own modules of the names our modules once had sit beside ours.
+print("PlayDemo: with \(audioStreamingName), \(AudioCoreName) and \(CFFmpegName) of the user's own")
 let arguments = CommandLine.arguments
 guard arguments.count == 3 else { fatalError("usage: PlayDemo INPUT OUTPUT.wav") }
 let wavPath = arguments[2]
@@ -86,4 +124,4 @@ if [ "$frames" != "$want" ]; then
   echo "check-consumer: the consumer played $frames frames of the demo's $want" >&2
   exit 1
 fi
-echo "check-consumer: a package depending on OpenAudioToolbox $version by URL builds, plays the demo ($frames frames, exact), and $(ls Sources/DocSnippets | wc -l) doc snippets compile"
+echo "check-consumer: a package depending on OpenAudioToolbox $version by URL builds beside $(echo $old_names | wc -w) targets named like our old modules and a package AudioStreaming, plays the demo ($frames frames, exact), and $(ls Sources/DocSnippets | wc -l) doc snippets compile"

@@ -15,6 +15,7 @@ fi
 python3 Scripts/gen-signature-tests.py --check
 python3 Scripts/gen-avf-signature-tests.py --check
 python3 Scripts/gen-api-coverage.py --check
+python3 Scripts/check-name-collisions.py
 swift build --build-tests -Xswiftc -warnings-as-errors
 # Everything but the real-time playback tests, in parallel; then the tests that play through
 # PulseAudio/ALSA in real time, alone, so CPU-heavy corpus tests cannot starve them.

@@ -52,14 +52,14 @@ public final class AUMixerNode: AUNode, @unchecked Sendable {
     /// Creates a mixer of `inputs` input buses of `inputChannels` channels each into
     /// `outputChannels` channels.
     public init(inputs: Int, inputChannels: Int = 2, outputChannels: Int = 2, name: String = "mixer") {
-        var params: [AUParameter] = []
+        var params: [NodeParameter] = []
         let n = max(1, inputs)
         for i in 0..<n {
-            params.append(AUParameter(id: AUMixerNode.volumeID, name: "input \(i) volume", unit: .linearGain, range: 0...4, defaultValue: 1, scope: .input, element: i))
-            params.append(AUParameter(id: AUMixerNode.enableID, name: "input \(i) enable", unit: .boolean, range: 0...1, defaultValue: 1, scope: .input, element: i))
-            params.append(AUParameter(id: AUMixerNode.panID, name: "input \(i) pan", unit: .pan, range: -1...1, defaultValue: 0, scope: .input, element: i))
+            params.append(NodeParameter(id: AUMixerNode.volumeID, name: "input \(i) volume", unit: .linearGain, range: 0...4, defaultValue: 1, scope: .input, element: i))
+            params.append(NodeParameter(id: AUMixerNode.enableID, name: "input \(i) enable", unit: .boolean, range: 0...1, defaultValue: 1, scope: .input, element: i))
+            params.append(NodeParameter(id: AUMixerNode.panID, name: "input \(i) pan", unit: .pan, range: -1...1, defaultValue: 0, scope: .input, element: i))
         }
-        params.append(AUParameter(id: AUMixerNode.volumeID, name: "master volume", unit: .linearGain, range: 0...4, defaultValue: 1, scope: .output, element: 0))
+        params.append(NodeParameter(id: AUMixerNode.volumeID, name: "master volume", unit: .linearGain, range: 0...4, defaultValue: 1, scope: .output, element: 0))
         gains = .allocate(capacity: 1)
         super.init(name: name, inputChannels: Array(repeating: inputChannels, count: n), outputChannels: [outputChannels], parameters: params)
     }
@@ -67,13 +67,13 @@ public final class AUMixerNode: AUNode, @unchecked Sendable {
     deinit { gains.deinitialize(count: gainCount); gains.deallocate() }
 
     /// Input `i`'s volume (linear gain 0 ... 4).
-    public func volume(input i: Int) -> AUParameter { parameters[i * 3] }
+    public func volume(input i: Int) -> NodeParameter { parameters[i * 3] }
     /// Input `i`'s enable switch (0 mutes).
-    public func enable(input i: Int) -> AUParameter { parameters[i * 3 + 1] }
+    public func enable(input i: Int) -> NodeParameter { parameters[i * 3 + 1] }
     /// Input `i`'s pan (−1 left ... 1 right).
-    public func pan(input i: Int) -> AUParameter { parameters[i * 3 + 2] }
+    public func pan(input i: Int) -> NodeParameter { parameters[i * 3 + 2] }
     /// The master volume (linear gain 0 ... 4).
-    public var masterVolume: AUParameter { parameters[parameters.count - 1] }
+    public var masterVolume: NodeParameter { parameters[parameters.count - 1] }
 
     /// The (left, right) gains the pan law gives for `pan` and an input of `channels` channels.
     public static func panGains(pan: Float, inputChannels channels: Int) -> (left: Float, right: Float) {
@@ -269,11 +269,11 @@ public final class AUGainNode: AUNode, @unchecked Sendable {
     /// Creates a gain stage of `channels` channels.
     public init(channels: Int = 2, gain: Float = 1, name: String = "gain") {
         super.init(name: name, inputChannels: [channels], outputChannels: [channels],
-                   parameters: [AUParameter(id: 0, name: "gain", unit: .linearGain, range: 0...16, defaultValue: gain)])
+                   parameters: [NodeParameter(id: 0, name: "gain", unit: .linearGain, range: 0...16, defaultValue: gain)])
     }
 
     /// The gain (linear, 0 ... 16).
-    public var gain: AUParameter { parameters[0] }
+    public var gain: NodeParameter { parameters[0] }
 
     /// Sets up the smoother.
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {

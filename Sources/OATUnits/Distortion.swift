@@ -43,23 +43,23 @@ public final class AUDistortionNode: AUNode, @unchecked Sendable {
         held = .allocate(capacity: max(1, channels))
         held.initialize(repeating: 0, count: max(1, channels))
         super.init(name: name, inputChannels: [channels], outputChannels: [channels], parameters: [
-            AUParameter(id: 0, name: "delay", unit: .milliseconds, range: 0.1...500, defaultValue: 0.1),
-            AUParameter(id: 1, name: "decay", unit: .generic, range: 0.1...50, defaultValue: 1),
-            AUParameter(id: 2, name: "delay mix", unit: .percent, range: 0...100, defaultValue: 50),
-            AUParameter(id: 3, name: "decimation", unit: .percent, range: 0...100, defaultValue: 50),
-            AUParameter(id: 4, name: "rounding", unit: .percent, range: 0...100, defaultValue: 0),
-            AUParameter(id: 5, name: "decimation mix", unit: .percent, range: 0...100, defaultValue: 50),
-            AUParameter(id: 6, name: "linear term", unit: .generic, range: 0...1, defaultValue: 1),
-            AUParameter(id: 7, name: "squared term", unit: .generic, range: 0...20, defaultValue: 0),
-            AUParameter(id: 8, name: "cubic term", unit: .generic, range: 0...20, defaultValue: 0),
-            AUParameter(id: 9, name: "polynomial mix", unit: .percent, range: 0...100, defaultValue: 50),
-            AUParameter(id: 10, name: "ring mod freq 1", unit: .hertz, range: 0.5...8000, defaultValue: 100),
-            AUParameter(id: 11, name: "ring mod freq 2", unit: .hertz, range: 0.5...8000, defaultValue: 100),
-            AUParameter(id: 12, name: "ring mod balance", unit: .percent, range: 0...100, defaultValue: 50),
-            AUParameter(id: 13, name: "ring mod mix", unit: .percent, range: 0...100, defaultValue: 0),
-            AUParameter(id: 14, name: "soft clip gain", unit: .decibels, range: -80...20, defaultValue: -6),
-            AUParameter(id: 15, name: "final mix", unit: .percent, range: 0...100, defaultValue: 50),
-            AUParameter(id: 16, name: "pre gain", unit: .decibels, range: -80...20, defaultValue: -6),
+            NodeParameter(id: 0, name: "delay", unit: .milliseconds, range: 0.1...500, defaultValue: 0.1),
+            NodeParameter(id: 1, name: "decay", unit: .generic, range: 0.1...50, defaultValue: 1),
+            NodeParameter(id: 2, name: "delay mix", unit: .percent, range: 0...100, defaultValue: 50),
+            NodeParameter(id: 3, name: "decimation", unit: .percent, range: 0...100, defaultValue: 50),
+            NodeParameter(id: 4, name: "rounding", unit: .percent, range: 0...100, defaultValue: 0),
+            NodeParameter(id: 5, name: "decimation mix", unit: .percent, range: 0...100, defaultValue: 50),
+            NodeParameter(id: 6, name: "linear term", unit: .generic, range: 0...1, defaultValue: 1),
+            NodeParameter(id: 7, name: "squared term", unit: .generic, range: 0...20, defaultValue: 0),
+            NodeParameter(id: 8, name: "cubic term", unit: .generic, range: 0...20, defaultValue: 0),
+            NodeParameter(id: 9, name: "polynomial mix", unit: .percent, range: 0...100, defaultValue: 50),
+            NodeParameter(id: 10, name: "ring mod freq 1", unit: .hertz, range: 0.5...8000, defaultValue: 100),
+            NodeParameter(id: 11, name: "ring mod freq 2", unit: .hertz, range: 0.5...8000, defaultValue: 100),
+            NodeParameter(id: 12, name: "ring mod balance", unit: .percent, range: 0...100, defaultValue: 50),
+            NodeParameter(id: 13, name: "ring mod mix", unit: .percent, range: 0...100, defaultValue: 0),
+            NodeParameter(id: 14, name: "soft clip gain", unit: .decibels, range: -80...20, defaultValue: -6),
+            NodeParameter(id: 15, name: "final mix", unit: .percent, range: 0...100, defaultValue: 50),
+            NodeParameter(id: 16, name: "pre gain", unit: .decibels, range: -80...20, defaultValue: -6),
         ])
     }
 
@@ -69,41 +69,41 @@ public final class AUDistortionNode: AUNode, @unchecked Sendable {
     }
 
     /// Parameter `i` (the order above).
-    public func parameter(_ i: Int) -> AUParameter { parameters[i] }
+    public func parameter(_ i: Int) -> NodeParameter { parameters[i] }
     /// Delay in milliseconds.
-    public var delay: AUParameter { parameters[0] }
+    public var delay: NodeParameter { parameters[0] }
     /// Echo decay (feedback = min(0.9, decay / 55)).
-    public var decay: AUParameter { parameters[1] }
+    public var decay: NodeParameter { parameters[1] }
     /// Delay mix, percent.
-    public var delayMix: AUParameter { parameters[2] }
+    public var delayMix: NodeParameter { parameters[2] }
     /// Decimation, percent.
-    public var decimation: AUParameter { parameters[3] }
+    public var decimation: NodeParameter { parameters[3] }
     /// Rounding (bit reduction), percent.
-    public var rounding: AUParameter { parameters[4] }
+    public var rounding: NodeParameter { parameters[4] }
     /// Decimation mix, percent.
-    public var decimationMix: AUParameter { parameters[5] }
+    public var decimationMix: NodeParameter { parameters[5] }
     /// Linear term.
-    public var linearTerm: AUParameter { parameters[6] }
+    public var linearTerm: NodeParameter { parameters[6] }
     /// Squared term.
-    public var squaredTerm: AUParameter { parameters[7] }
+    public var squaredTerm: NodeParameter { parameters[7] }
     /// Cubic term.
-    public var cubicTerm: AUParameter { parameters[8] }
+    public var cubicTerm: NodeParameter { parameters[8] }
     /// Polynomial mix, percent.
-    public var polynomialMix: AUParameter { parameters[9] }
+    public var polynomialMix: NodeParameter { parameters[9] }
     /// First ring-modulator frequency, Hz.
-    public var ringModFreq1: AUParameter { parameters[10] }
+    public var ringModFreq1: NodeParameter { parameters[10] }
     /// Second ring-modulator frequency, Hz.
-    public var ringModFreq2: AUParameter { parameters[11] }
+    public var ringModFreq2: NodeParameter { parameters[11] }
     /// Ring-modulator balance between the two frequencies, percent (0: all freq 1).
-    public var ringModBalance: AUParameter { parameters[12] }
+    public var ringModBalance: NodeParameter { parameters[12] }
     /// Ring-modulator mix, percent.
-    public var ringModMix: AUParameter { parameters[13] }
+    public var ringModMix: NodeParameter { parameters[13] }
     /// Soft-clip ceiling, dB.
-    public var softClipGain: AUParameter { parameters[14] }
+    public var softClipGain: NodeParameter { parameters[14] }
     /// Final wet/dry mix, percent wet.
-    public var finalMix: AUParameter { parameters[15] }
+    public var finalMix: NodeParameter { parameters[15] }
     /// Gain before the stages, dB.
-    public var preGain: AUParameter { parameters[16] }
+    public var preGain: NodeParameter { parameters[16] }
 
     /// Allocates the delay line (500 ms).
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {

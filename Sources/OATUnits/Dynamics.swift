@@ -27,27 +27,27 @@ public final class AUDynamicsNode: AUNode, @unchecked Sendable {
     public init(channels: Int = 2, threshold: Float = -20, ratio: Float = 4, knee: Float = 6, attack: Float = 0.01,
                 release: Float = 0.1, makeup: Float = 0, name: String = "compressor") {
         super.init(name: name, inputChannels: [channels], outputChannels: [channels], parameters: [
-            AUParameter(id: 0, name: "threshold", unit: .decibels, range: -60...0, defaultValue: threshold),
-            AUParameter(id: 4, name: "attack", unit: .seconds, range: 0.0001...0.2, defaultValue: attack),
-            AUParameter(id: 5, name: "release", unit: .seconds, range: 0.01...3, defaultValue: release),
-            AUParameter(id: 6, name: "makeup", unit: .decibels, range: -40...40, defaultValue: makeup),
-            AUParameter(id: 100, name: "ratio", unit: .ratio, range: 1...50, defaultValue: ratio),
-            AUParameter(id: 101, name: "knee", unit: .decibels, range: 0...24, defaultValue: knee),
+            NodeParameter(id: 0, name: "threshold", unit: .decibels, range: -60...0, defaultValue: threshold),
+            NodeParameter(id: 4, name: "attack", unit: .seconds, range: 0.0001...0.2, defaultValue: attack),
+            NodeParameter(id: 5, name: "release", unit: .seconds, range: 0.01...3, defaultValue: release),
+            NodeParameter(id: 6, name: "makeup", unit: .decibels, range: -40...40, defaultValue: makeup),
+            NodeParameter(id: 100, name: "ratio", unit: .ratio, range: 1...50, defaultValue: ratio),
+            NodeParameter(id: 101, name: "knee", unit: .decibels, range: 0...24, defaultValue: knee),
         ])
     }
 
     /// Threshold (dB).
-    public var threshold: AUParameter { parameters[0] }
+    public var threshold: NodeParameter { parameters[0] }
     /// Attack time (s).
-    public var attack: AUParameter { parameters[1] }
+    public var attack: NodeParameter { parameters[1] }
     /// Release time (s).
-    public var release: AUParameter { parameters[2] }
+    public var release: NodeParameter { parameters[2] }
     /// Makeup gain (dB).
-    public var makeup: AUParameter { parameters[3] }
+    public var makeup: NodeParameter { parameters[3] }
     /// Ratio.
-    public var ratio: AUParameter { parameters[4] }
+    public var ratio: NodeParameter { parameters[4] }
     /// Knee width (dB).
-    public var knee: AUParameter { parameters[5] }
+    public var knee: NodeParameter { parameters[5] }
     /// The gain reduction at the end of the last slice in dB (≤ 0), readable from any thread.
     public var gainReduction: Float { reduction.value }
 
@@ -111,23 +111,23 @@ public final class AUPeakLimiterNode: AUNode, @unchecked Sendable {
     public init(channels: Int = 2, ceiling: Float = -1, lookahead: Float = 0.005, release: Float = 0.05, preGain: Float = 0, name: String = "limiter") {
         delay = .allocate(capacity: 1)
         super.init(name: name, inputChannels: [channels], outputChannels: [channels], parameters: [
-            AUParameter(id: 0, name: "lookahead", unit: .seconds, range: 0.001...0.03, defaultValue: lookahead),
-            AUParameter(id: 1, name: "release", unit: .seconds, range: 0.001...0.5, defaultValue: release),
-            AUParameter(id: 2, name: "pre-gain", unit: .decibels, range: -40...40, defaultValue: preGain),
-            AUParameter(id: 100, name: "ceiling", unit: .decibels, range: -30...0, defaultValue: ceiling),
+            NodeParameter(id: 0, name: "lookahead", unit: .seconds, range: 0.001...0.03, defaultValue: lookahead),
+            NodeParameter(id: 1, name: "release", unit: .seconds, range: 0.001...0.5, defaultValue: release),
+            NodeParameter(id: 2, name: "pre-gain", unit: .decibels, range: -40...40, defaultValue: preGain),
+            NodeParameter(id: 100, name: "ceiling", unit: .decibels, range: -30...0, defaultValue: ceiling),
         ])
     }
 
     deinit { delay.deallocate() }
 
     /// Look-ahead (s), fixed at prepare.
-    public var lookahead: AUParameter { parameters[0] }
+    public var lookahead: NodeParameter { parameters[0] }
     /// Release (s).
-    public var release: AUParameter { parameters[1] }
+    public var release: NodeParameter { parameters[1] }
     /// Pre-gain (dB).
-    public var preGain: AUParameter { parameters[2] }
+    public var preGain: NodeParameter { parameters[2] }
     /// Ceiling (dBFS).
-    public var ceiling: AUParameter { parameters[3] }
+    public var ceiling: NodeParameter { parameters[3] }
 
     /// Allocates the look-ahead delay.
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {

@@ -165,14 +165,14 @@ public final class AUNBandEQNode: AUNode, @unchecked Sendable {
     public init(channels: Int = 2, bands: [AUEQBand], name: String = "eq") {
         let list = Array(bands.prefix(32))
         bandCount = list.count
-        var params = [AUParameter(id: AUNBandEQNode.globalGainID, name: "global gain", unit: .decibels, range: -96...24, defaultValue: 0)]
+        var params = [NodeParameter(id: AUNBandEQNode.globalGainID, name: "global gain", unit: .decibels, range: -96...24, defaultValue: 0)]
         for (b, band) in list.enumerated() {
             let u = UInt32(b)
-            params.append(AUParameter(id: AUNBandEQNode.bypassID + u, name: "band \(b) bypass", unit: .boolean, range: 0...1, defaultValue: band.bypass ? 1 : 0))
-            params.append(AUParameter(id: AUNBandEQNode.filterTypeID + u, name: "band \(b) type", unit: .indexed, range: 0...10, defaultValue: Float(band.type.rawValue)))
-            params.append(AUParameter(id: AUNBandEQNode.frequencyID + u, name: "band \(b) frequency", unit: .hertz, range: 10...24000, defaultValue: band.frequency))
-            params.append(AUParameter(id: AUNBandEQNode.gainID + u, name: "band \(b) gain", unit: .decibels, range: -96...24, defaultValue: band.gain))
-            params.append(AUParameter(id: AUNBandEQNode.bandwidthID + u, name: "band \(b) bandwidth", unit: .octaves, range: 0.05...5, defaultValue: band.bandwidth))
+            params.append(NodeParameter(id: AUNBandEQNode.bypassID + u, name: "band \(b) bypass", unit: .boolean, range: 0...1, defaultValue: band.bypass ? 1 : 0))
+            params.append(NodeParameter(id: AUNBandEQNode.filterTypeID + u, name: "band \(b) type", unit: .indexed, range: 0...10, defaultValue: Float(band.type.rawValue)))
+            params.append(NodeParameter(id: AUNBandEQNode.frequencyID + u, name: "band \(b) frequency", unit: .hertz, range: 10...24000, defaultValue: band.frequency))
+            params.append(NodeParameter(id: AUNBandEQNode.gainID + u, name: "band \(b) gain", unit: .decibels, range: -96...24, defaultValue: band.gain))
+            params.append(NodeParameter(id: AUNBandEQNode.bandwidthID + u, name: "band \(b) bandwidth", unit: .octaves, range: 0.05...5, defaultValue: band.bandwidth))
         }
         smoothF = .allocate(capacity: 1); smoothG = .allocate(capacity: 1); smoothB = .allocate(capacity: 1)
         coeffs = .allocate(capacity: 1); types = .allocate(capacity: 1); state = .allocate(capacity: 1)
@@ -195,17 +195,17 @@ public final class AUNBandEQNode: AUNode, @unchecked Sendable {
     }
 
     /// The global gain parameter (dB).
-    public var globalGainParameter: AUParameter { parameters[0] }
+    public var globalGainParameter: NodeParameter { parameters[0] }
     /// Band `b`'s bypass parameter.
-    public func bypass(_ b: Int) -> AUParameter { parameters[1 + 5 * b] }
+    public func bypass(_ b: Int) -> NodeParameter { parameters[1 + 5 * b] }
     /// Band `b`'s filter type parameter.
-    public func filterType(_ b: Int) -> AUParameter { parameters[2 + 5 * b] }
+    public func filterType(_ b: Int) -> NodeParameter { parameters[2 + 5 * b] }
     /// Band `b`'s frequency parameter (Hz).
-    public func frequency(_ b: Int) -> AUParameter { parameters[3 + 5 * b] }
+    public func frequency(_ b: Int) -> NodeParameter { parameters[3 + 5 * b] }
     /// Band `b`'s gain parameter (dB).
-    public func gain(_ b: Int) -> AUParameter { parameters[4 + 5 * b] }
+    public func gain(_ b: Int) -> NodeParameter { parameters[4 + 5 * b] }
     /// Band `b`'s bandwidth parameter (octaves).
-    public func bandwidth(_ b: Int) -> AUParameter { parameters[5 + 5 * b] }
+    public func bandwidth(_ b: Int) -> NodeParameter { parameters[5 + 5 * b] }
 
     /// Band `b`'s settings now (from the parameters).
     public func band(_ b: Int) -> AUEQBand {

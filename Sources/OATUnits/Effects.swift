@@ -31,10 +31,10 @@ public final class AUReverbNode: AUNode, @unchecked Sendable {
         positions = .allocate(capacity: 1)
         filters = .allocate(capacity: 1)
         super.init(name: name, inputChannels: [channels], outputChannels: [channels], parameters: [
-            AUParameter(id: 0, name: "dry/wet mix", unit: .percent, range: 0...100, defaultValue: wetDryMix),
-            AUParameter(id: 1, name: "gain", unit: .decibels, range: -20...20, defaultValue: 0),
-            AUParameter(id: 4, name: "decay time at 0 Hz", unit: .seconds, range: 0.1...20, defaultValue: decayTime),
-            AUParameter(id: 5, name: "decay time at Nyquist", unit: .seconds, range: 0.01...20, defaultValue: decayAtNyquist),
+            NodeParameter(id: 0, name: "dry/wet mix", unit: .percent, range: 0...100, defaultValue: wetDryMix),
+            NodeParameter(id: 1, name: "gain", unit: .decibels, range: -20...20, defaultValue: 0),
+            NodeParameter(id: 4, name: "decay time at 0 Hz", unit: .seconds, range: 0.1...20, defaultValue: decayTime),
+            NodeParameter(id: 5, name: "decay time at Nyquist", unit: .seconds, range: 0.01...20, defaultValue: decayAtNyquist),
         ])
     }
 
@@ -43,13 +43,13 @@ public final class AUReverbNode: AUNode, @unchecked Sendable {
     }
 
     /// Percent wet.
-    public var wetDryMix: AUParameter { parameters[0] }
+    public var wetDryMix: NodeParameter { parameters[0] }
     /// Output gain (dB).
-    public var gain: AUParameter { parameters[1] }
+    public var gain: NodeParameter { parameters[1] }
     /// RT60 at low frequencies (s).
-    public var decayTime: AUParameter { parameters[2] }
+    public var decayTime: NodeParameter { parameters[2] }
     /// RT60 at the Nyquist frequency (s).
-    public var decayAtNyquist: AUParameter { parameters[3] }
+    public var decayAtNyquist: NodeParameter { parameters[3] }
 
     /// Decay times for named rooms (`small`, `medium`, `large`, `hall`, `cathedral`, `plate`).
     public static let rooms: [String: (decay: Float, nyquist: Float, wet: Float)] = [
@@ -174,23 +174,23 @@ public final class AUDelayNode: AUNode, @unchecked Sendable {
         line = .allocate(capacity: 1)
         lowpass = .allocate(capacity: 1)
         super.init(name: name, inputChannels: [channels], outputChannels: [channels], parameters: [
-            AUParameter(id: 0, name: "wet/dry mix", unit: .percent, range: 0...100, defaultValue: wetDryMix),
-            AUParameter(id: 1, name: "delay time", unit: .seconds, range: 0...2, defaultValue: delayTime),
-            AUParameter(id: 2, name: "feedback", unit: .percent, range: -100...100, defaultValue: feedback),
-            AUParameter(id: 3, name: "low-pass cutoff", unit: .hertz, range: 10...24000, defaultValue: lowPassCutoff),
+            NodeParameter(id: 0, name: "wet/dry mix", unit: .percent, range: 0...100, defaultValue: wetDryMix),
+            NodeParameter(id: 1, name: "delay time", unit: .seconds, range: 0...2, defaultValue: delayTime),
+            NodeParameter(id: 2, name: "feedback", unit: .percent, range: -100...100, defaultValue: feedback),
+            NodeParameter(id: 3, name: "low-pass cutoff", unit: .hertz, range: 10...24000, defaultValue: lowPassCutoff),
         ])
     }
 
     deinit { line.deallocate(); lowpass.deallocate() }
 
     /// Percent wet.
-    public var wetDryMix: AUParameter { parameters[0] }
+    public var wetDryMix: NodeParameter { parameters[0] }
     /// Delay time (s).
-    public var delayTime: AUParameter { parameters[1] }
+    public var delayTime: NodeParameter { parameters[1] }
     /// Feedback (percent).
-    public var feedback: AUParameter { parameters[2] }
+    public var feedback: NodeParameter { parameters[2] }
     /// Low-pass cutoff in the loop (Hz).
-    public var lowPassCutoff: AUParameter { parameters[3] }
+    public var lowPassCutoff: NodeParameter { parameters[3] }
 
     /// Allocates 2 s of delay line per channel.
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
@@ -263,17 +263,17 @@ public final class AUVarispeedNode: AUNode, @unchecked Sendable {
     public init(channels: Int = 2, rate: Float = 1, name: String = "varispeed") {
         fifo = .allocate(capacity: 1)
         super.init(name: name, inputChannels: [channels], outputChannels: [channels], parameters: [
-            AUParameter(id: 0, name: "playback rate", unit: .ratio, range: 0.25...4, defaultValue: rate),
-            AUParameter(id: 1, name: "playback cents", unit: .generic, range: -2400...2400, defaultValue: 0),
+            NodeParameter(id: 0, name: "playback rate", unit: .ratio, range: 0.25...4, defaultValue: rate),
+            NodeParameter(id: 1, name: "playback cents", unit: .generic, range: -2400...2400, defaultValue: 0),
         ])
     }
 
     deinit { fifo.deallocate() }
 
     /// Playback rate.
-    public var playbackRate: AUParameter { parameters[0] }
+    public var playbackRate: NodeParameter { parameters[0] }
     /// Playback cents (overrides the rate when not 0).
-    public var playbackCents: AUParameter { parameters[1] }
+    public var playbackCents: NodeParameter { parameters[1] }
 
     /// Allocates the input FIFO.
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {

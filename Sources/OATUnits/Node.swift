@@ -69,7 +69,7 @@ open class AUNode: @unchecked Sendable, CustomStringConvertible {
     /// Channel count of each output bus.
     public internal(set) var outputChannels: [Int]
     /// The node's parameters (global and per-bus ones).
-    public let parameters: [AUParameter]
+    public let parameters: [NodeParameter]
     /// The graph sample rate, set by ``prepare(sampleRate:maxFrames:)``.
     public private(set) var sampleRate: Double = 48000
     /// The most frames one render call asks for, set by ``prepare(sampleRate:maxFrames:)``.
@@ -101,7 +101,7 @@ open class AUNode: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Creates a node with the given bus formats (channel counts) and parameters.
-    public init(name: String, inputChannels: [Int], outputChannels: [Int], parameters: [AUParameter] = []) {
+    public init(name: String, inputChannels: [Int], outputChannels: [Int], parameters: [NodeParameter] = []) {
         self.name = name
         self.inputChannels = inputChannels
         self.outputChannels = outputChannels
@@ -137,13 +137,13 @@ open class AUNode: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Looks up a parameter by Apple-style ID, scope and element (bus).
-    open func parameter(id: UInt32, scope: AUScope = .global, element: Int = 0) -> AUParameter? {
+    open func parameter(id: UInt32, scope: AUScope = .global, element: Int = 0) -> NodeParameter? {
         parameters.first { $0.id == id && $0.scope == scope && $0.element == element }
             ?? (scope == .global ? nil : parameters.first { $0.id == id && $0.scope == .global && element == 0 })
     }
 
-    /// Looks up a parameter by ``AUParameter/name``.
-    public func parameter(named name: String) -> AUParameter? { parameters.first { $0.name == name } }
+    /// Looks up a parameter by ``NodeParameter/name``.
+    public func parameter(named name: String) -> NodeParameter? { parameters.first { $0.name == name } }
 
     /// Control plane: allocate render state for `sampleRate` and at most `maxFrames` frames per
     /// render call. Called once when the node joins a graph (again if the graph's rate

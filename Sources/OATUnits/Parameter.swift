@@ -12,7 +12,7 @@ public enum AUScope: UInt32, Sendable, Hashable {
 }
 
 /// The unit a parameter's value is in, for documentation and user interfaces.
-public enum AUParameterUnit: String, Sendable, Hashable {
+public enum ParameterUnit: String, Sendable, Hashable {
     /// A plain number.
     case generic
     /// A linear gain factor (1 is unity).
@@ -46,7 +46,7 @@ public enum AUParameterUnit: String, Sendable, Hashable {
 /// nodes smooth the parameters where a jump would click (gains, pans, filter settings, delay
 /// times), see ``AUSmoothedValue``.
 /// Thread safety: ``value`` may be read and written from any thread (an atomic word).
-public final class AUParameter: Sendable, CustomStringConvertible {
+public final class NodeParameter: Sendable, CustomStringConvertible {
     /// Apple's parameter ID where one exists (e.g. `kReverb2Param_DryWetMix` = 0), else a node-local ID.
     public let id: UInt32
     /// The scope this parameter lives in.
@@ -56,7 +56,7 @@ public final class AUParameter: Sendable, CustomStringConvertible {
     /// A short name, e.g. `volume`, `band 3 gain`.
     public let name: String
     /// The unit of ``value``.
-    public let unit: AUParameterUnit
+    public let unit: ParameterUnit
     /// The allowed values.
     public let range: ClosedRange<Float>
     /// The value at creation.
@@ -64,7 +64,7 @@ public final class AUParameter: Sendable, CustomStringConvertible {
     private let bits: Atomic<UInt32>
 
     /// Creates a parameter; `defaultValue` is clamped to `range`.
-    public init(id: UInt32, name: String, unit: AUParameterUnit, range: ClosedRange<Float>, defaultValue: Float,
+    public init(id: UInt32, name: String, unit: ParameterUnit, range: ClosedRange<Float>, defaultValue: Float,
                 scope: AUScope = .global, element: Int = 0) {
         self.id = id
         self.name = name
@@ -89,7 +89,7 @@ public final class AUParameter: Sendable, CustomStringConvertible {
     /// Sets the value, throwing when it is outside ``range`` (the compatibility API's check).
     public func set(_ newValue: Float) throws(AudioError) {
         guard newValue.isFinite, range.contains(newValue) else {
-            throw AudioError(.invalidArgument, component: "AUParameter",
+            throw AudioError(.invalidArgument, component: "NodeParameter",
                              "\(name) = \(newValue) is outside \(range.lowerBound)...\(range.upperBound) (\(unit.rawValue))",
                              osStatus: -10878)
         }

@@ -60,7 +60,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         ring = SPSCRingBuffer(minimumCapacity: max(1024, bufferFrames) * channels, zero: 0)
         scratch = .allocate(capacity: 1)
         super.init(name: name, inputChannels: [], outputChannels: [channels], parameters: [
-            AUParameter(id: 0, name: "volume", unit: .linearGain, range: 0...4, defaultValue: 1),
+            NodeParameter(id: 0, name: "volume", unit: .linearGain, range: 0...4, defaultValue: 1),
         ])
     }
 
@@ -70,7 +70,7 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
     }
 
     /// The volume parameter.
-    public var volumeParameter: AUParameter { parameters[0] }
+    public var volumeParameter: NodeParameter { parameters[0] }
     /// Channels per frame.
     public var channels: Int { outputChannels[0] }
     /// Frames played (rendered from the ring) so far.

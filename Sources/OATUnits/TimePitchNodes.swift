@@ -20,20 +20,20 @@ public final class AUTimePitchNode: AUNode, @unchecked Sendable {
         self.algorithm = algorithm
         pullScratch = .allocate(capacity: max(1, channels))
         super.init(name: name, inputChannels: [channels], outputChannels: [channels], parameters: [
-            AUParameter(id: 0, name: "rate", unit: .ratio, range: 0.5...2, defaultValue: 1),
-            AUParameter(id: 1, name: "pitch", unit: .generic, range: -2400...2400, defaultValue: 0),
-            AUParameter(id: 2, name: "bypass", unit: .boolean, range: 0...1, defaultValue: 0),
+            NodeParameter(id: 0, name: "rate", unit: .ratio, range: 0.5...2, defaultValue: 1),
+            NodeParameter(id: 1, name: "pitch", unit: .generic, range: -2400...2400, defaultValue: 0),
+            NodeParameter(id: 2, name: "bypass", unit: .boolean, range: 0...1, defaultValue: 0),
         ])
     }
 
     deinit { pullScratch.deallocate() }
 
     /// Playback rate 0.5...2.
-    public var rate: AUParameter { parameters[0] }
+    public var rate: NodeParameter { parameters[0] }
     /// Pitch shift in cents.
-    public var pitch: AUParameter { parameters[1] }
+    public var pitch: NodeParameter { parameters[1] }
     /// Bypass (1: input passes unchanged).
-    public var bypass: AUParameter { parameters[2] }
+    public var bypass: NodeParameter { parameters[2] }
 
     /// Input frames the stretch holds back (its latency), once prepared.
     public var latencyFrames: Int { processor?.latencyFrames ?? 0 }
@@ -80,12 +80,12 @@ public final class AUVoiceProcessingNode: AUNode, @unchecked Sendable {
     public init(settings: VoiceProcessingSettings = VoiceProcessingSettings(), name: String = "voice processing") {
         self.settings = settings
         super.init(name: name, inputChannels: [1, 1], outputChannels: [1], parameters: [
-            AUParameter(id: 0, name: "bypass", unit: .boolean, range: 0...1, defaultValue: 0),
+            NodeParameter(id: 0, name: "bypass", unit: .boolean, range: 0...1, defaultValue: 0),
         ])
     }
 
     /// Bypass (1: the microphone passes through, still one frame late).
-    public var bypass: AUParameter { parameters[0] }
+    public var bypass: NodeParameter { parameters[0] }
 
     /// The processor's latency in frames, once prepared.
     public var latencyFrames: Int { processor?.latencyFrames ?? 0 }

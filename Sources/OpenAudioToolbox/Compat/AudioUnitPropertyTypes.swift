@@ -238,7 +238,7 @@ public struct AudioUnitParameterInfo {
 }
 
 /// The Apple unit of measure of an OATUnits parameter unit.
-func appleParameterUnit(_ u: AUParameterUnit) -> AudioUnitParameterUnit {
+func appleParameterUnit(_ u: ParameterUnit) -> AudioUnitParameterUnit {
     switch u {
     case .generic: return .generic
     case .linearGain: return .linearGain
@@ -256,7 +256,7 @@ func appleParameterUnit(_ u: AUParameterUnit) -> AudioUnitParameterUnit {
 }
 
 /// The ``AudioUnitParameterInfo`` of an OATUnits parameter.
-func parameterInfo(_ p: AUParameter) -> AudioUnitParameterInfo {
+func parameterInfo(_ p: NodeParameter) -> AudioUnitParameterInfo {
     var info = AudioUnitParameterInfo()
     withUnsafeMutableBytes(of: &info.name) { raw in
         let bytes = Array(p.name.utf8.prefix(raw.count - 1))
