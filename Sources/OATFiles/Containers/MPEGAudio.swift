@@ -59,7 +59,8 @@ struct MPEGAudioParser: ContainerParser {
     private var seenFrameBytes: Int64 = 0
     private var seenFrames: Int64 = 0
 
-    /// A parser for a raw MPEG audio or ADTS file; `hint` restricts it to one of them.
+    /// A parser for a raw MPEG audio or ADTS file. As Apple's, `hint` is only a hint: an ADTS
+    /// stream opened with an MP3 hint (streamers pass one for every stream) is still ADTS.
     init(hint: AudioFileType?) {
         self.hint = hint
         self.embedded = false
@@ -71,8 +72,10 @@ struct MPEGAudioParser: ContainerParser {
         self.embedded = embedded
     }
 
-    private var allowsADTS: Bool { adts != nil || (mpeg == nil && !embedded && hint != .mp1 && hint != .mp2 && hint != .mp3) }
-    private var allowsMPEG: Bool { mpeg != nil || (adts == nil && hint != .aacADTS) }
+    // The two families' headers never match each other's (ADTS has layer bits 00, reserved in MPEG
+    // audio), so the first frame found decides; the hint does not exclude either family.
+    private var allowsADTS: Bool { adts != nil || (mpeg == nil && !embedded) }
+    private var allowsMPEG: Bool { mpeg != nil || adts == nil }
 
     // MARK: Steps
 
@@ -90,12 +93,13 @@ struct MPEGAudioParser: ContainerParser {
         return try junkStep(input, at: offset, isEOF: isEOF)
     }
 
+    /// Nothing of any family found: Apple's AudioFileStream answers `kAudioFileStreamError_UnsupportedFileType`.
     private func noFrameError(limitReached: Bool) -> AudioError {
         let start = searchStart ?? 0
-        if limitReached {
-            return invalidData(Self.component, "no MPEG audio or ADTS frame found in the \(Self.maximumLeadingJunk) bytes from offset \(start)", at: start)
-        }
-        return invalidData(Self.component, "no MPEG audio or ADTS frame found from offset \(start) to the end of the input", at: start)
+        let message = limitReached
+            ? "no MPEG audio or ADTS frame found in the \(Self.maximumLeadingJunk) bytes from offset \(start)"
+            : "no MPEG audio or ADTS frame found from offset \(start) to the end of the input"
+        return AudioError(.invalidData, component: Self.component, message, offset: start, osStatus: 0x7479_703F) // 'typ?'
     }
 
     /// True when `count` bytes are at hand; false at the end of input; else asks for them.

@@ -85,7 +85,11 @@ struct ProbeParser: ContainerParser {
         if input.count >= 16, Array(input[0..<16]) == ProbeParser.asfHeaderGUID {
             throw unsupported("AudioFileStream", "this is an ASF (WMA/WMV) file: the container is not supported", at: offset)
         }
-        let kind = ContainerKind.sniff(input) ?? hint.flatMap(ContainerKind.init(hint:)) ?? .mpeg
+        // Every family but raw MPEG audio and ADTS has magic bytes, so the bytes decide and the hint
+        // is only a hint (Apple's): a WAVE or MPEG hint on ADTS bytes still parses ADTS. Only an MP4
+        // hint is followed without magic (a file may open with a box the sniffer does not list).
+        let hinted = hint.flatMap(ContainerKind.init(hint:))
+        let kind = ContainerKind.sniff(input) ?? (hinted == .mp4 ? .mp4 : .mpeg)
         inner = Self.make(kind, hint: hint)
         return try inner!.parse(input, at: offset, isEOF: isEOF, &out)
     }
