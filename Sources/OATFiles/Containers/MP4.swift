@@ -410,7 +410,13 @@ struct MP4Parser: ContainerParser {
 
         out.set(\.fileFormat, fileFormat ?? .mpeg4, .fileFormat)
         out.set(\.dataFormat, format.asbd, .dataFormat)
-        if !format.formatList.isEmpty { out.set(\.formatList, format.formatList, .formatList) }
+        // Apple's MP4 parser states a format list for every track (one layer unless SBR/PS add
+        // richer ones), after the data format and before the cookie; libraries make their converter
+        // on this notice.
+        let layers = format.formatList.isEmpty
+            ? [AudioFormatListItem(format: format.asbd, channelLayoutTag: format.layout?.tag ?? .default(channels: format.asbd.channelsPerFrame))]
+            : format.formatList
+        out.set(\.formatList, layers, .formatList)
         if let cookie = format.cookie { out.set(\.magicCookie, cookie, .magicCookieData) }
         if let layout = format.layout { out.set(\.channelLayout, layout, .channelLayout) }
         if !hasMvex || table.sampleCount > 0 {
