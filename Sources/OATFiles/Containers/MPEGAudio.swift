@@ -404,7 +404,10 @@ struct MPEGAudioParser: ContainerParser {
             }
         }
         var bitRate: Int?
-        if let info, let frames = info.frames, let bytes = info.bytes, bytes > Int64(length) {
+        // A VBR (Xing) tag gives the mean rate; a CBR (Info) tag's frames and bytes would give a
+        // rate a rounding off the header's (191999 for 192 kb/s), so CBR states the header's rate.
+        let cbr = info?.tag == "Info" && h.bitRate > 0
+        if let info, !cbr, let frames = info.frames, let bytes = info.bytes, bytes > Int64(length) {
             let seconds = Double(frames) * Double(spf) / Double(h.sampleRate)
             let bits = Double(bytes - Int64(length)) * 8 / seconds
             if bits.isFinite, bits > 0, bits < Double(UInt32.max) { bitRate = Int(bits.rounded()) }
