@@ -78,6 +78,16 @@ open class AVAudioFormat: NSObject, @unchecked Sendable {
     /// The codec's magic cookie (AAC's AudioSpecificConfig, ALAC's config...), when there is one.
     open var magicCookie: Data?
 
+    /// NSObject's plain initialiser, as Apple's class has it: a format whose fields are all zero
+    /// (sample rate 0, no channels, ``AVAudioCommonFormat/otherFormat``). Nothing plays in it;
+    /// code that makes one before assigning a real format gets an object, not a trap.
+    public override init() {
+        asbd = .allocate(capacity: 1)
+        asbd.initialize(to: AudioStreamBasicDescription())
+        channelLayout = nil
+        super.init()
+    }
+
     /// The format of an `AudioStreamBasicDescription`. (Apple's header says more than two
     /// channels without a layout fails; Apple's implementation and code in the field create such
     /// formats, so this does too and leaves ``channelLayout`` nil.)

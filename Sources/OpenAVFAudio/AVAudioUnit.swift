@@ -70,9 +70,18 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
     /// The bypass state the effect classes expose (applied to the unit when it is built).
     var bypassState = false
 
+    /// NSObject's plain initialiser, as Apple's class has it (public): a unit of no component,
+    /// its description all zero; in an engine it passes audio through. Subclasses and
+    /// ``instantiate(with:options:completionHandler:)`` make units of a component.
+    public convenience init() { self.init(componentDescription: AudioComponentDescription()) }
+
     init(componentDescription: AudioComponentDescription) {
-        component = AVAudioUnitComponent.find(componentDescription)
-        registered = component == nil ? _AudioComponentNodeSource(matching: componentDescription) : nil
+        // An all-zero description is "no component" (the plain inits), never a wildcard search
+        // that would pick whichever unit comes first.
+        let none = componentDescription.componentType == 0 && componentDescription.componentSubType == 0
+            && componentDescription.componentManufacturer == 0
+        component = none ? nil : AVAudioUnitComponent.find(componentDescription)
+        registered = none || component != nil ? nil : _AudioComponentNodeSource(matching: componentDescription)
         givenDescription = componentDescription
         super.init(inputs: 1, outputs: 1)
     }
