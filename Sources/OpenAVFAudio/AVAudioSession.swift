@@ -412,6 +412,7 @@ open class AVAudioSession: NSObject, @unchecked Sendable {
     private var _preferredRate: Double = 0
     private var _preferredIO: TimeInterval = 0
     private var _preferredInput: AVAudioSessionPortDescription?
+    private var _allowHaptics = false
     private var _preferredChannels = (input: 0, output: 0)
     private var _ioType = IOType.notSpecified
     private var _permission = RecordPermission.undetermined
@@ -609,6 +610,35 @@ open class AVAudioSession: NSObject, @unchecked Sendable {
         }
         lock.lock(); defer { lock.unlock() }
         _preferredInput = inPort
+    }
+
+    /// The data sources of the current input port (Apple's `inputDataSources`): none here, as
+    /// on a Mac (PulseAudio sources have no built-in microphone positions).
+    open var inputDataSources: [AVAudioSessionDataSourceDescription]? { nil }
+
+    /// The current input data source (none here: see ``inputDataSources``).
+    open var inputDataSource: AVAudioSessionDataSourceDescription? { nil }
+
+    /// Chooses the input port's data source (Apple's `setInputDataSource(_:)`). `nil` (no
+    /// preference) succeeds; a source the input does not list throws `kAudioSessionErrorParamErr`
+    /// naming it, as no port lists one here.
+    open func setInputDataSource(_ dataSource: AVAudioSessionDataSourceDescription?) throws {
+        guard let dataSource else { return }
+        if !(inputDataSources ?? []).contains(where: { $0.dataSourceID == dataSource.dataSourceID }) {
+            throw avError(kAudioSessionErrorParamErr,
+                          "AVAudioSession.setInputDataSource: data source \(dataSource.dataSourceID) (\"\(dataSource.dataSourceName)\") is not one of the input's")
+        }
+    }
+
+    /// Whether haptics and system sounds may play while recording (Apple's; default false).
+    open var allowHapticsAndSystemSoundsDuringRecording: Bool { lock.lock(); defer { lock.unlock() }; return _allowHaptics }
+
+    /// Allows haptics and system sounds while recording (Apple's
+    /// `setAllowHapticsAndSystemSoundsDuringRecording(_:)`). Kept and reported; nothing here
+    /// silences system sounds during a recording, so it changes no sound.
+    open func setAllowHapticsAndSystemSoundsDuringRecording(_ inValue: Bool) throws {
+        lock.lock(); defer { lock.unlock() }
+        _allowHaptics = inValue
     }
 
     /// Accepts `.none` and `.speaker` (there is one output route here: nothing changes).

@@ -297,6 +297,45 @@ public struct UnsafeMutableAudioBufferListPointer: MutableCollection, RandomAcce
     }
 }
 
+// MARK: - Typed views of an AudioBuffer (Apple's CoreAudio Swift overlay)
+
+extension UnsafeMutableBufferPointer {
+    /// The buffer's bytes as `Element`s (Apple's `init(_:)` over an `AudioBuffer`): `mData` for
+    /// `mDataByteSize / stride` elements; empty when `mData` is nil.
+    public init(_ audioBuffer: AudioBuffer) {
+        let count = Int(audioBuffer.mDataByteSize) / MemoryLayout<Element>.stride
+        guard let data = audioBuffer.mData else { self.init(start: nil, count: 0); return }
+        self.init(start: data.assumingMemoryBound(to: Element.self), count: count)
+    }
+}
+
+extension UnsafeBufferPointer {
+    /// The buffer's bytes as `Element`s, read only (Apple's `init(_:)` over an `AudioBuffer`);
+    /// binds the memory to `Element`, as Apple's does. Empty when `mData` is nil.
+    public init(_ audioBuffer: AudioBuffer) {
+        let count = Int(audioBuffer.mDataByteSize) / MemoryLayout<Element>.stride
+        guard let data = audioBuffer.mData else { self.init(start: nil, count: 0); return }
+        self.init(start: data.bindMemory(to: Element.self, capacity: count), count: count)
+    }
+}
+
+extension UnsafeMutableRawBufferPointer {
+    /// The buffer's `mDataByteSize` bytes at `mData` (Apple's `init(_:)` over an `AudioBuffer`).
+    public init(_ audioBuffer: AudioBuffer) {
+        self.init(start: audioBuffer.mData, count: audioBuffer.mData == nil ? 0 : Int(audioBuffer.mDataByteSize))
+    }
+}
+
+extension AudioBuffer {
+    /// An `AudioBuffer` over a typed buffer (Apple's `init(_:numberOfChannels:)`): its base address,
+    /// its size in bytes, and the channels interleaved in it.
+    public init<Element>(_ typedBuffer: UnsafeMutableBufferPointer<Element>, numberOfChannels: Int) {
+        self.init(mNumberChannels: UInt32(numberOfChannels),
+                  mDataByteSize: UInt32(typedBuffer.count * MemoryLayout<Element>.stride),
+                  mData: UnsafeMutableRawPointer(typedBuffer.baseAddress))
+    }
+}
+
 // MARK: - AudioChannelLayout (C shape)
 
 // `AudioChannelFlags`, `AudioChannelDescription` and `AudioChannelLayout` are Apple's C

@@ -1,0 +1,30 @@
+import Foundation
+import OpenAVFAudio
+import Testing
+
+/// The session members AudioKit's core calls: input data sources and the haptics switch.
+struct AVAudioSessionDataSourceTests {
+    /// No port lists data sources here: nil lists, nil chosen, nil accepted, anything else an
+    /// error naming it.
+    @Test func inputDataSources() throws {
+        let session = AVAudioSession.sharedInstance()
+        #expect(session.inputDataSources == nil && session.inputDataSource == nil)
+        try session.setInputDataSource(nil)
+        let foreign = AVAudioSessionDataSourceDescription()
+        #expect(throws: NSError.self) { try session.setInputDataSource(foreign) }
+        do { try session.setInputDataSource(foreign) } catch let error as NSError {
+            #expect(error.localizedDescription.contains("setInputDataSource") || "\(error)".contains("setInputDataSource"), "\(error)")
+        }
+    }
+
+    /// The haptics and system sounds switch keeps what was set (default false).
+    @Test func allowHapticsAndSystemSoundsDuringRecording() throws {
+        let session = AVAudioSession.sharedInstance()
+        let before = session.allowHapticsAndSystemSoundsDuringRecording
+        defer { try? session.setAllowHapticsAndSystemSoundsDuringRecording(before) }
+        try session.setAllowHapticsAndSystemSoundsDuringRecording(true)
+        #expect(session.allowHapticsAndSystemSoundsDuringRecording)
+        try session.setAllowHapticsAndSystemSoundsDuringRecording(false)
+        #expect(!session.allowHapticsAndSystemSoundsDuringRecording)
+    }
+}
