@@ -133,7 +133,10 @@ public struct AudioFileSummary: Sendable, Equatable {
     }
 }
 
-/// A JSON string literal for `s`.
+/// A JSON string literal for `s`. Besides what JSON requires, the characters a terminal acts on
+/// or that reorder text are escaped (DEL and C1 controls such as CSI U+009B, bidirectional
+/// overrides and isolates such as U+202E, line and paragraph separators): valid JSON either way,
+/// but text from a file's tags cannot steer the terminal that shows `afinfo --json`.
 public func jsonString(_ s: String) -> String {
     var out = "\""
     for u in s.unicodeScalars {
@@ -144,7 +147,9 @@ public func jsonString(_ s: String) -> String {
         case "\r": out += "\\r"
         case "\t": out += "\\t"
         default:
-            if u.value < 0x20 {
+            let v = u.value
+            if v < 0x20 || (0x7F...0x9F).contains(v) || (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v)
+                || v == 0x2028 || v == 0x2029 || v == 0x200E || v == 0x200F || v == 0x061C {
                 let hex = String(u.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             } else {
@@ -166,6 +171,12 @@ func formatFixed(_ value: Double, _ digits: Int) -> String {
     guard value.isFinite else { return String(value) }
     var scale = 1.0
     for _ in 0..<digits { scale *= 10 }
+    // A crafted file's duration (2^62 frames) scaled past Int64: whole units only, or Swift's own
+    // notation past Int64 itself; never a trapping conversion.
+    guard abs(value) * scale < 9.0e18 else {
+        guard abs(value) < 9.0e18 else { return String(value) }
+        return (value < 0 ? "-" : "") + "\(Int64(abs(value).rounded(.down)))" + (digits > 0 ? "." + String(repeating: "0", count: digits) : "")
+    }
     let scaled = (abs(value) * scale).rounded()
     let whole = Int64(scaled / scale)
     let frac = Int64(scaled) - whole * Int64(scale)
