@@ -16,6 +16,12 @@ package func leftPadded(_ text: String, _ width: Int, _ pad: Character = " ") ->
     text.count >= width ? text : String(repeating: pad, count: width - text.count) + text
 }
 
+/// Whether a terminal acts on this scalar or reorders text around it: C0 and C1 controls, DEL,
+/// and the bidirectional overrides and isolates (U+202A-202E, U+2066-2069).
+package func isTerminalControl(_ v: UInt32) -> Bool {
+    v < 0x20 || (0x7F...0x9F).contains(v) || (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v)
+}
+
 /// `text` safe to print on a terminal: control characters (C0 other than tab and, with
 /// `keepNewlines`, newline; DEL; C1) and the bidirectional overrides that reorder what a
 /// terminal shows are replaced by visible escapes (`\x1B`, `\u{202E}`), so text that came from a
@@ -25,7 +31,7 @@ package func terminalSafe(_ text: String, keepNewlines: Bool = false) -> String 
     func unsafe(_ v: UInt32) -> Bool {
         if v == 0x09 { return false }
         if v == 0x0A { return !keepNewlines }
-        return v < 0x20 || (0x7F...0x9F).contains(v) || (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v)
+        return isTerminalControl(v)
     }
     guard text.unicodeScalars.contains(where: { unsafe($0.value) }) else { return text }
     var out = ""

@@ -148,8 +148,7 @@ public func jsonString(_ s: String) -> String {
         case "\t": out += "\\t"
         default:
             let v = u.value
-            if v < 0x20 || (0x7F...0x9F).contains(v) || (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v)
-                || v == 0x2028 || v == 0x2029 || v == 0x200E || v == 0x200F || v == 0x061C {
+            if isTerminalControl(v) || v == 0x2028 || v == 0x2029 || v == 0x200E || v == 0x200F || v == 0x061C {
                 let hex = String(u.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             } else {

@@ -8,19 +8,6 @@ import Glibc
 /// version-1 `elst` lasts about 2^54 ticks, made afinfo trap (a duration formatted through a
 /// conversion past Int64). Every afinfo mode now ends with a clean exit.
 @Suite(.serialized) struct HostileArithmeticToolTests {
-    static func read(_ path: String) throws -> [UInt8] {
-        let f = try #require(fopen(path, "rb"))
-        defer { fclose(f) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = fread(&chunk, 1, chunk.count, f)
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return bytes
-    }
-
     static func be32(_ b: [UInt8], _ i: Int) -> Int { b[i..<(i + 4)].reduce(0) { $0 << 8 | Int($1) } }
     static func put(_ b: inout [UInt8], _ i: Int, _ value: UInt64, bytes: Int) {
         for k in 0..<bytes { b[i + k] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(bytes - 1 - k))) }
@@ -34,7 +21,7 @@ import Glibc
 
     /// The corpus ALAC CAF with its `pakt` claiming 2^62 - 5 valid frames and 2112 priming frames.
     static func paktNear2To62() throws -> [UInt8] {
-        var b = try read(try TestResource.corpusFile("ffmpeg-generated/caf/alac_st.caf"))
+        var b = try #require(Corpus.read(try TestResource.corpusFile("ffmpeg-generated/caf/alac_st.caf")))
         let tag = try #require(find(b, "pakt"))
         let body = tag + 12
         put(&b, body + 8, (1 << 62) - 5, bytes: 8)
@@ -45,7 +32,7 @@ import Glibc
     /// The corpus fast-start AAC M4A with its edit list rewritten as version 1 (64-bit fields),
     /// the segment lasting 2^54 + 5 ticks; parents' sizes and chunk offsets follow the 8 bytes.
     static func elstNear2To54() throws -> [UInt8] {
-        var b = try read(try TestResource.corpusFile("ffmpeg-generated/m4a/aac_faststart.m4a"))
+        var b = try #require(Corpus.read(try TestResource.corpusFile("ffmpeg-generated/m4a/aac_faststart.m4a")))
         let start = try #require(find(b, "elst")) - 4
         let size = be32(b, start)
         let mediaTime = UInt64(be32(b, start + 20))

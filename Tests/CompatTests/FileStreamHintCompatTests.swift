@@ -40,14 +40,7 @@ private func hintPackets(_ client: UnsafeMutableRawPointer, _: UInt32, count: UI
         #expect(AudioFileStreamOpen(client, hintProperty, hintPackets, hint, &streamID) == noErr)
         let stream = try #require(streamID)
         defer { AudioFileStreamClose(stream) }
-        var status = noErr
-        var i = 0
-        while i < bytes.count && status == noErr {
-            let n = min(4096, bytes.count - i)
-            status = bytes[i..<(i + n)].withUnsafeBytes { AudioFileStreamParseBytes(stream, UInt32(n), $0.baseAddress, []) }
-            i += n
-        }
-        return (collector, status)
+        return (collector, feedFileStream(stream, bytes, chunk: 4096).status)
     }
 
     /// ADTS AAC opened with an MP3 hint (and with a WAVE hint) gives its format and every packet.

@@ -16,6 +16,8 @@ private final class FormatListLibrary {
     var items: [AudioFormatListItem] = []
     var converterStatus: OSStatus = -1
     var converter: AudioConverterRef?
+    /// What went wrong reading the list on the notice (the test fails with it).
+    var failure: String?
     deinit { if let converter { AudioConverterDispose(converter) } }
 }
 
@@ -23,12 +25,19 @@ private func formatListProperty(_ client: UnsafeMutableRawPointer, _ stream: Aud
                                 _: UnsafeMutablePointer<AudioFileStreamPropertyFlags>) {
     let lib = Unmanaged<FormatListLibrary>.fromOpaque(client).takeUnretainedValue()
     lib.order.append(id)
-    guard id == kAudioFileStreamProperty_FormatList else { return }
+    if id == kAudioFileStreamProperty_FormatList { readFormatList(lib, stream) }
+}
+
+/// On the FormatList notice: the list's size, the list, and a converter from its first item.
+private func readFormatList(_ lib: FormatListLibrary, _ stream: AudioFileStreamID) {
+    let id = kAudioFileStreamProperty_FormatList
     var size: UInt32 = 0
     var writable: DarwinBoolean = false
-    guard AudioFileStreamGetPropertyInfo(stream, id, &size, &writable) == noErr, size > 0 else { return }
+    let info = AudioFileStreamGetPropertyInfo(stream, id, &size, &writable)
+    guard info == noErr, size > 0 else { lib.failure = "FormatList size on its notice: status \(info), \(size) bytes"; return }
     var list = [AudioFormatListItem](repeating: AudioFormatListItem(), count: Int(size) / MemoryLayout<AudioFormatListItem>.size)
-    guard AudioFileStreamGetProperty(stream, id, &size, &list) == noErr else { return }
+    let got = AudioFileStreamGetProperty(stream, id, &size, &list)
+    guard got == noErr else { lib.failure = "FormatList on its notice: status \(got)"; return }
     lib.items = list
     var source = list[0].mASBD
     var pcm = AudioStreamBasicDescription(mSampleRate: source.mSampleRate, mFormatID: kAudioFormatLinearPCM,
@@ -57,13 +66,9 @@ private func formatListPackets(_: UnsafeMutableRawPointer, _: UInt32, _: UInt32,
                                     kAudioFileM4AType, &streamID) == noErr)
         let stream = try #require(streamID)
         defer { AudioFileStreamClose(stream) }
-        var i = 0
-        while i < bytes.count {
-            let n = min(8192, bytes.count - i)
-            let status = bytes[i..<(i + n)].withUnsafeBytes { AudioFileStreamParseBytes(stream, UInt32(n), $0.baseAddress, []) }
-            try #require(status == noErr, "\(name) at \(i): \(status)")
-            i += n
-        }
+        let fed = feedFileStream(stream, bytes, chunk: 8192)
+        try #require(fed.status == noErr, "\(name) at \(fed.offset): \(fed.status)")
+        #expect(lib.failure == nil, "\(name): \(lib.failure ?? "")")
         let data = try #require(lib.order.firstIndex(of: kAudioFileStreamProperty_DataFormat))
         let list = try #require(lib.order.firstIndex(of: kAudioFileStreamProperty_FormatList), "\(name): no FormatList in \(lib.order)")
         let ready = try #require(lib.order.firstIndex(of: kAudioFileStreamProperty_ReadyToProducePackets))

@@ -9,8 +9,9 @@ import Testing
 @Suite struct MPEGBitRateTests {
     @Test(arguments: [128, 192, 320])
     func cbrBitRateIsTheHeaders(_ kbps: Int) throws {
-        let path = "/tmp/oat-cbr-\(getpid())-\(kbps).mp3"
-        defer { unlink(path) }
+        let scratch = try ScratchDirectory("cbr-bitrate")
+        defer { scratch.remove() }
+        let path = scratch.path + "/cbr\(kbps).mp3"
         try #require(runFFmpeg(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=3.3",
                                 "-c:a", "libmp3lame", "-b:a", "\(kbps)k", path]), "ffmpeg encodes the CBR file")
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))

@@ -11,10 +11,9 @@ struct AVAudioSessionDataSourceTests {
         #expect(session.inputDataSources == nil && session.inputDataSource == nil)
         try session.setInputDataSource(nil)
         let foreign = AVAudioSessionDataSourceDescription()
-        #expect(throws: NSError.self) { try session.setInputDataSource(foreign) }
-        do { try session.setInputDataSource(foreign) } catch let error as NSError {
-            #expect(error.localizedDescription.contains("setInputDataSource") || "\(error)".contains("setInputDataSource"), "\(error)")
-        }
+        let error = #expect(throws: NSError.self) { try session.setInputDataSource(foreign) }
+        let text = error.map { "\($0.localizedDescription) \($0)" } ?? ""
+        #expect(text.contains("setInputDataSource"), "\(text)")
     }
 
     /// The haptics and system sounds switch keeps what was set (default false).

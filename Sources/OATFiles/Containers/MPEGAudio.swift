@@ -38,7 +38,6 @@ struct MPEGAudioParser: ContainerParser {
     /// Layer III decoder delay (samples) added to the LAME encoder delay for the priming frames.
     static let decoderDelay = 529
 
-    let hint: AudioFileType?
     let embedded: Bool
 
     /// The established stream: the first accepted frame's header.
@@ -59,16 +58,14 @@ struct MPEGAudioParser: ContainerParser {
     private var seenFrameBytes: Int64 = 0
     private var seenFrames: Int64 = 0
 
-    /// A parser for a raw MPEG audio or ADTS file. As Apple's, `hint` is only a hint: an ADTS
-    /// stream opened with an MP3 hint (streamers pass one for every stream) is still ADTS.
-    init(hint: AudioFileType?) {
-        self.hint = hint
+    /// A parser for a raw MPEG audio or ADTS file. No file type hint takes part: as Apple's, an
+    /// ADTS stream opened with an MP3 hint (streamers pass one for every stream) is still ADTS.
+    init() {
         self.embedded = false
     }
 
     /// A frame splitter for MPEG audio data inside another container (see the type's notes).
     init(embedded: Bool) {
-        self.hint = embedded ? .mp3 : nil
         self.embedded = embedded
     }
 

@@ -51,7 +51,7 @@ struct ProbeParser: ContainerParser {
     /// The ASF header object GUID that starts WMA/WMV files.
     static let asfHeaderGUID: [UInt8] = [0x30, 0x26, 0xB2, 0x75, 0x8E, 0x66, 0xCF, 0x11, 0xA6, 0xD9, 0x00, 0xAA, 0x00, 0x62, 0xCE, 0x6C]
 
-    static func make(_ kind: ContainerKind, hint: AudioFileType?) -> any ContainerParser {
+    static func make(_ kind: ContainerKind) -> any ContainerParser {
         switch kind {
         case .wave: WAVParser()
         case .aiff: AIFFParser()
@@ -60,7 +60,7 @@ struct ProbeParser: ContainerParser {
         case .flac: FLACParser()
         case .ogg: OggParser()
         case .mp4: MP4Parser()
-        case .mpeg: MPEGAudioParser(hint: hint)
+        case .mpeg: MPEGAudioParser()
         }
     }
 
@@ -90,7 +90,7 @@ struct ProbeParser: ContainerParser {
         // hint is followed without magic (a file may open with a box the sniffer does not list).
         let hinted = hint.flatMap(ContainerKind.init(hint:))
         let kind = ContainerKind.sniff(input) ?? (hinted == .mp4 ? .mp4 : .mpeg)
-        inner = Self.make(kind, hint: hint)
+        inner = Self.make(kind)
         return try inner!.parse(input, at: offset, isEOF: isEOF, &out)
     }
 
