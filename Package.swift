@@ -143,7 +143,7 @@ let package = Package(
         .testTarget(name: "OATProcessingTests", dependencies: ["OATProcessing", "OATTestSupport"], swiftSettings: strict),
         .testTarget(name: "OATUnitsTests", dependencies: ["OATUnits", "OATDevices", "OpenAudioToolbox", "OATTestSupport"], swiftSettings: strict),
         .testTarget(name: "PlaybackTests", dependencies: ["OpenAudioToolbox", "OATTestSupport"], swiftSettings: strict),
-        .testTarget(name: "OpenAVFAudioTests", dependencies: ["OpenAVFAudio", "OATTestSupport"], swiftSettings: strict),
+        .testTarget(name: "OpenAVFAudioTests", dependencies: ["OpenAVFAudio", "AudioToolboxKit", "OATTestSupport"], swiftSettings: strict),
         // Generated from docs/api-avfaudio-signatures.tsv by Scripts/gen-avf-signature-tests.py: Apple's AVFAudio
         // declarations, checked by the compiler in Swift 5 mode as ported code builds (no Sendable inference on method references).
         .testTarget(name: "AVFAudioSignatureTests", dependencies: ["OpenAVFAudio"], swiftSettings: [.swiftLanguageMode(.v5)]),

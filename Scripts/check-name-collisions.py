@@ -29,8 +29,10 @@ INTERNAL = ["OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngin
 SHADOWING = "OpenAudioToolbox"
 # Internal Swift-API types whose Apple declaration OpenAudioToolbox declares (docs/PORTING.md,
 # "Scalar names with a richer Swift type" and "Same name, different shape").
-TWINS = {"AudioFormatID", "AudioFormatFlags", "AudioChannelLayoutTag", "AudioChannelLabel",
-         "AudioChannelLayout", "AudioQueueBuffer", "AUNode"}
+# None: a twin shadowed this way still met Apple's name in a file that imports OpenAVFAudio or
+# OpenAudioToolbox together with AudioToolboxKit or an OAT module ("ambiguous for type lookup"), so
+# every internal type has a name of ours (CHANGELOG: AudioFormatID -> AudioFormatCode, ...).
+TWINS: set = set()
 
 DECL = re.compile(r"^(?:@[A-Za-z_]+(?:\([^)]*\))?\s+)*(?:public|open)\s+(?:final\s+)?(?:indirect\s+)?"
                   r"(class|struct|enum|protocol|typealias|actor|func|let|var)\s+`?([A-Za-z_][A-Za-z0-9_]*)")

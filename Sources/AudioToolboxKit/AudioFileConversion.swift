@@ -105,7 +105,7 @@ public enum AudioFileConversion {
         let lower = name.lowercased()
         switch lower {
         case "aac", "aac ": return .compressed(.mpeg4AAC, sampleRate: rate, channels: 0, framesPerPacket: 1024)
-        case "aach", "aacp": return .compressed(OATCore.AudioFormatID(name), sampleRate: rate, channels: 0, framesPerPacket: 2048)
+        case "aach", "aacp": return .compressed(OATCore.AudioFormatCode(name), sampleRate: rate, channels: 0, framesPerPacket: 2048)
         case "alac": return .compressed(.appleLossless, sampleRate: rate, channels: 0, framesPerPacket: 4096)
         case "flac": return .compressed(.flac, sampleRate: rate, channels: 0, framesPerPacket: 0)
         case "opus": return .compressed(.opus, sampleRate: rate, channels: 0, framesPerPacket: 960)

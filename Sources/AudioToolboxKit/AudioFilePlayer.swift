@@ -55,7 +55,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
 
     private let queue: AudioOutputQueue
     private final class Pool: Sendable {
-        let buffers = Locked<[OATQueueEngine.AudioQueueBuffer]>([])
+        let buffers = Locked<[OATQueueEngine.QueueBuffer]>([])
     }
     private let pool = Pool()
     private let bufferReturned = DispatchSemaphore(value: 0)
@@ -302,7 +302,7 @@ public final class AudioFilePlayer: @unchecked Sendable {
         emit(.queue(event))
     }
 
-    private func takeBuffer() -> OATQueueEngine.AudioQueueBuffer? {
+    private func takeBuffer() -> OATQueueEngine.QueueBuffer? {
         while true {
             if state.withLock({ $0.stopRequested || $0.seekRequest != nil }) { return nil }
             if let b = pool.buffers.withLock({ $0.popLast() }) { return b }

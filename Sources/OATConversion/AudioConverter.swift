@@ -185,7 +185,7 @@ public final class AudioConverter {
         // Float32 out at the source's own rate and channel count: no resampling or remixing.
         let sameShape = (fmt == AV_SAMPLE_FMT_FLT || fmt == AV_SAMPLE_FMT_FLTP) && destination.sampleRate == source.sampleRate
             && destination.channelsPerFrame == source.channelsPerFrame
-        let mpeg: Set<AudioFormatID> = [.mpegLayer1, .mpegLayer2, .mpegLayer3]
+        let mpeg: Set<AudioFormatCode> = [.mpegLayer1, .mpegLayer2, .mpegLayer3]
         if sameShape && mpeg.contains(source.formatID) && (source.channelsPerFrame == 1 || source.channelsPerFrame == 2),
            let decoder = try? MPG123Decoder(sampleRate: Int(source.sampleRate), channels: Int(source.channelsPerFrame)) {
             backend = .mpg123

@@ -86,7 +86,7 @@ public final class AudioEncoder {
     }
 
     /// Formats this build can encode to (besides linear PCM).
-    public static var encodableFormats: [AudioFormatID] {
+    public static var encodableFormats: [AudioFormatCode] {
         [.mpeg4AAC, .appleLossless, .flac, .opus, .mpegLayer3, .ulaw, .alaw].filter { id in
             if id == .ulaw || id == .alaw { return true }
             guard let name = encoderName(for: .compressed(id, sampleRate: 44100, channels: 2, framesPerPacket: 0)) else { return false }
@@ -145,7 +145,7 @@ public final class AudioEncoder {
         if var p = encoder.pointee.sample_fmts {
             while p.pointee != AV_SAMPLE_FMT_NONE { supported.append(p.pointee); p += 1 }
         }
-        let lossy = [AudioFormatID.mpeg4AAC, .opus, .mpegLayer3].contains(destination.formatID)
+        let lossy = [AudioFormatCode.mpeg4AAC, .opus, .mpegLayer3].contains(destination.formatID)
         let preference: [AVSampleFormat] = lossy ? [AV_SAMPLE_FMT_FLTP, AV_SAMPLE_FMT_FLT, AV_SAMPLE_FMT_S16P, AV_SAMPLE_FMT_S16]
             : bits > 16 ? [AV_SAMPLE_FMT_S32, AV_SAMPLE_FMT_S32P, AV_SAMPLE_FMT_FLT, AV_SAMPLE_FMT_DBL, AV_SAMPLE_FMT_S64]
             : [AV_SAMPLE_FMT_S16, AV_SAMPLE_FMT_S16P, AV_SAMPLE_FMT_U8, AV_SAMPLE_FMT_S32, AV_SAMPLE_FMT_FLT, AV_SAMPLE_FMT_DBL]

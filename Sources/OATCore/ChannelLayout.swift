@@ -1,6 +1,6 @@
-/// A channel layout tag (Apple's `AudioChannelLayoutTag`): the high 16 bits name the layout,
+/// A channel layout tag (Apple's `AudioChannelLayoutTag`, as a Swift type of ours): the high 16 bits name the layout,
 /// the low 16 bits give its channel count.
-public struct AudioChannelLayoutTag: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public struct ChannelLayoutTag: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The packed tag value.
     public var rawValue: UInt32
     /// Creates a tag from its packed value.
@@ -11,83 +11,83 @@ public struct AudioChannelLayoutTag: RawRepresentable, Hashable, Sendable, Custo
     public var channelCount: UInt32 { rawValue & 0xFFFF }
 
     /// Layout given by per-channel descriptions.
-    public static let useChannelDescriptions = AudioChannelLayoutTag(rawValue: 0)
+    public static let useChannelDescriptions = ChannelLayoutTag(rawValue: 0)
     /// Layout given by a channel bitmap.
-    public static let useChannelBitmap = AudioChannelLayoutTag(rawValue: 1 << 16)
+    public static let useChannelBitmap = ChannelLayoutTag(rawValue: 1 << 16)
     /// One channel.
-    public static let mono = AudioChannelLayoutTag(100, 1)
+    public static let mono = ChannelLayoutTag(100, 1)
     /// Left, right.
-    public static let stereo = AudioChannelLayoutTag(101, 2)
+    public static let stereo = ChannelLayoutTag(101, 2)
     /// Left, right for headphones.
-    public static let stereoHeadphones = AudioChannelLayoutTag(102, 2)
+    public static let stereoHeadphones = ChannelLayoutTag(102, 2)
     /// Matrix-encoded stereo.
-    public static let matrixStereo = AudioChannelLayoutTag(103, 2)
+    public static let matrixStereo = ChannelLayoutTag(103, 2)
     /// Mid, side.
-    public static let midSide = AudioChannelLayoutTag(104, 2)
+    public static let midSide = ChannelLayoutTag(104, 2)
     /// Coincident mic pair.
-    public static let xy = AudioChannelLayoutTag(105, 2)
+    public static let xy = ChannelLayoutTag(105, 2)
     /// Binaural.
-    public static let binaural = AudioChannelLayoutTag(106, 2)
+    public static let binaural = ChannelLayoutTag(106, 2)
     /// W, X, Y, Z.
-    public static let ambisonicBFormat = AudioChannelLayoutTag(107, 4)
+    public static let ambisonicBFormat = ChannelLayoutTag(107, 4)
     /// Front left, front right, back left, back right.
-    public static let quadraphonic = AudioChannelLayoutTag(108, 4)
+    public static let quadraphonic = ChannelLayoutTag(108, 4)
     /// L R Ls Rs C.
-    public static let pentagonal = AudioChannelLayoutTag(109, 5)
+    public static let pentagonal = ChannelLayoutTag(109, 5)
     /// L R Ls Rs C Cs.
-    public static let hexagonal = AudioChannelLayoutTag(110, 6)
+    public static let hexagonal = ChannelLayoutTag(110, 6)
     /// L R Ls Rs C Cs Lw Rw.
-    public static let octagonal = AudioChannelLayoutTag(111, 8)
+    public static let octagonal = ChannelLayoutTag(111, 8)
     /// L R C.
-    public static let mpeg_3_0_A = AudioChannelLayoutTag(113, 3)
+    public static let mpeg_3_0_A = ChannelLayoutTag(113, 3)
     /// C L R.
-    public static let mpeg_3_0_B = AudioChannelLayoutTag(114, 3)
+    public static let mpeg_3_0_B = ChannelLayoutTag(114, 3)
     /// L R C Cs.
-    public static let mpeg_4_0_A = AudioChannelLayoutTag(115, 4)
+    public static let mpeg_4_0_A = ChannelLayoutTag(115, 4)
     /// C L R Cs.
-    public static let mpeg_4_0_B = AudioChannelLayoutTag(116, 4)
+    public static let mpeg_4_0_B = ChannelLayoutTag(116, 4)
     /// L R C Ls Rs.
-    public static let mpeg_5_0_A = AudioChannelLayoutTag(117, 5)
+    public static let mpeg_5_0_A = ChannelLayoutTag(117, 5)
     /// L R Ls Rs C.
-    public static let mpeg_5_0_B = AudioChannelLayoutTag(118, 5)
+    public static let mpeg_5_0_B = ChannelLayoutTag(118, 5)
     /// L C R Ls Rs.
-    public static let mpeg_5_0_C = AudioChannelLayoutTag(119, 5)
+    public static let mpeg_5_0_C = ChannelLayoutTag(119, 5)
     /// C L R Ls Rs.
-    public static let mpeg_5_0_D = AudioChannelLayoutTag(120, 5)
+    public static let mpeg_5_0_D = ChannelLayoutTag(120, 5)
     /// L R C LFE Ls Rs (WAV/SMPTE order).
-    public static let mpeg_5_1_A = AudioChannelLayoutTag(121, 6)
+    public static let mpeg_5_1_A = ChannelLayoutTag(121, 6)
     /// L R Ls Rs C LFE.
-    public static let mpeg_5_1_B = AudioChannelLayoutTag(122, 6)
+    public static let mpeg_5_1_B = ChannelLayoutTag(122, 6)
     /// L C R Ls Rs LFE (AIFF, Vorbis order).
-    public static let mpeg_5_1_C = AudioChannelLayoutTag(123, 6)
+    public static let mpeg_5_1_C = ChannelLayoutTag(123, 6)
     /// C L R Ls Rs LFE (AAC order).
-    public static let mpeg_5_1_D = AudioChannelLayoutTag(124, 6)
+    public static let mpeg_5_1_D = ChannelLayoutTag(124, 6)
     /// L R C LFE Ls Rs Cs.
-    public static let mpeg_6_1_A = AudioChannelLayoutTag(125, 7)
+    public static let mpeg_6_1_A = ChannelLayoutTag(125, 7)
     /// L R C LFE Ls Rs Lc Rc.
-    public static let mpeg_7_1_A = AudioChannelLayoutTag(126, 8)
+    public static let mpeg_7_1_A = ChannelLayoutTag(126, 8)
     /// C Lc Rc L R Ls Rs LFE.
-    public static let mpeg_7_1_B = AudioChannelLayoutTag(127, 8)
+    public static let mpeg_7_1_B = ChannelLayoutTag(127, 8)
     /// L R C LFE Ls Rs Rls Rrs.
-    public static let mpeg_7_1_C = AudioChannelLayoutTag(128, 8)
+    public static let mpeg_7_1_C = ChannelLayoutTag(128, 8)
     /// L R LFE (ITU 2.1 as Apple names it).
-    public static let itu_2_1 = AudioChannelLayoutTag(131, 3)
+    public static let itu_2_1 = ChannelLayoutTag(131, 3)
     /// L R Ls Rs.
-    public static let itu_2_2 = AudioChannelLayoutTag(132, 4)
+    public static let itu_2_2 = ChannelLayoutTag(132, 4)
     /// C L R Ls Rs Cs (AAC 6.0).
-    public static let aac_6_0 = AudioChannelLayoutTag(141, 6)
+    public static let aac_6_0 = ChannelLayoutTag(141, 6)
     /// C L R Ls Rs Cs LFE (AAC 6.1).
-    public static let aac_6_1 = AudioChannelLayoutTag(142, 7)
+    public static let aac_6_1 = ChannelLayoutTag(142, 7)
     /// C L R Ls Rs Rls Rrs (AAC 7.0).
-    public static let aac_7_0 = AudioChannelLayoutTag(143, 7)
+    public static let aac_7_0 = ChannelLayoutTag(143, 7)
     /// Channels in order with no further meaning; the low bits give the count.
-    public static func discreteInOrder(_ channels: UInt32) -> AudioChannelLayoutTag { AudioChannelLayoutTag(147, channels) }
+    public static func discreteInOrder(_ channels: UInt32) -> ChannelLayoutTag { ChannelLayoutTag(147, channels) }
     /// Unknown layout; the low bits give the count.
-    public static func unknown(_ channels: UInt32) -> AudioChannelLayoutTag { AudioChannelLayoutTag(rawValue: 0xFFFF_0000 | channels) }
+    public static func unknown(_ channels: UInt32) -> ChannelLayoutTag { ChannelLayoutTag(rawValue: 0xFFFF_0000 | channels) }
 
     /// The layout an ordinary file with this many channels and no layout information implies
     /// (mono, stereo, else WAV/SMPTE order up to 8 channels, else discrete).
-    public static func `default`(channels: UInt32) -> AudioChannelLayoutTag {
+    public static func `default`(channels: UInt32) -> ChannelLayoutTag {
         switch channels {
         case 1: .mono
         case 2: .stereo
@@ -102,8 +102,8 @@ public struct AudioChannelLayoutTag: RawRepresentable, Hashable, Sendable, Custo
     }
 
     /// The channel labels of the layout in order, where the tag defines them.
-    public var labels: [AudioChannelLabel]? {
-        typealias L = AudioChannelLabel
+    public var labels: [ChannelLabel]? {
+        typealias L = ChannelLabel
         switch self {
         case .mono: return [.mono]
         case .stereo, .stereoHeadphones: return [.left, .right]
@@ -155,70 +155,70 @@ public struct AudioChannelLayoutTag: RawRepresentable, Hashable, Sendable, Custo
     }
 }
 
-/// The role of one channel (Apple's `AudioChannelLabel`).
-public struct AudioChannelLabel: RawRepresentable, Hashable, Sendable {
+/// The role of one channel (Apple's `AudioChannelLabel`, as a Swift type of ours).
+public struct ChannelLabel: RawRepresentable, Hashable, Sendable {
     /// The packed label value.
     public var rawValue: UInt32
     /// Creates a label from its value.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// Unknown role.
-    public static let unknown = AudioChannelLabel(rawValue: 0xFFFF_FFFF)
+    public static let unknown = ChannelLabel(rawValue: 0xFFFF_FFFF)
     /// Unused channel.
-    public static let unused = AudioChannelLabel(rawValue: 0)
+    public static let unused = ChannelLabel(rawValue: 0)
     /// Front left.
-    public static let left = AudioChannelLabel(rawValue: 1)
+    public static let left = ChannelLabel(rawValue: 1)
     /// Front right.
-    public static let right = AudioChannelLabel(rawValue: 2)
+    public static let right = ChannelLabel(rawValue: 2)
     /// Front center.
-    public static let center = AudioChannelLabel(rawValue: 3)
+    public static let center = ChannelLabel(rawValue: 3)
     /// Low-frequency effects.
-    public static let lfeScreen = AudioChannelLabel(rawValue: 4)
+    public static let lfeScreen = ChannelLabel(rawValue: 4)
     /// Left surround (WAV "back left").
-    public static let leftSurround = AudioChannelLabel(rawValue: 5)
+    public static let leftSurround = ChannelLabel(rawValue: 5)
     /// Right surround (WAV "back right").
-    public static let rightSurround = AudioChannelLabel(rawValue: 6)
+    public static let rightSurround = ChannelLabel(rawValue: 6)
     /// Left of center.
-    public static let leftCenter = AudioChannelLabel(rawValue: 7)
+    public static let leftCenter = ChannelLabel(rawValue: 7)
     /// Right of center.
-    public static let rightCenter = AudioChannelLabel(rawValue: 8)
+    public static let rightCenter = ChannelLabel(rawValue: 8)
     /// Center surround (WAV "back center").
-    public static let centerSurround = AudioChannelLabel(rawValue: 9)
+    public static let centerSurround = ChannelLabel(rawValue: 9)
     /// Left surround direct (WAV "side left").
-    public static let leftSurroundDirect = AudioChannelLabel(rawValue: 10)
+    public static let leftSurroundDirect = ChannelLabel(rawValue: 10)
     /// Right surround direct (WAV "side right").
-    public static let rightSurroundDirect = AudioChannelLabel(rawValue: 11)
+    public static let rightSurroundDirect = ChannelLabel(rawValue: 11)
     /// Top center.
-    public static let topCenterSurround = AudioChannelLabel(rawValue: 12)
+    public static let topCenterSurround = ChannelLabel(rawValue: 12)
     /// Top front left.
-    public static let verticalHeightLeft = AudioChannelLabel(rawValue: 13)
+    public static let verticalHeightLeft = ChannelLabel(rawValue: 13)
     /// Top front center.
-    public static let verticalHeightCenter = AudioChannelLabel(rawValue: 14)
+    public static let verticalHeightCenter = ChannelLabel(rawValue: 14)
     /// Top front right.
-    public static let verticalHeightRight = AudioChannelLabel(rawValue: 15)
+    public static let verticalHeightRight = ChannelLabel(rawValue: 15)
     /// Top back left.
-    public static let topBackLeft = AudioChannelLabel(rawValue: 16)
+    public static let topBackLeft = ChannelLabel(rawValue: 16)
     /// Top back center.
-    public static let topBackCenter = AudioChannelLabel(rawValue: 17)
+    public static let topBackCenter = ChannelLabel(rawValue: 17)
     /// Top back right.
-    public static let topBackRight = AudioChannelLabel(rawValue: 18)
+    public static let topBackRight = ChannelLabel(rawValue: 18)
     /// Rear surround left.
-    public static let rearSurroundLeft = AudioChannelLabel(rawValue: 33)
+    public static let rearSurroundLeft = ChannelLabel(rawValue: 33)
     /// Rear surround right.
-    public static let rearSurroundRight = AudioChannelLabel(rawValue: 34)
+    public static let rearSurroundRight = ChannelLabel(rawValue: 34)
     /// Left total (matrix encoded).
-    public static let leftTotal = AudioChannelLabel(rawValue: 38)
+    public static let leftTotal = ChannelLabel(rawValue: 38)
     /// Right total (matrix encoded).
-    public static let rightTotal = AudioChannelLabel(rawValue: 39)
+    public static let rightTotal = ChannelLabel(rawValue: 39)
     /// The only channel of a mono stream.
-    public static let mono = AudioChannelLabel(rawValue: 42)
+    public static let mono = ChannelLabel(rawValue: 42)
     /// Mid of a mid/side pair.
-    public static let mid = AudioChannelLabel(rawValue: 204)
+    public static let mid = ChannelLabel(rawValue: 204)
     /// Side of a mid/side pair.
-    public static let side = AudioChannelLabel(rawValue: 205)
+    public static let side = ChannelLabel(rawValue: 205)
 
     /// The labels of the bits of a WAVE channel mask / Core Audio channel bitmap, in bit order.
-    public static let bitmapOrder: [AudioChannelLabel] = [
+    public static let bitmapOrder: [ChannelLabel] = [
         .left, .right, .center, .lfeScreen, .leftSurround, .rightSurround, .leftCenter, .rightCenter,
         .centerSurround, .leftSurroundDirect, .rightSurroundDirect, .topCenterSurround,
         .verticalHeightLeft, .verticalHeightCenter, .verticalHeightRight, .topBackLeft,
@@ -263,33 +263,33 @@ public struct AudioChannelLabel: RawRepresentable, Hashable, Sendable {
 // is Apple's C option set, declared in COATCoreAudioTypes with Apple's members (`bit_Left`, ...).
 extension AudioChannelBitmap: @retroactive Hashable {
     /// The labels of the set bits, in bit order.
-    public var labels: [AudioChannelLabel] {
-        AudioChannelLabel.bitmapOrder.enumerated().compactMap { i, label in
+    public var labels: [ChannelLabel] {
+        ChannelLabel.bitmapOrder.enumerated().compactMap { i, label in
             rawValue & (1 << UInt32(i)) != 0 ? label : nil
         }
     }
 }
 
-/// A channel layout (Apple's `AudioChannelLayout`): a tag, or a bitmap, or one description per
+/// A channel layout (Apple's `AudioChannelLayout`, as a Swift type of ours): a tag, or a bitmap, or one description per
 /// channel.
-public struct AudioChannelLayout: Hashable, Sendable, CustomStringConvertible {
-    /// The layout tag; ``AudioChannelLayoutTag/useChannelBitmap`` or
-    /// ``AudioChannelLayoutTag/useChannelDescriptions`` defer to the other fields.
-    public var tag: AudioChannelLayoutTag
+public struct ChannelLayout: Hashable, Sendable, CustomStringConvertible {
+    /// The layout tag; ``ChannelLayoutTag/useChannelBitmap`` or
+    /// ``ChannelLayoutTag/useChannelDescriptions`` defer to the other fields.
+    public var tag: ChannelLayoutTag
     /// The bitmap, meaningful when ``tag`` is `useChannelBitmap`.
     public var bitmap: AudioChannelBitmap
     /// Per-channel labels, meaningful when ``tag`` is `useChannelDescriptions`.
-    public var channelLabels: [AudioChannelLabel]
+    public var channelLabels: [ChannelLabel]
 
     /// Creates a layout.
-    public init(tag: AudioChannelLayoutTag, bitmap: AudioChannelBitmap = [], channelLabels: [AudioChannelLabel] = []) {
+    public init(tag: ChannelLayoutTag, bitmap: AudioChannelBitmap = [], channelLabels: [ChannelLabel] = []) {
         self.tag = tag
         self.bitmap = bitmap
         self.channelLabels = channelLabels
     }
 
     /// The labels in channel order, whichever way the layout is given.
-    public var labels: [AudioChannelLabel]? {
+    public var labels: [ChannelLabel]? {
         switch tag {
         case .useChannelBitmap: bitmap.labels
         case .useChannelDescriptions: channelLabels
@@ -320,23 +320,23 @@ public struct AudioChannelLayout: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-extension AudioChannelLayout {
+extension ChannelLayout {
     /// The labels of the channels as they come out of decoding `format`: the layout's own order
     /// for linear PCM (and other sample formats stored as they play), FFmpeg's native order (the
     /// WAVE channel-mask bit order) for codecs, whose decoders (AAC, Opus, Vorbis, FLAC, ALAC,
     /// AC-3) reorder to it. Nil when the layout gives no label for a channel, names one twice, or
     /// does not have `format`'s channel count.
-    public func decodedLabels(for format: AudioStreamBasicDescription) -> [AudioChannelLabel]? {
+    public func decodedLabels(for format: AudioStreamBasicDescription) -> [ChannelLabel]? {
         guard let labels, labels.count == Int(format.channelsPerFrame), labels.count > 0,
               Set(labels).count == labels.count, !labels.contains(.unknown), !labels.contains(.unused) else { return nil }
-        let stored: Set<AudioFormatID> = [.linearPCM, .ulaw, .alaw]
+        let stored: Set<AudioFormatCode> = [.linearPCM, .ulaw, .alaw]
         if stored.contains(format.formatID) { return labels }
-        func rank(_ l: AudioChannelLabel) -> Int {
+        func rank(_ l: ChannelLabel) -> Int {
             switch l {
             case .rearSurroundLeft: return 4
             case .rearSurroundRight: return 5
             case .mono: return 2
-            default: return AudioChannelLabel.bitmapOrder.firstIndex(of: l) ?? 100 + Int(l.rawValue & 0xFFFF)
+            default: return ChannelLabel.bitmapOrder.firstIndex(of: l) ?? 100 + Int(l.rawValue & 0xFFFF)
             }
         }
         return labels.sorted { rank($0) < rank($1) }

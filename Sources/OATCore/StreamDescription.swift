@@ -1,5 +1,5 @@
-/// An audio data format identifier (Apple's `AudioFormatID`), a ``FourCC``.
-public struct AudioFormatID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+/// An audio data format identifier, a ``FourCC`` (the Swift type of Apple's `AudioFormatID` scalar; a name of ours, so it never meets Apple's).
+public struct AudioFormatCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The packed four-character code.
     public var rawValue: UInt32
     /// Creates an identifier from its packed value.
@@ -13,86 +13,86 @@ public struct AudioFormatID: RawRepresentable, Hashable, Sendable, CustomStringC
     public var description: String { fourCC.description }
 
     /// Linear PCM (`'lpcm'`).
-    public static let linearPCM = AudioFormatID("lpcm")
+    public static let linearPCM = AudioFormatCode("lpcm")
     /// MPEG-1/2 Layer I (`'.mp1'`).
-    public static let mpegLayer1 = AudioFormatID(".mp1")
+    public static let mpegLayer1 = AudioFormatCode(".mp1")
     /// MPEG-1/2 Layer II (`'.mp2'`).
-    public static let mpegLayer2 = AudioFormatID(".mp2")
+    public static let mpegLayer2 = AudioFormatCode(".mp2")
     /// MPEG-1/2/2.5 Layer III (`'.mp3'`).
-    public static let mpegLayer3 = AudioFormatID(".mp3")
+    public static let mpegLayer3 = AudioFormatCode(".mp3")
     /// MPEG-4 AAC, any object type carried with an AudioSpecificConfig cookie (`'aac '`).
-    public static let mpeg4AAC = AudioFormatID("aac ")
+    public static let mpeg4AAC = AudioFormatCode("aac ")
     /// MPEG-4 High Efficiency AAC (SBR) (`'aach'`).
-    public static let mpeg4AAC_HE = AudioFormatID("aach")
+    public static let mpeg4AAC_HE = AudioFormatCode("aach")
     /// MPEG-4 High Efficiency AAC v2 (SBR + PS) (`'aacp'`).
-    public static let mpeg4AAC_HE_V2 = AudioFormatID("aacp")
+    public static let mpeg4AAC_HE_V2 = AudioFormatCode("aacp")
     /// Apple Lossless (`'alac'`).
-    public static let appleLossless = AudioFormatID("alac")
+    public static let appleLossless = AudioFormatCode("alac")
     /// FLAC (`'flac'`).
-    public static let flac = AudioFormatID("flac")
+    public static let flac = AudioFormatCode("flac")
     /// Opus (`'opus'`).
-    public static let opus = AudioFormatID("opus")
+    public static let opus = AudioFormatCode("opus")
     /// Vorbis (`'vorb'`; Audio Toolbox has no constant for it).
-    public static let vorbis = AudioFormatID("vorb")
+    public static let vorbis = AudioFormatCode("vorb")
     /// ITU G.711 mu-law (`'ulaw'`).
-    public static let ulaw = AudioFormatID("ulaw")
+    public static let ulaw = AudioFormatCode("ulaw")
     /// ITU G.711 A-law (`'alaw'`).
-    public static let alaw = AudioFormatID("alaw")
+    public static let alaw = AudioFormatCode("alaw")
     /// Apple IMA 4:1 ADPCM, 64 frames in 34-byte packets per channel (`'ima4'`).
-    public static let appleIMA4 = AudioFormatID("ima4")
+    public static let appleIMA4 = AudioFormatCode("ima4")
     /// Microsoft ADPCM in WAV (Apple's `'ms\0\2'`).
-    public static let microsoftADPCM = AudioFormatID(rawValue: 0x6D73_0002)
+    public static let microsoftADPCM = AudioFormatCode(rawValue: 0x6D73_0002)
     /// IMA/DVI ADPCM in WAV (Apple's `'ms\0\x11'`).
-    public static let dviIntelIMA = AudioFormatID(rawValue: 0x6D73_0011)
+    public static let dviIntelIMA = AudioFormatCode(rawValue: 0x6D73_0011)
     /// AC-3 (`'ac-3'`).
-    public static let ac3 = AudioFormatID("ac-3")
+    public static let ac3 = AudioFormatCode("ac-3")
 }
 
-/// Format flags of a stream description (Apple's `AudioFormatFlags`).
+/// Format flags of a stream description (the Swift type of Apple's `AudioFormatFlags` scalar, a name of ours).
 ///
 /// For linear PCM these are the `kLinearPCMFormatFlag*` / `kAudioFormatFlag*` bits; for Apple
 /// Lossless the low bits carry the source bit depth (``alacSourceBitDepth16`` ...).
-public struct AudioFormatFlags: OptionSet, Hashable, Sendable {
+public struct AudioFormatFlagSet: OptionSet, Hashable, Sendable {
     /// The packed flag bits.
     public var rawValue: UInt32
     /// Creates flags from their packed value.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// Samples are IEEE floating point (`kAudioFormatFlagIsFloat`).
-    public static let isFloat = AudioFormatFlags(rawValue: 1 << 0)
+    public static let isFloat = AudioFormatFlagSet(rawValue: 1 << 0)
     /// Samples are big-endian (`kAudioFormatFlagIsBigEndian`).
-    public static let isBigEndian = AudioFormatFlags(rawValue: 1 << 1)
+    public static let isBigEndian = AudioFormatFlagSet(rawValue: 1 << 1)
     /// Integer samples are signed (`kAudioFormatFlagIsSignedInteger`).
-    public static let isSignedInteger = AudioFormatFlags(rawValue: 1 << 2)
+    public static let isSignedInteger = AudioFormatFlagSet(rawValue: 1 << 2)
     /// Sample bits fill the bytes of each sample (`kAudioFormatFlagIsPacked`).
-    public static let isPacked = AudioFormatFlags(rawValue: 1 << 3)
+    public static let isPacked = AudioFormatFlagSet(rawValue: 1 << 3)
     /// Unpacked samples sit in the high bits (`kAudioFormatFlagIsAlignedHigh`).
-    public static let isAlignedHigh = AudioFormatFlags(rawValue: 1 << 4)
+    public static let isAlignedHigh = AudioFormatFlagSet(rawValue: 1 << 4)
     /// Each channel has its own buffer (`kAudioFormatFlagIsNonInterleaved`).
-    public static let isNonInterleaved = AudioFormatFlags(rawValue: 1 << 5)
+    public static let isNonInterleaved = AudioFormatFlagSet(rawValue: 1 << 5)
     /// The stream must not be mixed (`kAudioFormatFlagIsNonMixable`).
-    public static let isNonMixable = AudioFormatFlags(rawValue: 1 << 6)
+    public static let isNonMixable = AudioFormatFlagSet(rawValue: 1 << 6)
 
     /// The flags of native-endian packed 32-bit float PCM (`kAudioFormatFlagsNativeFloatPacked`).
-    public static let nativeFloatPacked: AudioFormatFlags = [.isFloat, .isPacked]
+    public static let nativeFloatPacked: AudioFormatFlagSet = [.isFloat, .isPacked]
 
     /// Apple Lossless flag: 16-bit source (`kAppleLosslessFormatFlag_16BitSourceData`).
-    public static let alacSourceBitDepth16 = AudioFormatFlags(rawValue: 1)
+    public static let alacSourceBitDepth16 = AudioFormatFlagSet(rawValue: 1)
     /// Apple Lossless flag: 20-bit source.
-    public static let alacSourceBitDepth20 = AudioFormatFlags(rawValue: 2)
+    public static let alacSourceBitDepth20 = AudioFormatFlagSet(rawValue: 2)
     /// Apple Lossless flag: 24-bit source.
-    public static let alacSourceBitDepth24 = AudioFormatFlags(rawValue: 3)
+    public static let alacSourceBitDepth24 = AudioFormatFlagSet(rawValue: 3)
     /// Apple Lossless flag: 32-bit source.
-    public static let alacSourceBitDepth32 = AudioFormatFlags(rawValue: 4)
+    public static let alacSourceBitDepth32 = AudioFormatFlagSet(rawValue: 4)
 
     /// MPEG-4 audio object type stored in the flags of `'aac '` descriptions (Apple convention).
-    public static func mpeg4ObjectType(_ type: UInt32) -> AudioFormatFlags { AudioFormatFlags(rawValue: type) }
+    public static func mpeg4ObjectType(_ type: UInt32) -> AudioFormatFlagSet { AudioFormatFlagSet(rawValue: type) }
 }
 
 // `AudioStreamBasicDescription` (ASBD) is Apple's C struct, declared in COATCoreAudioTypes with
 // Apple's fields (`mSampleRate`, `mFormatID`, ... as `Float64`/`UInt32`) and layout (40 bytes), so
 // that C callback types and C code can point at it; the Swift API's names and richer types
-// (``AudioFormatID``, ``AudioFormatFlags``) are added here. Fields keep Apple's meaning: a
+// (``AudioFormatCode``, ``AudioFormatFlagSet``) are added here. Fields keep Apple's meaning: a
 // *packet* is the smallest indivisible unit of the format (one frame for linear PCM, one MP3
 // frame, one AAC access unit); a *frame* is one sample per channel. A zero in `bytesPerPacket`
 // means packet sizes vary (VBR, described by packet descriptions); a zero in `framesPerPacket`
@@ -104,13 +104,13 @@ extension AudioStreamBasicDescription: @retroactive Equatable, @retroactive Hash
         set { mSampleRate = newValue }
     }
     /// The format of the data in the stream (`mFormatID`).
-    @inlinable public var formatID: AudioFormatID {
-        get { AudioFormatID(rawValue: mFormatID) }
+    @inlinable public var formatID: AudioFormatCode {
+        get { AudioFormatCode(rawValue: mFormatID) }
         set { mFormatID = newValue.rawValue }
     }
     /// Format-specific flags (`mFormatFlags`).
-    @inlinable public var formatFlags: AudioFormatFlags {
-        get { AudioFormatFlags(rawValue: mFormatFlags) }
+    @inlinable public var formatFlags: AudioFormatFlagSet {
+        get { AudioFormatFlagSet(rawValue: mFormatFlags) }
         set { mFormatFlags = newValue.rawValue }
     }
     /// Bytes in a packet, or 0 when packet sizes vary (`mBytesPerPacket`).
@@ -147,7 +147,7 @@ extension AudioStreamBasicDescription: @retroactive Equatable, @retroactive Hash
 
     /// Creates a description with every field given (`reserved` is 0).
     @inlinable
-    public init(sampleRate: Double, formatID: AudioFormatID, formatFlags: AudioFormatFlags = [],
+    public init(sampleRate: Double, formatID: AudioFormatCode, formatFlags: AudioFormatFlagSet = [],
                 bytesPerPacket: UInt32, framesPerPacket: UInt32, bytesPerFrame: UInt32,
                 channelsPerFrame: UInt32, bitsPerChannel: UInt32) {
         self.init(mSampleRate: sampleRate, mFormatID: formatID.rawValue, mFormatFlags: formatFlags.rawValue,
@@ -182,7 +182,7 @@ extension AudioStreamBasicDescription: @retroactive Equatable, @retroactive Hash
                                  isSigned: Bool = true, isInterleaved: Bool = true,
                                  bytesPerSample: UInt32? = nil) -> AudioStreamBasicDescription {
         let sampleBytes = bytesPerSample ?? (bitsPerChannel + 7) / 8
-        var flags: AudioFormatFlags = []
+        var flags: AudioFormatFlagSet = []
         if isFloat { flags.insert(.isFloat) } else if isSigned { flags.insert(.isSignedInteger) }
         if isBigEndian && sampleBytes > 1 { flags.insert(.isBigEndian) }
         if sampleBytes * 8 == bitsPerChannel { flags.insert(.isPacked) } else { flags.insert(.isAlignedHigh) }
@@ -201,9 +201,9 @@ extension AudioStreamBasicDescription: @retroactive Equatable, @retroactive Hash
     }
 
     /// A compressed-format description with the given frames per packet (bytes vary).
-    public static func compressed(_ formatID: AudioFormatID, sampleRate: Double, channels: UInt32,
+    public static func compressed(_ formatID: AudioFormatCode, sampleRate: Double, channels: UInt32,
                                   framesPerPacket: UInt32, bytesPerPacket: UInt32 = 0,
-                                  flags: AudioFormatFlags = []) -> AudioStreamBasicDescription {
+                                  flags: AudioFormatFlagSet = []) -> AudioStreamBasicDescription {
         AudioStreamBasicDescription(sampleRate: sampleRate, formatID: formatID, formatFlags: flags,
                                     bytesPerPacket: bytesPerPacket, framesPerPacket: framesPerPacket,
                                     bytesPerFrame: 0, channelsPerFrame: channels, bitsPerChannel: 0)
@@ -350,13 +350,13 @@ extension AudioFormatListItem: @retroactive Equatable, @retroactive Hashable {
         set { mASBD = newValue }
     }
     /// The channel layout tag for this layer (`mChannelLayoutTag`).
-    public var channelLayoutTag: AudioChannelLayoutTag {
-        get { AudioChannelLayoutTag(rawValue: mChannelLayoutTag) }
+    public var channelLayoutTag: ChannelLayoutTag {
+        get { ChannelLayoutTag(rawValue: mChannelLayoutTag) }
         set { mChannelLayoutTag = newValue.rawValue }
     }
 
     /// Creates a format list item.
-    public init(format: AudioStreamBasicDescription, channelLayoutTag: AudioChannelLayoutTag) {
+    public init(format: AudioStreamBasicDescription, channelLayoutTag: ChannelLayoutTag) {
         self.init(mASBD: format, mChannelLayoutTag: channelLayoutTag.rawValue)
     }
     /// Equal when both fields are.

@@ -425,7 +425,7 @@ public final class ALSAOutputDevice: AudioOutputDevice {
 
 extension ALSAOutputDevice {
     /// ALSA's position for a channel label; nil for labels it has none for.
-    static func chmapPosition(of label: AudioChannelLabel) -> snd_pcm_chmap_position? {
+    static func chmapPosition(of label: ChannelLabel) -> snd_pcm_chmap_position? {
         switch label {
         case .mono: SND_CHMAP_MONO
         case .left: SND_CHMAP_FL
@@ -452,7 +452,7 @@ extension ALSAOutputDevice {
 
     /// Sets the PCM's channel map to `labels` (after hw_params); false when a label has no ALSA
     /// position or the PCM refuses (most plugins have no settable map).
-    static func setChannelMap(_ pcm: OpaquePointer?, _ labels: [AudioChannelLabel]) -> Bool {
+    static func setChannelMap(_ pcm: OpaquePointer?, _ labels: [ChannelLabel]) -> Bool {
         let positions = labels.compactMap(chmapPosition(of:))
         guard let pcm, positions.count == labels.count, !labels.isEmpty else { return false }
         var words: [UInt32] = [UInt32(labels.count)] + positions.map { UInt32($0.rawValue) }

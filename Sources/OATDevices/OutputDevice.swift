@@ -11,10 +11,10 @@ public struct AudioDeviceFormat: Hashable, Sendable, CustomStringConvertible {
     public var channels: Int
     /// What each channel is (the file's channel layout in the order the channels are
     /// delivered), or nil: the device's usual layout for the count (5.1 for 6, 7.1 for 8).
-    public var channelLabels: [AudioChannelLabel]?
+    public var channelLabels: [ChannelLabel]?
 
     /// Creates a device format; `channelLabels` (one per channel) say where each channel plays.
-    public init(sampleRate: Double, channels: Int, channelLabels: [AudioChannelLabel]? = nil) {
+    public init(sampleRate: Double, channels: Int, channelLabels: [ChannelLabel]? = nil) {
         self.sampleRate = sampleRate
         self.channels = channels
         self.channelLabels = channelLabels?.count == channels ? channelLabels : nil

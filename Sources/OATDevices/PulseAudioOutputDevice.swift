@@ -228,7 +228,7 @@ private final class PulseCore: PulseConnectionOwner, @unchecked Sendable {
     /// PulseAudio's default map (nil) was wrong for surround (its AIFF order labels six
     /// channels FL FLC FC FR FRC RC) and does not exist for eight: the stream was refused
     /// (`Invalid argument`).
-    static func channelMap(channels: Int, labels: [AudioChannelLabel]? = nil) -> pa_channel_map {
+    static func channelMap(channels: Int, labels: [ChannelLabel]? = nil) -> pa_channel_map {
         var map = pa_channel_map()
         if let labels, labels.count == channels, channels <= Int(PA_CHANNELS_MAX) {
             let positions = labels.compactMap(position(of:))
@@ -262,7 +262,7 @@ private final class PulseCore: PulseConnectionOwner, @unchecked Sendable {
     }
 
     /// PulseAudio's position for a channel label; nil for labels it has no position for.
-    static func position(of label: AudioChannelLabel) -> pa_channel_position_t? {
+    static func position(of label: ChannelLabel) -> pa_channel_position_t? {
         switch label {
         case .mono: PA_CHANNEL_POSITION_MONO
         case .left: PA_CHANNEL_POSITION_FRONT_LEFT

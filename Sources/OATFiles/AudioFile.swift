@@ -90,7 +90,7 @@ public final class AudioFile {
     /// The decoder's magic cookie, if the format has one.
     public let magicCookie: [UInt8]?
     /// The channel layout, if the file gives one.
-    public let channelLayout: AudioChannelLayout?
+    public let channelLayout: ChannelLayout?
     /// Valid, priming and remainder frames as stated by the file (LAME tag, edit list, iTunSMPB,
     /// `pakt`, Opus pre-skip), if it states them.
     public let packetTableInfo: AudioFilePacketTableInfo?

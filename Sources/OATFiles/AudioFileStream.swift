@@ -360,7 +360,7 @@ public final class AudioFileStream {
     /// Offset of the first byte of audio data (`DataOffset`).
     public var dataOffset: Int64? { out.info.dataOffset }
     /// The channel layout (`ChannelLayout`), if the file gives one.
-    public var channelLayout: AudioChannelLayout? { out.info.channelLayout }
+    public var channelLayout: ChannelLayout? { out.info.channelLayout }
     /// Valid, priming and remainder frames (`PacketTableInfo`), if the file gives them.
     public var packetTableInfo: AudioFilePacketTableInfo? { out.info.packetTableInfo }
     /// Tags and facts (`InfoDictionary`), keyed by ``InfoKey`` strings.

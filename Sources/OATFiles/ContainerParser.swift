@@ -12,7 +12,7 @@ struct StreamInfo: Equatable {
     var maximumPacketSize: UInt32?
     var packetSizeUpperBound: UInt32?
     var dataOffset: Int64?
-    var channelLayout: AudioChannelLayout?
+    var channelLayout: ChannelLayout?
     var packetTableInfo: AudioFilePacketTableInfo?
     var bitRate: UInt32?
     var averageBytesPerPacket: Double?

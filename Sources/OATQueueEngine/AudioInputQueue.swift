@@ -24,9 +24,9 @@ public enum AudioInputQueueEvent: Sendable, Equatable {
 
 /// A buffer the queue filled, as the input callback receives it.
 public struct AudioInputQueueDelivery: @unchecked Sendable {
-    /// The buffer: ``AudioQueueBuffer/audioDataByteSize`` bytes of packets, described by
-    /// ``AudioQueueBuffer/packetDescriptions`` for variable-size formats.
-    public var buffer: AudioQueueBuffer
+    /// The buffer: ``QueueBuffer/audioDataByteSize`` bytes of packets, described by
+    /// ``QueueBuffer/packetDescriptions`` for variable-size formats.
+    public var buffer: QueueBuffer
     /// When the first frame of the buffer was captured: sample time in frames of the recorded
     /// stream (it advances by exactly the frames each buffer holds), host time when it reached
     /// the device.
@@ -120,9 +120,9 @@ public final class AudioInputQueue: @unchecked Sendable {
     }
 
     struct State: QueueBufferRegistry {
-        var buffers: [Int: AudioQueueBuffer] = [:]
+        var buffers: [Int: QueueBuffer] = [:]
         var nextBufferID = 0
-        var queued: [AudioQueueBuffer] = []
+        var queued: [QueueBuffer] = []
         var device: (any AudioInputDevice)?
         var feeder: JoinableThread?
         var isRunning = false
@@ -298,16 +298,16 @@ public final class AudioInputQueue: @unchecked Sendable {
     /// Allocates a buffer of `byteCapacity` bytes with room for `packetDescriptionCapacity`
     /// packet descriptions (Apple's `AudioQueueAllocateBufferWithPacketDescriptions`). For
     /// variable-size formats the capacity limits the packets per buffer; 0 means no limit (the
-    /// delivery's ``AudioQueueBuffer/packetDescriptions`` still describe every packet).
-    public func allocateBuffer(byteCapacity: Int, packetDescriptionCapacity: Int = 0) throws(AudioError) -> AudioQueueBuffer {
-        try control.withLock { (s) throws(AudioError) -> AudioQueueBuffer in
+    /// delivery's ``QueueBuffer/packetDescriptions`` still describe every packet).
+    public func allocateBuffer(byteCapacity: Int, packetDescriptionCapacity: Int = 0) throws(AudioError) -> QueueBuffer {
+        try control.withLock { (s) throws(AudioError) -> QueueBuffer in
             try s.allocateBuffer(byteCapacity: byteCapacity, packetDescriptionCapacity: packetDescriptionCapacity,
                                  maximumDescriptions: 1 << 20, component: component)
         }
     }
 
     /// Frees a buffer that is not enqueued.
-    public func freeBuffer(_ buffer: AudioQueueBuffer) {
+    public func freeBuffer(_ buffer: QueueBuffer) {
         control.withLock { s in
             guard !s.queued.contains(where: { $0 === buffer }) else { return }
             s.buffers.removeValue(forKey: buffer.id)
@@ -316,7 +316,7 @@ public final class AudioInputQueue: @unchecked Sendable {
 
     /// Hands an empty buffer to the queue to be filled (Apple's `AudioQueueEnqueueBuffer` on an
     /// input queue).
-    public func enqueue(_ buffer: AudioQueueBuffer) throws(AudioError) {
+    public func enqueue(_ buffer: QueueBuffer) throws(AudioError) {
         try control.withLock { (s) throws(AudioError) in
             guard !s.disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
             guard s.buffers[buffer.id] === buffer else {

@@ -70,7 +70,7 @@ extension AudioOutputQueue {
     /// Takes every buffer the queue holds (decoded or not), to be handed back in order once
     /// the transport lock is released.
     func returnPendingBuffers(_ d: inout Deferred) {
-        let buffers = control.withLock { s -> [AudioQueueBuffer] in
+        let buffers = control.withLock { s -> [QueueBuffer] in
             defer { s.pending.removeAll(); s.held.removeAll() }
             return s.held.map(\.buffer) + s.pending.map(\.buffer)
         }
@@ -86,7 +86,7 @@ extension AudioOutputQueue {
         var heard: [QueueRenderer.HeardEnd] = []
         while let h = renderer.heardEnds.pop() { heard.append(h) }
         let now = HostTime.now()
-        let (due, next) = control.withLock { s -> ([AudioQueueBuffer], Held?) in
+        let (due, next) = control.withLock { s -> ([QueueBuffer], Held?) in
             if !heard.isEmpty {
                 var k = 0
                 for i in s.held.indices where s.held[i].heardAt == nil {

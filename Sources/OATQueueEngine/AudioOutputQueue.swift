@@ -71,7 +71,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// The format the device runs at (Float32, the stream's rate and channels unless overridden).
     public let deviceFormat: AudioDeviceFormat
     /// Called on the queue's thread with each buffer the queue has finished with.
-    public let outputCallback: @Sendable (AudioOutputQueue, AudioQueueBuffer) -> Void
+    public let outputCallback: @Sendable (AudioOutputQueue, QueueBuffer) -> Void
     /// When buffers come back (default: when played, as Apple's queues do).
     public let bufferReturn: AudioOutputQueueBufferReturn
 
@@ -86,14 +86,14 @@ public final class AudioOutputQueue: @unchecked Sendable {
     let component = "AudioQueue"
 
     struct Pending {
-        var buffer: AudioQueueBuffer
+        var buffer: QueueBuffer
         var options: AudioQueueEnqueueOptions
     }
 
     /// A decoded buffer waiting to come back: its audio ends at ring frame `end`, heard at
     /// host time `heardAt` (nil: render has not reached it yet; 0: at once).
     struct Held {
-        var buffer: AudioQueueBuffer
+        var buffer: QueueBuffer
         var end: Int64
         var heardAt: UInt64?
     }
@@ -116,7 +116,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
         /// before it runs, so buffers decoded before the start (a prime) wait for it.
         var held: [Held] = []
         var startThread: ThreadStarter = { name, body throws(AudioError) in try JoinableThread(name: name, body) }
-        var buffers: [Int: AudioQueueBuffer] = [:]
+        var buffers: [Int: QueueBuffer] = [:]
         var nextBufferID = 0
         var device: (any AudioOutputDevice)?
         var isRunning = false
@@ -169,7 +169,7 @@ public final class AudioOutputQueue: @unchecked Sendable {
                 deviceFormat: AudioDeviceFormat? = nil, ringSeconds: Double = 2,
                 bufferReturn: AudioOutputQueueBufferReturn = .whenPlayed,
                 output: @escaping AudioOutputDeviceFactory,
-                callback: @escaping @Sendable (AudioOutputQueue, AudioQueueBuffer) -> Void) throws(AudioError) {
+                callback: @escaping @Sendable (AudioOutputQueue, QueueBuffer) -> Void) throws(AudioError) {
         guard format.sampleRate >= 1, format.sampleRate <= 1_536_000, format.channelsPerFrame > 0, format.channelsPerFrame <= 64 else {
             throw AudioError(.invalidArgument, component: "AudioQueue", "format needs a sample rate and 1...64 channels: \(format)", osStatus: -50)
         }
@@ -223,15 +223,15 @@ public final class AudioOutputQueue: @unchecked Sendable {
 
     /// Allocates a buffer of `byteCapacity` bytes with room for `packetDescriptionCapacity`
     /// packet descriptions (Apple's `AudioQueueAllocateBufferWithPacketDescriptions`).
-    public func allocateBuffer(byteCapacity: Int, packetDescriptionCapacity: Int = 0) throws(AudioError) -> AudioQueueBuffer {
-        try control.withLock { (s) throws(AudioError) -> AudioQueueBuffer in
+    public func allocateBuffer(byteCapacity: Int, packetDescriptionCapacity: Int = 0) throws(AudioError) -> QueueBuffer {
+        try control.withLock { (s) throws(AudioError) -> QueueBuffer in
             try s.allocateBuffer(byteCapacity: byteCapacity, packetDescriptionCapacity: packetDescriptionCapacity,
                                  maximumDescriptions: Int.max, component: component)
         }
     }
 
     /// Frees a buffer (it must not be enqueued).
-    public func freeBuffer(_ buffer: AudioQueueBuffer) {
+    public func freeBuffer(_ buffer: QueueBuffer) {
         control.withLock { s in
             if !s.pending.contains(where: { $0.buffer === buffer }) && !s.held.contains(where: { $0.buffer === buffer }) {
                 s.buffers[buffer.id] = nil
@@ -243,10 +243,10 @@ public final class AudioOutputQueue: @unchecked Sendable {
     /// `AudioQueueEnqueueBufferWithParameters`). Like Apple's queue, a queue that is not running
     /// keeps the buffers it has used (decoded ahead, or primed) and returns them through the
     /// callback only once it runs (``start(at:)``); ``reset()`` and ``stop(immediately:)`` return them.
-    /// An empty buffer (``AudioQueueBuffer/audioDataByteSize`` 0) is an error, as on Apple
+    /// An empty buffer (``QueueBuffer/audioDataByteSize`` 0) is an error, as on Apple
     /// (`kAudioQueueErr_BufferEmpty`). Packet descriptions of a constant-bit-rate format (linear
     /// PCM included) are ignored, as on Apple: the packets are the buffer's bytes.
-    public func enqueue(_ buffer: AudioQueueBuffer, options: AudioQueueEnqueueOptions = AudioQueueEnqueueOptions()) throws(AudioError) {
+    public func enqueue(_ buffer: QueueBuffer, options: AudioQueueEnqueueOptions = AudioQueueEnqueueOptions()) throws(AudioError) {
         guard buffer.audioDataByteSize >= 0, buffer.audioDataByteSize <= buffer.audioDataBytesCapacity else {
             throw AudioError(.invalidArgument, component: component, "audioDataByteSize \(buffer.audioDataByteSize) exceeds the capacity", osStatus: -50)
         }

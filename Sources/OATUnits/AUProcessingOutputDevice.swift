@@ -20,7 +20,7 @@ public final class AUProcessingOutputDevice: AudioOutputDevice, @unchecked Senda
     /// are committed and swapped in atomically).
     public let graph: AudioGraph
     /// The effect nodes, in processing order.
-    public let effects: [AUNode]
+    public let effects: [RenderNode]
 
     /// Render-thread state: where the source node reads the audio being processed.
     private final class Cursor: @unchecked Sendable {
@@ -32,7 +32,7 @@ public final class AUProcessingOutputDevice: AudioOutputDevice, @unchecked Senda
 
     /// Wraps `inner`, processing through `effects` (nodes not yet in any graph, each with one
     /// input and one output of the device's channel count). An empty chain passes audio through.
-    public init(wrapping inner: any AudioOutputDevice, effects: [AUNode], maxFramesPerSlice: Int = 1024) throws(AudioError) {
+    public init(wrapping inner: any AudioOutputDevice, effects: [RenderNode], maxFramesPerSlice: Int = 1024) throws(AudioError) {
         self.inner = inner
         self.effects = effects
         let channels = inner.format.channels
@@ -51,7 +51,7 @@ public final class AUProcessingOutputDevice: AudioOutputDevice, @unchecked Senda
             cursor.position += frames
         }
         try graph.add(source)
-        var last: AUNode = source
+        var last: RenderNode = source
         for node in effects {
             try graph.add(node)
             try graph.connect(last, to: node)

@@ -9,7 +9,7 @@ import Glibc
 /// The callback runs **on the render thread**: real-time rules apply to it. It must not
 /// allocate, lock, log, do I/O or wait; it should copy from preallocated memory or compute.
 /// It fills `frames` frames into every channel of `buffers` (non-interleaved Float32).
-public final class AURenderCallbackNode: AUNode, @unchecked Sendable {
+public final class AURenderCallbackNode: RenderNode, @unchecked Sendable {
     /// The user render callback: fill every channel of the buffers with `frames` frames
     /// starting at `sampleTime` (this node's timeline).
     public typealias Callback = @Sendable (_ buffers: AUBufferList, _ frames: Int, _ sampleTime: Int64) -> Void
@@ -37,7 +37,7 @@ public final class AURenderCallbackNode: AUNode, @unchecked Sendable {
 /// c mod (input channels), and pan applies to stereo outputs only. A mono output sums.
 /// All gains glide over 10 ms when changed. An enabled input at volume 0 is still rendered (not
 /// heard), as Apple's mixers pull it; a disabled input (enable 0) is not pulled.
-public final class AUMixerNode: AUNode, @unchecked Sendable {
+public final class AUMixerNode: RenderNode, @unchecked Sendable {
     /// Apple's `kMultiChannelMixerParam_Volume` (input scope: per input, output scope: master).
     public static let volumeID: UInt32 = 0
     /// Apple's `kMultiChannelMixerParam_Enable` (input scope, 0 mutes).
@@ -180,7 +180,7 @@ public final class AUMixerNode: AUNode, @unchecked Sendable {
 
 /// One input to several outputs (Apple's `kAudioUnitSubType_Splitter`): every output bus
 /// carries a copy of the input.
-public final class AUSplitterNode: AUNode, @unchecked Sendable {
+public final class AUSplitterNode: RenderNode, @unchecked Sendable {
     /// Creates a splitter of `channels` channels into `outputs` outputs.
     public init(channels: Int = 2, outputs: Int = 2, name: String = "splitter") {
         super.init(name: name, inputChannels: [channels], outputChannels: Array(repeating: channels, count: max(1, outputs)))
@@ -196,7 +196,7 @@ public final class AUSplitterNode: AUNode, @unchecked Sendable {
 /// A pass-through that copies the frames going by into a lock-free ring, which a reader on
 /// another (non-real-time) thread drains with ``read(into:)``. When the reader falls behind,
 /// the frames that do not fit are dropped and counted (``droppedFrames``).
-public final class AUTapNode: AUNode, @unchecked Sendable {
+public final class AUTapNode: RenderNode, @unchecked Sendable {
     /// The ring of interleaved frames.
     private let ring: SPSCRingBuffer<Float>
     private var scratch: UnsafeMutablePointer<Float>
@@ -204,7 +204,7 @@ public final class AUTapNode: AUNode, @unchecked Sendable {
     /// The node sample time of the first frame written to the ring (-1: none yet).
     private let firstSample = Atomic<Int64>(-1)
 
-    /// The sample time (the node's render clock, ``AUNode/renderedFrames``) of the first frame
+    /// The sample time (the node's render clock, ``RenderNode/renderedFrames``) of the first frame
     /// that went into the ring, nil before any: with the frames read since, the time of the
     /// frames a reader gets (Apple's tap block `when`).
     public var firstSampleTime: Int64? {
@@ -263,7 +263,7 @@ public final class AUTapNode: AUNode, @unchecked Sendable {
 }
 
 /// A gain stage (one input, one output of the same width), with a smoothed linear gain.
-public final class AUGainNode: AUNode, @unchecked Sendable {
+public final class AUGainNode: RenderNode, @unchecked Sendable {
     private var smoothed = AUSmoothedValue(1)
 
     /// Creates a gain stage of `channels` channels.

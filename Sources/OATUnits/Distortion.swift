@@ -28,7 +28,7 @@ import Glibc
 /// soft-clip gain 14 (dB, −80 ... 20), final mix 15, and pre-gain 16 (dB, −80 ... 20).
 /// Thread safety: parameters from any thread; ``render(_:)`` is real-time safe (state is
 /// allocated in ``prepare(sampleRate:maxFrames:)``).
-public final class AUDistortionNode: AUNode, @unchecked Sendable {
+public final class AUDistortionNode: RenderNode, @unchecked Sendable {
     private var line: UnsafeMutablePointer<Float>
     private var lineFrames = 1
     private var write = 0

@@ -18,7 +18,7 @@ import Glibc
 /// −40 ... 40, default 0), ratio 100 (1 ... 50, default 4), knee 101 (dB, 0 ... 24, default 6).
 /// IDs 0, 4, 5 and 6 are Apple's `kDynamicsProcessorParam_Threshold`, `_AttackTime`,
 /// `_ReleaseTime` and `_OverallGain`.
-public final class AUDynamicsNode: AUNode, @unchecked Sendable {
+public final class AUDynamicsNode: RenderNode, @unchecked Sendable {
     private var meanSquare = 0.0
     private var gainDB = 0.0
     private let reduction = AtomicFloat()
@@ -99,7 +99,7 @@ public final class AUDynamicsNode: AUNode, @unchecked Sendable {
 /// here it is the look-ahead, default 0.005), release 1 (seconds, 0.001 ... 0.5, Apple's
 /// `kLimiterParam_DecayTime`, default 0.05), pre-gain 2 (dB, −40 ... 40, `kLimiterParam_PreGain`),
 /// ceiling 100 (dBFS, −30 ... 0, default −1). The look-ahead is fixed when the node is prepared.
-public final class AUPeakLimiterNode: AUNode, @unchecked Sendable {
+public final class AUPeakLimiterNode: RenderNode, @unchecked Sendable {
     private var delay: UnsafeMutablePointer<Float>
     private var delayLength = 1
     private var writeIndex = 0

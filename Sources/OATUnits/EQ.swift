@@ -130,7 +130,7 @@ public struct AUEQBand: Sendable, Equatable {
 /// frequency), gain and bandwidth are interpolated and the coefficients recomputed every 32
 /// frames during the glide, so coefficient changes do not click. Filter-type changes apply at
 /// once (and may click). Each band runs in transposed direct form II in double precision.
-public final class AUNBandEQNode: AUNode, @unchecked Sendable {
+public final class AUNBandEQNode: RenderNode, @unchecked Sendable {
     /// Apple's `kAUNBandEQParam_GlobalGain`.
     public static let globalGainID: UInt32 = 0
     /// Apple's `kAUNBandEQParam_BypassBand` (+ band).

@@ -15,7 +15,7 @@ import Glibc
 /// 0 ... 100, default 30), gain 1 (dB, −20 ... 20, default 0), decay time at 0 Hz 4 (seconds,
 /// 0.1 ... 20, default 1.5), decay time at Nyquist 5 (seconds, 0.01 ... 20, default 0.6).
 /// The decay times apply at the next slice (the loop gains are recomputed per slice).
-public final class AUReverbNode: AUNode, @unchecked Sendable {
+public final class AUReverbNode: RenderNode, @unchecked Sendable {
     static let combTunings = [1116, 1188, 1277, 1356, 1422, 1491, 1557, 1617]
     static let allpassTunings = [556, 441, 341, 225]
     private var lines: UnsafeMutablePointer<Float>
@@ -161,7 +161,7 @@ public final class AUReverbNode: AUNode, @unchecked Sendable {
 /// Parameters (Apple's `kDelayParam_*` IDs, global scope): wet/dry mix 0 (percent wet, 0 ... 100,
 /// default 50), delay time 1 (seconds, 0 ... 2, default 1), feedback 2 (percent, −100 ... 100,
 /// default 50), low-pass cutoff 3 (Hz, 10 ... 24000, default 15000).
-public final class AUDelayNode: AUNode, @unchecked Sendable {
+public final class AUDelayNode: RenderNode, @unchecked Sendable {
     private var line: UnsafeMutablePointer<Float>
     private var capacity = 1
     private var write = 0
@@ -250,7 +250,7 @@ public final class AUDelayNode: AUNode, @unchecked Sendable {
 /// Parameters (Apple's IDs, global scope): playback rate 0 (0.25 ... 4, default 1), playback
 /// cents 1 (−2400 ... 2400: rate = 2^(cents/1200); applies when not 0, overriding the rate).
 /// Rate changes glide over 10 ms.
-public final class AUVarispeedNode: AUNode, @unchecked Sendable {
+public final class AUVarispeedNode: RenderNode, @unchecked Sendable {
     private var fifo: UnsafeMutablePointer<Float>
     private var fifoCapacity = 1
     private var count = 0
@@ -338,7 +338,7 @@ public final class AUVarispeedNode: AUNode, @unchecked Sendable {
 /// player converts its file through an AudioConverter). Output channel c takes input channel
 /// c when it exists, else input channel c mod (input channels) (mono is duplicated); a mono
 /// output is the average of the input channels.
-public final class AUFormatConverterNode: AUNode, @unchecked Sendable {
+public final class AUFormatConverterNode: RenderNode, @unchecked Sendable {
     /// Creates a converter from `inputChannels` to `outputChannels` channels.
     public init(inputChannels: Int, outputChannels: Int, name: String = "converter") {
         super.init(name: name, inputChannels: [inputChannels], outputChannels: [outputChannels])

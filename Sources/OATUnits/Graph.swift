@@ -16,7 +16,7 @@ final class RenderPlan: @unchecked Sendable {
     }
 
     struct Entry {
-        let node: AUNode
+        let node: RenderNode
         let inputs: [Source?]
         let inputChannels: [Int]
         let outputs: [UnsafeMutablePointer<UnsafeMutablePointer<Float>>]
@@ -36,7 +36,7 @@ final class RenderPlan: @unchecked Sendable {
     private let silencePointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     private var storage: [UnsafeMutablePointer<Float>] = []
 
-    init(nodes: [AUNode], sources: [[Source?]], root: Int, maxFrames: Int) {
+    init(nodes: [RenderNode], sources: [[Source?]], root: Int, maxFrames: Int) {
         self.maxFrames = maxFrames
         self.root = root
         silence = .allocate(capacity: maxFrames)
@@ -112,14 +112,14 @@ final class RenderPlan: @unchecked Sendable {
 /// The graph's output: one input bus whose audio goes to the device (or to the caller of
 /// ``AudioGraph/render(into:frames:time:)`` offline). Apple's output unit (RemoteIO,
 /// DefaultOutput, HALOutput).
-public final class AUOutputNode: AUNode, @unchecked Sendable {
+public final class AUOutputNode: RenderNode, @unchecked Sendable {
     /// Creates an output with `channels` channels.
     public init(channels: Int) {
         super.init(name: "output", inputChannels: [channels], outputChannels: [])
     }
 }
 
-/// A pull-model render graph of ``AUNode``s (Apple's AUGraph, done the real-time-safe way).
+/// A pull-model render graph of ``RenderNode``s (Apple's AUGraph, done the real-time-safe way).
 ///
 /// Edit it on the control plane (``add(_:)``, ``connect(_:output:to:input:)``, ``disconnect(_:input:)``,
 /// ``remove(_:)``); nothing changes for the render thread until ``commit()`` compiles the
@@ -145,13 +145,13 @@ public final class AudioGraph: @unchecked Sendable {
     }
 
     struct Description {
-        var nodes: [AUNode] = []
+        var nodes: [RenderNode] = []
         var connections: [Connection] = []
         var dirty = true
         /// Nodes removed since the last commit: they stay bound to this graph (not addable
         /// elsewhere, so never re-prepared) until no plan that the render thread may be
         /// rendering holds them.
-        var pendingRemoval: [AUNode] = []
+        var pendingRemoval: [RenderNode] = []
     }
 
     /// Frames per second on every bus.
@@ -167,7 +167,7 @@ public final class AudioGraph: @unchecked Sendable {
     private let deviceBox = Locked<(any AudioOutputDevice)?>(nil)
     private let commits = Atomic<Int>(0)
     private let observerSlot = Atomic<UnsafeMutableRawPointer?>(nil)
-    private let retiredObservers = Locked<[AURenderObserver]>([])
+    private let retiredObservers = Locked<[RenderObserver]>([])
 
     /// Creates an empty graph whose output has `channels` channels.
     public init(sampleRate: Double = 48000, channels: Int = 2, maxFramesPerSlice: Int = 1024) throws(AudioError) {
@@ -192,7 +192,7 @@ public final class AudioGraph: @unchecked Sendable {
             Unmanaged<RenderPlan>.fromOpaque(p).release()
         }
         if let o = observerSlot.exchange(nil, ordering: .sequentiallyConsistent) {
-            Unmanaged<AURenderObserver>.fromOpaque(o).release()
+            Unmanaged<RenderObserver>.fromOpaque(o).release()
         }
     }
 
@@ -200,10 +200,10 @@ public final class AudioGraph: @unchecked Sendable {
     /// remove it: Apple's render notifications. Its closures run on the render thread and must
     /// be real-time safe. A replaced observer stays alive until the graph is freed, since the
     /// render thread may still be calling it.
-    public func setRenderObserver(_ observer: AURenderObserver?) {
+    public func setRenderObserver(_ observer: RenderObserver?) {
         let new = observer.map { Unmanaged.passRetained($0).toOpaque() }
         if let old = observerSlot.exchange(new, ordering: .sequentiallyConsistent) {
-            let o = Unmanaged<AURenderObserver>.fromOpaque(old)
+            let o = Unmanaged<RenderObserver>.fromOpaque(old)
             retiredObservers.withLock { $0.append(o.takeUnretainedValue()) }
             o.release()
         }
@@ -212,10 +212,10 @@ public final class AudioGraph: @unchecked Sendable {
     // MARK: Editing
 
     /// The nodes in the graph (the output first).
-    public var nodes: [AUNode] { description.withLock { $0.nodes } }
+    public var nodes: [RenderNode] { description.withLock { $0.nodes } }
 
     /// Adds `node` (prepared for the graph's rate now, on this thread).
-    public func add(_ node: AUNode) throws(AudioError) {
+    public func add(_ node: RenderNode) throws(AudioError) {
         // Removed since the last commit and added back: it never left the running plan.
         let readded = description.withLock { d -> Bool in
             guard node.graph === self, let i = d.pendingRemoval.firstIndex(where: { $0 === node }) else { return false }
@@ -245,7 +245,7 @@ public final class AudioGraph: @unchecked Sendable {
     /// has swapped in a plan without it and the render thread has left the old one: until then
     /// it cannot join another graph, so it is never re-prepared (its render state freed) while
     /// the old plan may still render it.
-    public func remove(_ node: AUNode) throws(AudioError) {
+    public func remove(_ node: RenderNode) throws(AudioError) {
         guard node !== output else {
             throw AudioError(.invalidArgument, component: "AudioGraph", "the output node cannot be removed", osStatus: -10860)
         }
@@ -270,8 +270,8 @@ public final class AudioGraph: @unchecked Sendable {
 
     /// Unbinds the nodes removed since the last commit that `plan` (the plan now current) does
     /// not hold. Called with `commitLock` held, after the render thread left any older plan.
-    private func releasePendingRemovals(keeping plan: [AUNode]) {
-        let free = description.withLock { d -> [AUNode] in
+    private func releasePendingRemovals(keeping plan: [RenderNode]) {
+        let free = description.withLock { d -> [RenderNode] in
             let (keep, free) = (d.pendingRemoval.filter { n in plan.contains { $0 === n } },
                                 d.pendingRemoval.filter { n in !plan.contains { $0 === n } })
             d.pendingRemoval = keep
@@ -285,7 +285,7 @@ public final class AudioGraph: @unchecked Sendable {
     /// Errors: a node not in the graph (dangling), a bus out of range, different channel
     /// counts on the two buses (format mismatch), a bus already connected (an output bus feeds
     /// one input: use ``AUSplitterNode`` to fan out), or a connection that would close a cycle.
-    public func connect(_ source: AUNode, output sourceBus: Int = 0, to destination: AUNode, input destinationBus: Int = 0) throws(AudioError) {
+    public func connect(_ source: RenderNode, output sourceBus: Int = 0, to destination: RenderNode, input destinationBus: Int = 0) throws(AudioError) {
         let result = description.withLock { d -> AudioError? in
             guard d.nodes.contains(where: { $0 === source }) else {
                 return AudioError(.invalidArgument, component: "AudioGraph", "cannot connect \(source.name): it is not in the graph (add it first)", osStatus: -10860)
@@ -330,7 +330,7 @@ public final class AudioGraph: @unchecked Sendable {
     }
 
     /// Disconnects whatever feeds input bus `bus` of `destination` (takes effect at ``commit()``).
-    public func disconnect(_ destination: AUNode, input bus: Int = 0) {
+    public func disconnect(_ destination: RenderNode, input bus: Int = 0) {
         let did = ObjectIdentifier(destination)
         description.withLock { d in
             d.connections.removeAll { $0.destination == did && $0.destinationBus == bus }
@@ -347,7 +347,7 @@ public final class AudioGraph: @unchecked Sendable {
     }
 
     /// The connections as (source, source bus, destination, destination bus).
-    public var connections: [(source: AUNode, sourceBus: Int, destination: AUNode, destinationBus: Int)] {
+    public var connections: [(source: RenderNode, sourceBus: Int, destination: RenderNode, destinationBus: Int)] {
         description.withLock { d in
             d.connections.compactMap { c in
                 guard let s = d.nodes.first(where: { ObjectIdentifier($0) == c.source }),
@@ -391,7 +391,7 @@ public final class AudioGraph: @unchecked Sendable {
         }
     }
 
-    static func compile(nodes: [AUNode], connections: [Connection], root: AUNode, maxFrames: Int) throws(AudioError) -> RenderPlan {
+    static func compile(nodes: [RenderNode], connections: [Connection], root: RenderNode, maxFrames: Int) throws(AudioError) -> RenderPlan {
         let ids = nodes.map { ObjectIdentifier($0) }
         var indexOf: [ObjectIdentifier: Int] = [:]
         for (i, id) in ids.enumerated() { indexOf[id] = i }
@@ -452,14 +452,14 @@ public final class AudioGraph: @unchecked Sendable {
             renderPlan(into: buffers, frames: frames, time: time)
             return
         }
-        let observer = Unmanaged<AURenderObserver>.fromOpaque(o).takeUnretainedValue()
+        let observer = Unmanaged<RenderObserver>.fromOpaque(o).takeUnretainedValue()
         observer.before(buffers, frames, time)
         renderPlan(into: buffers, frames: frames, time: time)
         observer.after(buffers, frames, time)
     }
 
     /// Waits (sleeping, not on a real-time thread) until every source of the current plan is
-    /// ready to render `frames` frames (``AUNode/isReadyToRender(frames:)``: a player whose
+    /// ready to render `frames` frames (``RenderNode/isReadyToRender(frames:)``: a player whose
     /// feeder has read ahead), at most `seconds`; false on timeout. For hosts that render
     /// offline (Apple's `kAudioUnitProperty_OfflineRender`), where a render may block for data
     /// produced on another thread instead of playing silence in its place.
@@ -468,7 +468,7 @@ public final class AudioGraph: @unchecked Sendable {
     }
 
     /// Render thread: true when every node of the current plan is ready to render `frames`
-    /// frames (``AUNode/isReadyToRender(frames:)``). Uses the plan as ``render(into:frames:time:)`` does.
+    /// frames (``RenderNode/isReadyToRender(frames:)``). Uses the plan as ``render(into:frames:time:)`` does.
     private func sourcesReady(frames: Int) -> Bool {
         var p = current.load(ordering: .sequentiallyConsistent)
         while true {
@@ -540,7 +540,7 @@ public final class AudioGraph: @unchecked Sendable {
     /// device must run at the graph's rate with the output node's channel count.
     ///
     /// On a device that is not real time (files, `null:fast`), the graph renders nothing (the
-    /// device calls again) while a node of the plan is not ready (``AUNode/isReadyToRender(frames:)``:
+    /// device calls again) while a node of the plan is not ready (``RenderNode/isReadyToRender(frames:)``:
     /// a player whose feeder is behind), so rendering faster than real time waits for the
     /// sources instead of turning into gaps of silence. `isReady`, when given, is asked too
     /// before each render of such a device. It must be real-time safe (read atomics).
@@ -603,7 +603,7 @@ public final class AudioGraph: @unchecked Sendable {
 /// Observes an ``AudioGraph``'s renders (``AudioGraph/setRenderObserver(_:)``): `before` runs
 /// before each render with the output buffers about to be filled, `after` with them filled.
 /// Both run on the render thread: no allocation, locks or blocking.
-public final class AURenderObserver: @unchecked Sendable {
+public final class RenderObserver: @unchecked Sendable {
     /// The output buffers (one per channel), the frame count and the time stamp.
     public typealias Callback = (UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, Int, AudioTimeStamp) -> Void
     /// Called before each render.

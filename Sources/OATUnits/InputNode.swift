@@ -69,7 +69,7 @@ public struct AUInputStatistics: Sendable, Hashable, CustomStringConvertible {
 /// plane; ``write(_:frames:)`` from one producer thread (the device's, or a test's);
 /// ``render(_:)`` / ``pull(into:channelCount:frames:)`` from the render thread;
 /// ``statistics`` from anywhere.
-public final class AUInputNode: AUNode, @unchecked Sendable {
+public final class AUInputNode: RenderNode, @unchecked Sendable {
     /// Channels captured and rendered.
     public let channels: Int
     /// The ring's size in frames.

@@ -70,9 +70,9 @@ public final class AULiveMonitor: @unchecked Sendable {
         let inCh = max(1, options.inputChannels)
         input = AUInputNode(channels: inCh, capacityFrames: max(8192, Int(options.sampleRate)))
         try g.add(input)
-        var last: AUNode = input
+        var last: RenderNode = input
         var width = inCh
-        func append(_ n: AUNode, input bus: Int = 0) throws(AudioError) {
+        func append(_ n: RenderNode, input bus: Int = 0) throws(AudioError) {
             try g.add(n)
             try g.connect(last, to: n, input: bus)
             last = n
@@ -228,7 +228,7 @@ public final class AULiveMonitor: @unchecked Sendable {
 
 /// Plays a click train and records the input it is fed, frame for frame on the render
 /// timeline (preallocated; render thread writes, control plane reads after the recording).
-final class LatencyProbeNode: AUNode, @unchecked Sendable {
+final class LatencyProbeNode: RenderNode, @unchecked Sendable {
     let total: Int
     let firstClick: Int
     let period: Int
@@ -317,7 +317,7 @@ final class LatencyProbeNode: AUNode, @unchecked Sendable {
 
 /// The voice processor's reference: the output of the previous slice, mono (the monitor's,
 /// through ``MonitorReferenceSend``; an AVAudioEngine's, through ``keep(_:frames:)``).
-package final class MonitorReferenceReturn: AUNode, @unchecked Sendable {
+package final class MonitorReferenceReturn: RenderNode, @unchecked Sendable {
     var buffer: UnsafeMutablePointer<Float>
     var frames = 0
 
@@ -362,7 +362,7 @@ package final class MonitorReferenceReturn: AUNode, @unchecked Sendable {
 
 /// Passes the monitor's output through and keeps its mono mix for ``MonitorReferenceReturn``
 /// (both run on the render thread, the return first in each slice).
-final class MonitorReferenceSend: AUNode, @unchecked Sendable {
+final class MonitorReferenceSend: RenderNode, @unchecked Sendable {
     unowned let target: MonitorReferenceReturn
 
     init(channels: Int, into target: MonitorReferenceReturn) {

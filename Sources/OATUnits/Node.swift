@@ -61,7 +61,7 @@ public struct AUBufferList {
 /// parameters (``parameters``) may be set from any thread at any time. ``render(_:)`` runs
 /// on the render thread and must not allocate, lock, log or block. ``prepare(sampleRate:maxFrames:)``
 /// runs on the control plane when the node joins a graph, before its first render.
-open class AUNode: @unchecked Sendable, CustomStringConvertible {
+open class RenderNode: @unchecked Sendable, CustomStringConvertible {
     /// A name for messages, e.g. `mixer`, `eq 1`.
     public let name: String
     /// Channel count of each input bus.
@@ -126,13 +126,13 @@ open class AUNode: @unchecked Sendable, CustomStringConvertible {
 
     func checkConfigurable(bus: Int, count: Int, channels: Int, what: String) throws(AudioError) {
         guard graph == nil else {
-            throw AudioError(.invalidState, component: "AUNode", "\(name): bus formats can only change before the node is added to a graph", osStatus: -10875)
+            throw AudioError(.invalidState, component: "RenderNode", "\(name): bus formats can only change before the node is added to a graph", osStatus: -10875)
         }
         guard bus >= 0, bus < count else {
-            throw AudioError(.invalidArgument, component: "AUNode", "\(name) has no \(what) bus \(bus) (it has \(count))", osStatus: -10877)
+            throw AudioError(.invalidArgument, component: "RenderNode", "\(name) has no \(what) bus \(bus) (it has \(count))", osStatus: -10877)
         }
         guard channels >= 1, channels <= 64 else {
-            throw AudioError(.invalidArgument, component: "AUNode", "\(name): \(channels) channels on \(what) bus \(bus) is outside 1...64", osStatus: -10868)
+            throw AudioError(.invalidArgument, component: "RenderNode", "\(name): \(channels) channels on \(what) bus \(bus) is outside 1...64", osStatus: -10868)
         }
     }
 
@@ -169,10 +169,10 @@ open class AUNode: @unchecked Sendable, CustomStringConvertible {
     }
 }
 
-/// What ``AUNode/render(_:)`` gets: the frame count, the node's output buffers and a way to
+/// What ``RenderNode/render(_:)`` gets: the frame count, the node's output buffers and a way to
 /// pull its inputs (which renders the upstream nodes on demand: the pull model).
 public struct AURenderContext {
-    /// Frames to produce on each output bus (<= ``AUNode/maxFrames``).
+    /// Frames to produce on each output bus (<= ``RenderNode/maxFrames``).
     public let frames: Int
     /// The sample time of the first output frame on this node's own timeline.
     public let sampleTime: Int64
@@ -196,7 +196,7 @@ public struct AURenderContext {
     /// to the returned buffers; pull each input once per render call.
     public func input(_ bus: Int) -> AUBufferList { plan.pull(entry: index, bus: bus, frames: frames, fresh: false) }
 
-    /// Pulls `frames` frames (at most ``AUNode/maxFrames``) from input bus `bus`, for nodes
+    /// Pulls `frames` frames (at most ``RenderNode/maxFrames``) from input bus `bus`, for nodes
     /// that consume input at another rate than they produce output (varispeed): every call
     /// renders the upstream nodes anew.
     public func pullInput(_ bus: Int, frames: Int) -> AUBufferList {

@@ -18,7 +18,7 @@ import Glibc
 /// Parameters (global scope): volume 0 (linear gain 0 ... 4, default 1, glides over 10 ms).
 /// Thread safety: one producer (``schedule(_:)`` or the feeder, not both); ``stop()`` and the
 /// state properties from any thread.
-public final class AUPlayerNode: AUNode, @unchecked Sendable {
+public final class AUPlayerNode: RenderNode, @unchecked Sendable {
     /// Fills the buffer with interleaved frames; returns how many frames it wrote (0 = end).
     public typealias Pull = (_ interleaved: UnsafeMutableBufferPointer<Float>) throws(AudioError) -> Int
 

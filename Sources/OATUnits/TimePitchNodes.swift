@@ -9,7 +9,7 @@ import OATProcessing
 /// Parameters (Apple's IDs, global scope): rate 0 (`kNewTimePitchParam_Rate`, 0.5 ... 2,
 /// default 1), pitch 1 (`kNewTimePitchParam_Pitch`, cents, −2400 ... 2400, default 0), bypass 2
 /// (0/1). At rate 1 and pitch 0, before it is first moved, the input passes through unchanged.
-public final class AUTimePitchNode: AUNode, @unchecked Sendable {
+public final class AUTimePitchNode: RenderNode, @unchecked Sendable {
     /// The algorithm (spectral: Rubber Band R3; timeDomain: R2; varispeed: resampling).
     public let algorithm: TimePitchAlgorithm
     private var processor: TimePitchProcessor?
@@ -71,7 +71,7 @@ public final class AUTimePitchNode: AUNode, @unchecked Sendable {
 /// you send to the output -> splitter -> voice processing (bus 1).
 ///
 /// Parameters (global): bypass 0 (0/1; Apple's `kAUVoiceIOProperty_BypassVoiceProcessing`).
-public final class AUVoiceProcessingNode: AUNode, @unchecked Sendable {
+public final class AUVoiceProcessingNode: RenderNode, @unchecked Sendable {
     /// The settings (sample rate is taken from the graph).
     public let settings: VoiceProcessingSettings
     private var processor: VoiceProcessor?

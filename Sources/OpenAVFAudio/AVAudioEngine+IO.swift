@@ -137,7 +137,7 @@ open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
         engine.connect(hidden, to: engine.mainMixerNode, format: nil)
     }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         if let source = pulledManualInput, let engine {
             capture = nil
             reference = nil
@@ -164,18 +164,18 @@ open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
     }
 
     /// The unit stays while voice processing is as it was built and the width is the same.
-    override func canKeep(_ unit: OATUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+    override func canKeep(_ unit: OATUnits.RenderNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
         if let source = pulledManualInput { return (unit as? ManualInputUnit)?.source === source }
         if unit is ManualInputUnit { return false }
         if isVoiceProcessingEnabled { return unit is AUVoiceProcessingNode && capture != nil && reference != nil && gate != nil }
         return unit is AUInputNode && unit.outputChannels == [max(1, outputChannels)]
     }
 
-    override func addSupportUnits(to graph: AudioGraph) throws -> [OATUnits.AUNode] {
+    override func addSupportUnits(to graph: AudioGraph) throws -> [OATUnits.RenderNode] {
         guard let v = unit as? AUVoiceProcessingNode, let capture, let reference, let gate else { return [] }
         let present = graph.nodes
         try wrap { () throws(AudioError) in
-            for u in [capture, gate, reference] as [OATUnits.AUNode] where !present.contains(where: { $0 === u }) { try graph.add(u) }
+            for u in [capture, gate, reference] as [OATUnits.RenderNode] where !present.contains(where: { $0 === u }) { try graph.add(u) }
             try graph.connect(capture, to: gate)
             try graph.connect(gate, to: v, input: 0)
             try graph.connect(reference, to: v, input: 1)
@@ -194,7 +194,7 @@ open class AVAudioInputNode: AVAudioIONode, AVAudioMixing, @unchecked Sendable {
 }
 
 /// The microphone's mute before the voice processor (render thread reads the flag).
-final class MuteGate: OATUnits.AUNode, @unchecked Sendable {
+final class MuteGate: OATUnits.RenderNode, @unchecked Sendable {
     private let mutedFlag = Atomic<Bool>(false)
     var muted: Bool {
         get { mutedFlag.load(ordering: .relaxed) }
@@ -315,7 +315,7 @@ extension AVAudioEngine {
     func graphBuilt(_ g: AudioGraph) {
         updateRenderGate()
         if let reference = inputNodeStorage?.reference, inputNodeStorage?.unit is AUVoiceProcessingNode {
-            g.setRenderObserver(AURenderObserver(before: { _, _, _ in }, after: { buffers, frames, _ in reference.keep(buffers, frames: frames) }))
+            g.setRenderObserver(RenderObserver(before: { _, _, _ in }, after: { buffers, frames, _ in reference.keep(buffers, frames: frames) }))
         } else {
             g.setRenderObserver(nil)
         }

@@ -317,17 +317,17 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         // The graph's sample time (the output's frames rendered): where units made now start.
         let clock = g.output.renderedFrames
         let present = live ? g.nodes : []
-        func inGraph(_ u: OATUnits.AUNode) -> Bool { present.contains { $0 === u } }
+        func inGraph(_ u: OATUnits.RenderNode) -> Bool { present.contains { $0 === u } }
         outputNode.unit = g.output
-        var kept: [OATUnits.AUNode] = [g.output]
+        var kept: [OATUnits.RenderNode] = [g.output]
         var made: Set<ObjectIdentifier> = []
-        var sinks: [OATUnits.AUNode] = []
+        var sinks: [OATUnits.RenderNode] = []
         for node in attached where node !== outputNode {
             (node as? AVAudioPlayerNode)?.ringFrames = manualMode != nil ? Int(rate) : nil
             (node as? AVAudioMixerNode)?.inputBusCount = (highestInputBus(of: node) ?? 0) + 1
             let out = channels(of: node)
             let domain = domainRate(of: node)
-            let unit: OATUnits.AUNode
+            let unit: OATUnits.RenderNode
             if live, let u = node.unit, inGraph(u), u.sampleRate == domain, node.canKeep(u, rate: rate, inputChannels: out, outputChannels: out) {
                 unit = u
             } else {
@@ -352,13 +352,13 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
             kept += try node.addSupportUnits(to: g)
         }
         // Units made from here on (taps, splitters, converters) start at the graph's time too.
-        func add(_ u: OATUnits.AUNode, at domain: Double = rate) throws(AudioError) {
+        func add(_ u: OATUnits.RenderNode, at domain: Double = rate) throws(AudioError) {
             try g.add(u)
             if live { u.setRenderClock(Int64((Double(clock) * domain / rate).rounded())) }
             kept.append(u)
         }
         // With sink nodes, a join before the output pulls them every slice.
-        var root: OATUnits.AUNode = g.output
+        var root: OATUnits.RenderNode = g.output
         if !sinks.isEmpty {
             let join = SinkJoinUnit(channels: Int(outputFormat.channelCount), sinks: sinks.count)
             try wrap { () throws(AudioError) in
@@ -376,7 +376,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         for group in groups {
             let first = group[0]
             guard let su = first.source.unit else { continue }
-            var from: OATUnits.AUNode = su
+            var from: OATUnits.RenderNode = su
             var fromBus = first.sourceBus
             let fromChannels = su.outputChannels.indices.contains(first.sourceBus) ? su.outputChannels[first.sourceBus] : 2
             let sourceRate = domainRate(of: first.source)

@@ -37,7 +37,7 @@ final class ManualInputSource: @unchecked Sendable {
 
 /// Renders an input block's audio into the graph: the block is called with the slice's frame
 /// count and its buffers are copied (converted to Float32 planar) with nothing allocated.
-final class ManualInputUnit: OATUnits.AUNode, @unchecked Sendable {
+final class ManualInputUnit: OATUnits.RenderNode, @unchecked Sendable {
     let source: ManualInputSource
     private let starvation: ManualInputStarvation
     private let interleaved: Bool

@@ -14,7 +14,7 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
     /// The engine the node is attached to.
     public internal(set) weak var engine: AVAudioEngine?
     /// The render node standing for this one once the engine has built its graph.
-    var unit: OATUnits.AUNode?
+    var unit: OATUnits.RenderNode?
     let inputs: Int
     let outputs: Int
     var taps: [Int: Tap] = [:]
@@ -91,14 +91,14 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
 
     /// Builds the render node (engine rate `rate`, `channels` on its output): each kind of node
     /// makes its own.
-    func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         AUFormatConverterNode(inputChannels: max(1, inputChannels), outputChannels: max(1, outputChannels))
     }
 
     /// Whether `unit`, made for an earlier wiring, still fits what ``makeUnit(rate:inputChannels:outputChannels:)``
     /// would make now (the same kind with the same buses), so a graph rewired while running keeps
     /// it and its state. The default compares with a unit made for the purpose.
-    func canKeep(_ unit: OATUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+    func canKeep(_ unit: OATUnits.RenderNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
         let fresh = makeUnit(rate: rate, inputChannels: inputChannels, outputChannels: outputChannels)
         return type(of: fresh) == type(of: unit) && fresh.inputChannels == unit.inputChannels && fresh.outputChannels == unit.outputChannels
     }
@@ -116,7 +116,7 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
     /// Adds render nodes this node needs besides its unit (the input node's capture and echo
     /// reference under voice processing), those not in the graph yet, and connects them to it;
     /// called right after the unit joined (or stayed in) the graph. Returns them.
-    func addSupportUnits(to graph: AudioGraph) throws -> [OATUnits.AUNode] { [] }
+    func addSupportUnits(to graph: AudioGraph) throws -> [OATUnits.RenderNode] { [] }
 
     /// A tap: the render-side tap node and the thread that reads it into buffers for the block.
     final class Tap: @unchecked Sendable {
@@ -263,14 +263,14 @@ open class AVAudioMixerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
     /// The first input bus with nothing connected.
     open var nextAvailableInputBus: AVAudioNodeBus { engine?.nextFreeInput(of: self) ?? 0 }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         AUMixerNode(inputs: max(1, inputBusCount), inputChannels: outputChannels, outputChannels: outputChannels)
     }
 
     override func unitDidLoad() { push() }
 
     /// A mixer unit stays while it has the buses the connections need, in the same width.
-    override func canKeep(_ unit: OATUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+    override func canKeep(_ unit: OATUnits.RenderNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
         unit is AUMixerNode && unit.outputChannels == [outputChannels] && unit.inputChannels.count >= max(1, inputBusCount)
             && unit.inputChannels.allSatisfy { $0 == outputChannels }
     }

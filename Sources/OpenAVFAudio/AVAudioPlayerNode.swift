@@ -282,7 +282,7 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 
     /// A player keeps its unit while the graph is rewired (its ring, its feeder and its
     /// timeline go on): a connection in another channel count converts after it.
-    override func canKeep(_ unit: OATUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+    override func canKeep(_ unit: OATUnits.RenderNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
         unit is AUPlayerNode
     }
 
@@ -359,7 +359,7 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
 
     // MARK: Engine side
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         // A new unit counts what it plays from 0: what the previous one played before a stop no
         // longer applies (handlers waited for it after a detach or a new graph).
         lock.lock(); playedBeforeStop = 0; lock.unlock()

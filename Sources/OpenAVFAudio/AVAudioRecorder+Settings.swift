@@ -38,12 +38,12 @@ struct RecorderPlan {
             throw avError(kAudioFileUnsupportedFileTypeError, "AVAudioRecorder: cannot record '\(fileType)' files (\(path))")
         }
         let defaults = AudioFileConversion.defaultFormat(for: fileType, sourceBits: 16, sourceFloat: false)
-        let formatID: OATCore.AudioFormatID
+        let formatID: OATCore.AudioFormatCode
         if let value = settings[AVFormatIDKey] {
             guard let number = settingNumber(value), number >= 0, number <= Double(UInt32.max) else {
                 throw avError(kAudioFormatUnsupportedDataFormatError, "AVAudioRecorder: AVFormatIDKey \(value) is not an AudioFormatID")
             }
-            formatID = OATCore.AudioFormatID(rawValue: UInt32(number))
+            formatID = OATCore.AudioFormatCode(rawValue: UInt32(number))
         } else {
             formatID = defaults.formatID
         }

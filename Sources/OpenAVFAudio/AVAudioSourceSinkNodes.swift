@@ -46,7 +46,7 @@ open class AVAudioSourceNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         super.init(inputs: 0, outputs: 1)
     }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         SourceBlockUnit(channels: blockFormat.map { Int($0.channelCount) } ?? outputChannels, block: renderBlock)
     }
 }
@@ -66,14 +66,14 @@ open class AVAudioSinkNode: AVAudioNode, @unchecked Sendable {
         super.init(inputs: 1, outputs: 0)
     }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         SinkBlockUnit(channels: Int(inputFormat(forBus: 0).channelCount), block: receiverBlock)
     }
 }
 
 /// Renders a source node's block into the graph's buffers. Everything the call needs (the
 /// buffer list, the time stamp, the silence flag) is allocated here, before rendering.
-final class SourceBlockUnit: OATUnits.AUNode, @unchecked Sendable {
+final class SourceBlockUnit: OATUnits.RenderNode, @unchecked Sendable {
     private let block: AVAudioSourceNodeRenderBlock
     private let list: UnsafeMutableAudioBufferListPointer
     private let time: UnsafeMutablePointer<AudioTimeStamp>
@@ -123,7 +123,7 @@ final class SourceBlockUnit: OATUnits.AUNode, @unchecked Sendable {
 
 /// Pulls a sink node's input and hands it to its block; its one output is silent (it only
 /// exists so that the engine's output pulls the sink, through `SinkJoinUnit`).
-final class SinkBlockUnit: OATUnits.AUNode, @unchecked Sendable {
+final class SinkBlockUnit: OATUnits.RenderNode, @unchecked Sendable {
     private let block: AVAudioSinkNodeReceiverBlock
     private let list: UnsafeMutableAudioBufferListPointer
     private let time: UnsafeMutablePointer<AudioTimeStamp>
@@ -161,7 +161,7 @@ final class SinkBlockUnit: OATUnits.AUNode, @unchecked Sendable {
 /// Sits before the graph's output when the engine has sink nodes: passes input 0 (what the
 /// output would have played) through untouched and pulls inputs 1... (the sinks) so that they
 /// render every slice.
-final class SinkJoinUnit: OATUnits.AUNode, @unchecked Sendable {
+final class SinkJoinUnit: OATUnits.RenderNode, @unchecked Sendable {
     init(channels: Int, sinks: Int) {
         super.init(name: "sink join", inputChannels: [channels] + Array(repeating: 1, count: sinks), outputChannels: [channels])
     }

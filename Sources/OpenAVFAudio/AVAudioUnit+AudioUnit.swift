@@ -15,7 +15,7 @@ internal import OATUnits
 final class NodeAudioUnitHandle: @unchecked Sendable {
     private let lock = NSLock()
     private var handle: AudioUnit?
-    private var driven: OATUnits.AUNode?
+    private var driven: OATUnits.RenderNode?
     private var host: Host?
     private var au: AUAudioUnit?
 
@@ -34,15 +34,15 @@ final class NodeAudioUnitHandle: @unchecked Sendable {
     }
 
     /// The node the handle drives (nil: no handle made yet).
-    var node: OATUnits.AUNode? {
+    var node: OATUnits.RenderNode? {
         lock.lock(); defer { lock.unlock() }
         return driven
     }
 
     /// The handle, made on first use over `current` (or over `make()`'s node when there is none yet);
     /// nil when `describe` gives nothing.
-    func handle(owner: AVAudioNode, current: OATUnits.AUNode?,
-                describe: () -> (description: AudioComponentDescription, name: String, version: UInt32, make: () -> OATUnits.AUNode)?) -> AudioUnit? {
+    func handle(owner: AVAudioNode, current: OATUnits.RenderNode?,
+                describe: () -> (description: AudioComponentDescription, name: String, version: UInt32, make: () -> OATUnits.RenderNode)?) -> AudioUnit? {
         lock.lock()
         if let handle { lock.unlock(); return handle }
         guard let d = describe() else { lock.unlock(); return nil }
@@ -58,7 +58,7 @@ final class NodeAudioUnitHandle: @unchecked Sendable {
 
     /// The engine made `current` for the node: the values of the node driven so far move to it
     /// and the handle drives it from now on.
-    func follow(_ current: OATUnits.AUNode?) {
+    func follow(_ current: OATUnits.RenderNode?) {
         lock.lock(); defer { lock.unlock() }
         guard let handle, let current, let old = driven, old !== current else { return }
         for p in old.parameters { current.parameter(id: p.id, scope: p.scope, element: p.element)?.value = p.value }

@@ -12,7 +12,7 @@ struct AVAudioUnitComponent: Sendable {
     let subType: UInt32
     /// The name without the manufacturer (`AUReverb2`), as Apple's `AVAudioUnit.name`.
     let name: String
-    let make: @Sendable (_ channels: Int) -> OATUnits.AUNode
+    let make: @Sendable (_ channels: Int) -> OATUnits.RenderNode
 
     /// The component's full description (flags 0, as the built-in components report).
     var description: AudioComponentDescription {
@@ -108,7 +108,7 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
 
     /// The node the unit's parameters live in: the engine's unit, or before there is one the
     /// node the ``audioUnit`` handle drives (nil: neither yet).
-    var parameterNode: OATUnits.AUNode? { unit ?? handles.node }
+    var parameterNode: OATUnits.RenderNode? { unit ?? handles.node }
 
     /// Creates the audio unit `audioComponentDescription` names and hands it to
     /// `completionHandler` on another thread (Apple's `instantiate(with:options:completionHandler:)`):
@@ -148,7 +148,7 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
     }
 
     /// The built-in node for the description (a pass-through for an unknown one).
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         component?.make(max(1, outputChannels)) ?? registered?.makeNode(channels: max(1, outputChannels))
             ?? super.makeUnit(rate: rate, inputChannels: inputChannels, outputChannels: outputChannels)
     }
@@ -168,7 +168,7 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
     func handleDidSetParameter(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement, value: AudioUnitParameterValue) {}
 
     /// An effect's unit stays (with its tail and state) while its width is the same.
-    override func canKeep(_ unit: OATUnits.AUNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
+    override func canKeep(_ unit: OATUnits.RenderNode, rate: Double, inputChannels: Int, outputChannels: Int) -> Bool {
         unit.inputChannels == [outputChannels] && unit.outputChannels == [outputChannels]
     }
 

@@ -91,7 +91,7 @@ public enum AVAudioUnitDistortionPreset: Int, Sendable {
 /// `AUDistortionNode`), a ``preGain`` before them and a ``wetDryMix`` after.
 open class AVAudioUnitDistortion: AVAudioUnitEffect, @unchecked Sendable {
     private var preset = AVAudioUnitDistortionPreset.drumsBitBrush
-    private weak var stagesWritten: OATUnits.AUNode?
+    private weak var stagesWritten: OATUnits.RenderNode?
     private var presetChanged = false
     /// The gain before the distortion, in decibels, −80 ... 20 (default −6).
     open var preGain: Float = -6 { didSet { push() } }
@@ -108,7 +108,7 @@ open class AVAudioUnitDistortion: AVAudioUnitEffect, @unchecked Sendable {
         push()
     }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         AUDistortionNode(channels: outputChannels)
     }
 

@@ -65,7 +65,7 @@ open class AVAudioUnitEQ: AVAudioUnitEffect, @unchecked Sendable {
     /// One band, as ``AVAudioUnitEQ(numberOfBands:)`` with 1.
     public convenience override init() { self.init(numberOfBands: 1) }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         AUNBandEQNode(channels: outputChannels, bands: bands.map { _ in AUEQBand(.parametric, frequency: 1000, bypass: true) })
     }
 
@@ -160,7 +160,7 @@ open class AVAudioUnitReverb: AVAudioUnitEffect, @unchecked Sendable {
         push()
     }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         AUReverbNode(channels: outputChannels)
     }
 
@@ -205,7 +205,7 @@ open class AVAudioUnitDelay: AVAudioUnitEffect, @unchecked Sendable {
     /// Creates a delay.
     public override init() { super.init(audioComponentDescription: .apple(kAudioUnitType_Effect, kAudioUnitSubType_Delay)) }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         AUDelayNode(channels: outputChannels)
     }
 
@@ -241,7 +241,7 @@ open class AVAudioUnitTimePitch: AVAudioUnitTimeEffect, @unchecked Sendable {
     /// Creates a time-pitch unit.
     public init() { super.init(audioComponentDescription: .apple(kAudioUnitType_FormatConverter, kAudioUnitSubType_NewTimePitch)) }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         AUTimePitchNode(channels: outputChannels)
     }
 
@@ -280,7 +280,7 @@ open class AVAudioUnitVarispeed: AVAudioUnitTimeEffect, @unchecked Sendable {
     /// Creates a varispeed unit.
     public init() { super.init(audioComponentDescription: .apple(kAudioUnitType_FormatConverter, kAudioUnitSubType_Varispeed)) }
 
-    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.AUNode {
+    override func makeUnit(rate: Double, inputChannels: Int, outputChannels: Int) -> OATUnits.RenderNode {
         AUVarispeedNode(channels: outputChannels)
     }
 

@@ -29,8 +29,8 @@ struct GraphOptions {
     """
 
     /// The effect nodes the options ask for, in processing order: EQ, compressor and limiter, reverb.
-    func makeEffects() -> [OATUnits.AUNode] {
-        var chain: [OATUnits.AUNode] = []
+    func makeEffects() -> [OATUnits.RenderNode] {
+        var chain: [OATUnits.RenderNode] = []
         if let bands = eq { chain.append(AUNBandEQNode(channels: 2, bands: bands)) }
         if compress {
             chain.append(AUDynamicsNode(channels: 2, threshold: -24, ratio: 3, knee: 6, attack: 0.01, release: 0.15, makeup: 6))
@@ -96,7 +96,7 @@ func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float
             players.append(p)
         }
         let chain = graphOptions.makeEffects()
-        var last: OATUnits.AUNode = mixer
+        var last: OATUnits.RenderNode = mixer
         for n in chain {
             try graph.add(n)
             try graph.connect(last, to: n)

@@ -12,7 +12,7 @@ struct OutputCase: CustomStringConvertible, Sendable {
     var data: String
     var ext: String
     var codec: String
-    var formatID: OATCore.AudioFormatID
+    var formatID: OATCore.AudioFormatCode
     /// True when ffmpeg's decoder output applies the file's gapless info (so its frame count
     /// must equal ours).
     var ffmpegTrims: Bool

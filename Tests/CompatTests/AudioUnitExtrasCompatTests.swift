@@ -58,7 +58,7 @@ private func listener(_ refCon: UnsafeMutableRawPointer, _ unit: AudioUnit, _ id
 }
 
 /// Halves its input: a unit implemented in Swift and registered with AudioComponentRegister.
-final class HalvingNode: OATUnits.AUNode, @unchecked Sendable {
+final class HalvingNode: OATUnits.RenderNode, @unchecked Sendable {
     init() { super.init(name: "halver", inputChannels: [2], outputChannels: [2]) }
     override func render(_ context: AURenderContext) {
         let input = context.pullInput(0, frames: context.frames)

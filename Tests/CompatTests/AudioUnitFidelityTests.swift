@@ -41,7 +41,7 @@ private func makeUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = 
 }
 
 /// Scales its input by 0.25: a unit implemented in Swift for the in-place processing test.
-final class QuarterNode: OATUnits.AUNode, @unchecked Sendable {
+final class QuarterNode: OATUnits.RenderNode, @unchecked Sendable {
     init() { super.init(name: "quarter", inputChannels: [2], outputChannels: [2]) }
     override func render(_ context: AURenderContext) {
         let input = context.pullInput(0, frames: context.frames)

@@ -75,7 +75,7 @@ import Testing
         let mp3 = AudioStreamBasicDescription.compressed(.mpegLayer3, sampleRate: 44100, channels: 2, framesPerPacket: 1152)
         let bigEndian = AudioStreamBasicDescription.linearPCM(sampleRate: 44100, channels: 2, bitsPerChannel: 16, isBigEndian: true)
         #expect(throws: AudioError.self) { try AudioConverter(from: mp3, to: bigEndian) }
-        let unknown = AudioStreamBasicDescription.compressed(AudioFormatID("zzzz"), sampleRate: 44100, channels: 2, framesPerPacket: 1)
+        let unknown = AudioStreamBasicDescription.compressed(AudioFormatCode("zzzz"), sampleRate: 44100, channels: 2, framesPerPacket: 1)
         #expect(throws: AudioError.self) { try AudioConverter(from: unknown, to: .canonicalFloat(sampleRate: 44100, channels: 2)) }
     }
 }

@@ -17,10 +17,10 @@ import Testing
     }
 
     @Test func formatIDsMatchAppleCodes() {
-        #expect(AudioFormatID.linearPCM.rawValue == 0x6C70_636D)
-        #expect(AudioFormatID.mpegLayer3.rawValue == 0x2E6D_7033)
-        #expect(AudioFormatID.mpeg4AAC.rawValue == 0x6161_6320)
-        #expect(AudioFormatID.appleLossless.rawValue == 0x616C_6163)
-        #expect(AudioFormatID.appleIMA4.rawValue == 0x696D_6134)
+        #expect(AudioFormatCode.linearPCM.rawValue == 0x6C70_636D)
+        #expect(AudioFormatCode.mpegLayer3.rawValue == 0x2E6D_7033)
+        #expect(AudioFormatCode.mpeg4AAC.rawValue == 0x6161_6320)
+        #expect(AudioFormatCode.appleLossless.rawValue == 0x616C_6163)
+        #expect(AudioFormatCode.appleIMA4.rawValue == 0x696D_6134)
     }
 }

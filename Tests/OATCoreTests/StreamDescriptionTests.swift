@@ -40,14 +40,14 @@ import Testing
     }
 
     @Test func channelLayoutsNameTheirChannels() {
-        #expect(AudioChannelLayoutTag.mpeg_5_1_A.channelCount == 6)
-        #expect(AudioChannelLayoutTag.mpeg_5_1_A.description == "5.1 (L R C LFE Ls Rs)")
-        #expect(AudioChannelLayoutTag.stereo.rawValue == (101 << 16 | 2))
-        let bitmap = AudioChannelLayout(tag: .useChannelBitmap, bitmap: AudioChannelBitmap(rawValue: 0x3F))
+        #expect(ChannelLayoutTag.mpeg_5_1_A.channelCount == 6)
+        #expect(ChannelLayoutTag.mpeg_5_1_A.description == "5.1 (L R C LFE Ls Rs)")
+        #expect(ChannelLayoutTag.stereo.rawValue == (101 << 16 | 2))
+        let bitmap = ChannelLayout(tag: .useChannelBitmap, bitmap: AudioChannelBitmap(rawValue: 0x3F))
         #expect(bitmap.channelCount == 6)
         #expect(bitmap.labels == [.left, .right, .center, .lfeScreen, .leftSurround, .rightSurround])
-        #expect(AudioChannelLayoutTag.default(channels: 1) == .mono)
-        #expect(AudioChannelLayoutTag.default(channels: 11).channelCount == 11)
+        #expect(ChannelLayoutTag.default(channels: 1) == .mono)
+        #expect(ChannelLayoutTag.default(channels: 11).channelCount == 11)
     }
 
     @Test func pcmBufferRejectsCompressedFormats() throws {

@@ -96,11 +96,11 @@ import Testing
     /// another order are refused, and a PCM without a map takes none.
     @Test func channelLabelsBecomeTheALSAChannelMap() throws {
         let config = "pcm.oatchmap { type null chmap [ \"FL,FR,FC,LFE,RL,RR\" \"FL,FR\" \"MONO\" ] }\n"
-        func open(_ labels: [AudioChannelLabel]?, channels: Int, device: String = "oatchmap") throws -> ALSAOutputDevice {
+        func open(_ labels: [ChannelLabel]?, channels: Int, device: String = "oatchmap") throws -> ALSAOutputDevice {
             try ALSAOutputDevice(device: device, format: AudioDeviceFormat(sampleRate: 48000, channels: channels, channelLabels: labels),
                                  periodFrames: 480, configText: config)
         }
-        let fivePointOne: [AudioChannelLabel] = [.left, .right, .center, .lfeScreen, .leftSurround, .rightSurround]
+        let fivePointOne: [ChannelLabel] = [.left, .right, .center, .lfeScreen, .leftSurround, .rightSurround]
         #expect(try open(fivePointOne, channels: 6).hasChannelMap)
         #expect(try open([.left, .right], channels: 2).hasChannelMap)
         #expect(try open([.mono], channels: 1).hasChannelMap)

@@ -44,7 +44,7 @@ import Glibc
         var rate: Int = 44100
         /// The sample entry FFmpeg writes for it.
         var entry: String
-        var formatID: AudioFormatID = .linearPCM
+        var formatID: AudioFormatCode = .linearPCM
         var bits: UInt32
         var float = false
         var bigEndian = false

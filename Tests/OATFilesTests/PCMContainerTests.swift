@@ -173,15 +173,15 @@ private func expectSplitInvariant(_ bytes: [UInt8], sourceLocation: SourceLocati
         let f = try #require(r.stream.dataFormat)
         #expect(f.bitsPerChannel == 20 && f.bytesPerFrame == 18)
         #expect(f.formatFlags == [.isSignedInteger, .isAlignedHigh])
-        #expect(r.stream.channelLayout == AudioChannelLayout(tag: .mpeg_5_1_A))
+        #expect(r.stream.channelLayout == ChannelLayout(tag: .mpeg_5_1_A))
         #expect(r.packetCount == 2)
     }
 
     @Test func channelMasks() {
-        #expect(channelLayout(fromMask: 0x4, channels: 1) == AudioChannelLayout(tag: .mono))
-        #expect(channelLayout(fromMask: 0x3, channels: 2) == AudioChannelLayout(tag: .stereo))
-        #expect(channelLayout(fromMask: 0x3F, channels: 6) == AudioChannelLayout(tag: .mpeg_5_1_A))
-        #expect(channelLayout(fromMask: 0x103, channels: 3) == AudioChannelLayout(tag: .useChannelBitmap, bitmap: AudioChannelBitmap(rawValue: 0x103)))
+        #expect(channelLayout(fromMask: 0x4, channels: 1) == ChannelLayout(tag: .mono))
+        #expect(channelLayout(fromMask: 0x3, channels: 2) == ChannelLayout(tag: .stereo))
+        #expect(channelLayout(fromMask: 0x3F, channels: 6) == ChannelLayout(tag: .mpeg_5_1_A))
+        #expect(channelLayout(fromMask: 0x103, channels: 3) == ChannelLayout(tag: .useChannelBitmap, bitmap: AudioChannelBitmap(rawValue: 0x103)))
         #expect(channelLayout(fromMask: 0x3, channels: 3) == nil)
         #expect(channelLayout(fromMask: 0, channels: 2) == nil)
     }
@@ -328,9 +328,9 @@ private func expectSplitInvariant(_ bytes: [UInt8], sourceLocation: SourceLocati
     }
 
     @Test func chanChunkGivesLayout() throws {
-        let chan = iffChunk("CHAN", be32(Int(AudioChannelLayoutTag.mpeg_5_1_C.rawValue)) + be32(0) + be32(0))
+        let chan = iffChunk("CHAN", be32(Int(ChannelLayoutTag.mpeg_5_1_C.rawValue)) + be32(0) + be32(0))
         let r = run(aiff(chan + comm(channels: 6, frames: 1, bits: 16, rate: 44100) + ssnd([UInt8](repeating: 0, count: 12))))
-        #expect(r.stream.channelLayout == AudioChannelLayout(tag: .mpeg_5_1_C))
+        #expect(r.stream.channelLayout == ChannelLayout(tag: .mpeg_5_1_C))
     }
 
     @Test func ssndBeforeCommIsReachedBySeeking() throws {
@@ -462,9 +462,9 @@ private func expectSplitInvariant(_ bytes: [UInt8], sourceLocation: SourceLocati
 
     @Test func chanDescriptionsAndBitmap() throws {
         let descriptions = be32(0) + be32(0) + be32(2) + be32(1) + be32(0) + [UInt8](repeating: 0, count: 12) + be32(2) + be32(0) + [UInt8](repeating: 0, count: 12)
-        #expect(descriptions.withUnsafeBytes { decodeChannelLayout($0) } == AudioChannelLayout(tag: .useChannelDescriptions, channelLabels: [.left, .right]))
+        #expect(descriptions.withUnsafeBytes { decodeChannelLayout($0) } == ChannelLayout(tag: .useChannelDescriptions, channelLabels: [.left, .right]))
         let bitmap = be32(0x10000) + be32(0x3) + be32(0)
-        #expect(bitmap.withUnsafeBytes { decodeChannelLayout($0) } == AudioChannelLayout(tag: .useChannelBitmap, bitmap: [AudioChannelBitmap(rawValue: 3)]))
+        #expect(bitmap.withUnsafeBytes { decodeChannelLayout($0) } == ChannelLayout(tag: .useChannelBitmap, bitmap: [AudioChannelBitmap(rawValue: 3)]))
     }
 
     @Test func errors() throws {

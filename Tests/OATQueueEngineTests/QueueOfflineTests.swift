@@ -28,7 +28,7 @@ final class SignalFeeder: @unchecked Sendable {
     /// Fills and enqueues `buffer`; at the end, asks the queue to stop after what it has.
     /// (Under the lock from taking a position to enqueuing, so that the priming thread and the
     /// queue's thread cannot enqueue out of order.)
-    func refill(_ queue: AudioOutputQueue, _ buffer: AudioQueueBuffer) {
+    func refill(_ queue: AudioOutputQueue, _ buffer: QueueBuffer) {
         let ended = position.withLock { p -> Bool in
             let start = p
             let n = min(framesPerBuffer, totalFrames - start)

@@ -12,7 +12,7 @@ import Testing
 @Suite struct GraphHazardTests {
     /// A node counting renders, whose render state is a buffer that `prepare` replaces (as
     /// AUPlayerNode's scratch): a render that finds the buffer poisoned saw it freed.
-    final class StateNode: AUNode, @unchecked Sendable {
+    final class StateNode: RenderNode, @unchecked Sendable {
         var state: UnsafeMutablePointer<Float> = .allocate(capacity: 1)
         let poisonedRenders = Atomic<Int>(0)
         let renders = Atomic<Int>(0)

@@ -78,7 +78,7 @@ struct GraphTests {
         }
         let split = AUSplitterNode(channels: 1, outputs: 2)
         let mix = AUMixerNode(inputs: 2, inputChannels: 1, outputChannels: 1)
-        for n in [src, split, mix] as [AUNode] { try g.add(n) }
+        for n in [src, split, mix] as [RenderNode] { try g.add(n) }
         try g.connect(src, to: split)
         try g.connect(split, output: 0, to: mix, input: 0)
         try g.connect(split, output: 1, to: mix, input: 1)

@@ -6,10 +6,10 @@ import Synchronization
 import Testing
 
 /// Builds `source -> node -> output` (mono unless told) and renders `frames`.
-func renderChain(_ nodes: [AUNode], source: AUNode, channels: Int = 1, rate: Double = 48000, frames: Int) throws -> [[Float]] {
+func renderChain(_ nodes: [RenderNode], source: RenderNode, channels: Int = 1, rate: Double = 48000, frames: Int) throws -> [[Float]] {
     let g = try AudioGraph(sampleRate: rate, channels: channels, maxFramesPerSlice: 512)
     try g.add(source)
-    var last: AUNode = source
+    var last: RenderNode = source
     for n in nodes {
         try g.add(n)
         try g.connect(last, to: n)
@@ -83,7 +83,7 @@ struct NodeTests {
         let a = bufferSource(channels: 1, samples: [Float](repeating: 0.5, count: 48000))
         let b = bufferSource(channels: 1, samples: [Float](repeating: 0.25, count: 48000))
         let c = bufferSource(channels: 1, samples: [Float](repeating: 1, count: 48000))
-        for n in [mixer, a, b, c] as [AUNode] { try g.add(n) }
+        for n in [mixer, a, b, c] as [RenderNode] { try g.add(n) }
         try g.connect(a, to: mixer, input: 0)
         try g.connect(b, to: mixer, input: 1)
         try g.connect(c, to: mixer, input: 2)
@@ -208,7 +208,7 @@ struct NodeTests {
         let src = bufferSource(channels: 1, samples: (0..<4800).map { Float($0 % 100) / 100 })
         let conv = AUFormatConverterNode(inputChannels: 1, outputChannels: 2)
         let tap = AUTapNode(channels: 2, capacityFrames: 8192)
-        for n in [src, conv, tap] as [AUNode] { try g.add(n) }
+        for n in [src, conv, tap] as [RenderNode] { try g.add(n) }
         try g.connect(src, to: conv); try g.connect(conv, to: tap); try g.connect(tap, to: g.output)
         try g.commit()
         let out = g.renderOffline(frames: 1000)

@@ -23,7 +23,7 @@ struct PlaybackGraphTests {
         let src = sineSource(channels: 1, freq: 440, amp: 0.5, rate: rate)
         let eq = AUNBandEQNode(channels: 1, bands: [AUEQBand(.parametric, frequency: 440, gain: -6, bandwidth: 1)])
         let mixer = AUMixerNode(inputs: 1, inputChannels: 1, outputChannels: 2)
-        for n in [src, eq, mixer] as [AUNode] { try g.add(n) }
+        for n in [src, eq, mixer] as [RenderNode] { try g.add(n) }
         try g.connect(src, to: eq)
         try g.connect(eq, to: mixer)
         try g.connect(mixer, to: g.output)

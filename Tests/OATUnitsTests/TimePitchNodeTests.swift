@@ -54,7 +54,7 @@ import Testing
         var s = VoiceProcessingSettings()
         s.noiseSuppression = false
         let vp = AUVoiceProcessingNode(settings: s)
-        for n in [farNode, micNode, vp] as [AUNode] { try g.add(n) }
+        for n in [farNode, micNode, vp] as [RenderNode] { try g.add(n) }
         try g.connect(micNode, to: vp, input: 0)
         try g.connect(farNode, to: vp, input: 1)
         try g.connect(vp, to: g.output)

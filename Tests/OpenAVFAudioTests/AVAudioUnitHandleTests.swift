@@ -4,7 +4,7 @@ import OpenAVFAudio
 import Testing
 
 /// Multiplies its input by 0.25: a unit registered with AudioComponentRegister (Swift node form).
-final class QuarterGainNode: OATUnits.AUNode, @unchecked Sendable {
+final class QuarterGainNode: OATUnits.RenderNode, @unchecked Sendable {
     init(channels: Int) { super.init(name: "quarter", inputChannels: [channels], outputChannels: [channels]) }
     override func render(_ context: AURenderContext) {
         let input = context.pullInput(0, frames: context.frames)

@@ -63,7 +63,7 @@ func hammer(threads: Int, iterations: Int, timeout: Double, seed: UInt64 = 0, _ 
         }
         let frames = 1024
         let tone: [Int16] = (0..<(frames * 2)).map { Int16(8000 * sin(Double($0 / 2) * 0.0627)) }
-        let pool = Locked<[OATQueueEngine.AudioQueueBuffer]>([])
+        let pool = Locked<[OATQueueEngine.QueueBuffer]>([])
         for i in 0..<32 {
             let b = try queue.allocateBuffer(byteCapacity: frames * 4)
             b.userData = i
@@ -76,7 +76,7 @@ func hammer(threads: Int, iterations: Int, timeout: Double, seed: UInt64 = 0, _ 
                 switch op {
                 case 0..<40:
                     // Enqueue a free buffer (one not currently in the queue).
-                    let candidate: OATQueueEngine.AudioQueueBuffer? = pool.withLock { p in
+                    let candidate: OATQueueEngine.QueueBuffer? = pool.withLock { p in
                         let free = p.filter { b in ledger.withLock { !$0.outstanding.contains(b.userData) } }
                         return free.randomElement(using: &rng)
                     }

@@ -65,7 +65,7 @@ struct PlaybackResetFlushTests {
         let recording = try daemon.recordMonitor(to: "\(daemon.directory)/monitor.raw")
         let device = OpenedDevice()
         let format = AudioStreamBasicDescription.linearPCM(sampleRate: Double(Self.rate), channels: 2, bitsPerChannel: 32, isFloat: true)
-        let free = Locked<[OATQueueEngine.AudioQueueBuffer]>([])
+        let free = Locked<[OATQueueEngine.QueueBuffer]>([])
         let factory = output == "alsa" ? Self.alsaOutput(daemon, device: device) : Self.output(daemon, device: device)
         if output == "alsa" {
             // The ALSA pulse plugin (libasound2-plugins) may be missing: nothing to test then.

@@ -90,7 +90,7 @@ func build() throws(AudioError) -> (AudioGraph, [AUPlayerNode], [AUNBandEQNode],
         let p = AUPlayerNode(channels: 2, bufferFrames: 16384, name: "player \(i)")
         let eq = AUNBandEQNode.graphic(channels: 2, gains: [4, 2, 0, -1, 0, 1, 2, 0, -2, 3], name: "eq \(i)")
         let comp = AUDynamicsNode(channels: 2, threshold: -18, ratio: 3, name: "comp \(i)")
-        for n in [p, eq, comp] as [AUNode] { try g.add(n) }
+        for n in [p, eq, comp] as [RenderNode] { try g.add(n) }
         try g.connect(p, to: eq)
         try g.connect(eq, to: comp)
         try g.connect(comp, to: mixer, input: i)

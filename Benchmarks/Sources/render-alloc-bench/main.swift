@@ -273,7 +273,7 @@ let pulseLatency = Double(ProcessInfo.processInfo.environment["OAT_BENCH_PULSE_L
 let channels = 2
 
 /// Fills `buffer` with `frames` frames of a stereo tone (interleaved float32).
-func fillTone(_ buffer: AudioQueueBuffer, frames: Int, phase: inout Double) {
+func fillTone(_ buffer: QueueBuffer, frames: Int, phase: inout Double) {
     let p = buffer.audioData.bindMemory(to: Float.self)
     for i in 0..<frames {
         let v = Float(sin(phase) * 0.5)
@@ -341,7 +341,7 @@ func runKind(_ kind: String, options: Options, pulse: PrivatePulse?) -> KindResu
         probes.withLock { $0.append(probe) }
         return ProbedDevice(inner, probe)
     }
-    let free = Mutex<[AudioQueueBuffer]>([])
+    let free = Mutex<[QueueBuffer]>([])
     let queue: AudioOutputQueue
     do {
         queue = try AudioOutputQueue(format: .linearPCM(sampleRate: sampleRate, channels: UInt32(channels), bitsPerChannel: 32, isFloat: true),
@@ -366,7 +366,7 @@ func runKind(_ kind: String, options: Options, pulse: PrivatePulse?) -> KindResu
         }
         try? queue.setParameter(.volumeRampTime, 0.03)
         // Prime with what the free list holds, then start (the second cycle starts 50 ms late).
-        for b in free.withLock({ l -> [AudioQueueBuffer] in defer { l.removeAll() }; return l }) {
+        for b in free.withLock({ l -> [QueueBuffer] in defer { l.removeAll() }; return l }) {
             fillTone(b, frames: bufferSizes[sizeIndex % bufferSizes.count], phase: &phase)
             sizeIndex += 1
             try? queue.enqueue(b)
@@ -406,7 +406,7 @@ func runKind(_ kind: String, options: Options, pulse: PrivatePulse?) -> KindResu
             // backlog makes the end of each cycle quick).
             let starving = t.truncatingRemainder(dividingBy: 0.6) > 0.45
             if !starving && queue.bufferedFrames < Int64(0.2 * sampleRate) {
-                for b in free.withLock({ l -> [AudioQueueBuffer] in defer { l.removeAll() }; return l }) {
+                for b in free.withLock({ l -> [QueueBuffer] in defer { l.removeAll() }; return l }) {
                     fillTone(b, frames: bufferSizes[sizeIndex % bufferSizes.count], phase: &phase)
                     sizeIndex += 1
                     try? queue.enqueue(b)

@@ -200,7 +200,7 @@ struct AIFFParser: ContainerParser {
         case "23ni": asbd = try pcm(32, bigEndian: false)
         case "raw ": asbd = try pcm(8, signed: false)
         case "ulaw", "ULAW", "alaw", "ALAW":
-            let id: AudioFormatID = compression == "ulaw" || compression == "ULAW" ? .ulaw : .alaw
+            let id: AudioFormatCode = compression == "ulaw" || compression == "ULAW" ? .ulaw : .alaw
             asbd = AudioStreamBasicDescription(sampleRate: rate, formatID: id, bytesPerPacket: channels, framesPerPacket: 1,
                                                bytesPerFrame: channels, channelsPerFrame: channels, bitsPerChannel: 8)
         case "ima4":

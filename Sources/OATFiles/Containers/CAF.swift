@@ -94,8 +94,8 @@ struct CAFParser: ContainerParser {
         case "desc":
             guard size >= 32 else { throw invalidData(Self.component, "desc chunk of \(size) bytes is too short", at: offset) }
             let rate = Double(bitPattern: try r.u64be())
-            let formatID = AudioFormatID(rawValue: try r.u32be())
-            let flags = AudioFormatFlags(rawValue: try r.u32be())
+            let formatID = AudioFormatCode(rawValue: try r.u32be())
+            let flags = AudioFormatFlagSet(rawValue: try r.u32be())
             let bytesPerPacket = try r.u32be()
             let framesPerPacket = try r.u32be()
             let channels = try r.u32be()

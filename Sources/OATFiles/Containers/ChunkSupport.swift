@@ -143,9 +143,9 @@ struct MPEGFrameSplitter: Equatable {
 
 /// Maps a WAVE channel mask / Core Audio channel bitmap to a layout: a tag for the common
 /// masks, else the bitmap itself. Nil when the mask is 0 or does not match the channel count.
-func channelLayout(fromMask mask: UInt32, channels: UInt32) -> AudioChannelLayout? {
+func channelLayout(fromMask mask: UInt32, channels: UInt32) -> ChannelLayout? {
     guard mask != 0, UInt32(mask.nonzeroBitCount) == channels else { return nil }
-    let tag: AudioChannelLayoutTag?
+    let tag: ChannelLayoutTag?
     switch mask {
     case 0x4: tag = .mono
     case 0x3: tag = .stereo
@@ -161,31 +161,31 @@ func channelLayout(fromMask mask: UInt32, channels: UInt32) -> AudioChannelLayou
     case 0x63F: tag = .mpeg_7_1_C
     default: tag = nil
     }
-    if let tag { return AudioChannelLayout(tag: tag) }
-    return AudioChannelLayout(tag: .useChannelBitmap, bitmap: AudioChannelBitmap(rawValue: mask))
+    if let tag { return ChannelLayout(tag: tag) }
+    return ChannelLayout(tag: .useChannelBitmap, bitmap: AudioChannelBitmap(rawValue: mask))
 }
 
 /// Decodes a Core Audio channel layout as stored in CAF `chan` and AIFF `CHAN` chunks
 /// (big-endian tag, bitmap, description count, then 20-byte descriptions). Nil when malformed.
-func decodeChannelLayout(_ body: UnsafeRawBufferPointer) -> AudioChannelLayout? {
+func decodeChannelLayout(_ body: UnsafeRawBufferPointer) -> ChannelLayout? {
     var r = ByteReader(body)
     guard let tag = try? r.u32be(), let bitmap = try? r.u32be(), let count = try? r.u32be() else { return nil }
-    let layoutTag = AudioChannelLayoutTag(rawValue: tag)
+    let layoutTag = ChannelLayoutTag(rawValue: tag)
     switch layoutTag {
     case .useChannelDescriptions:
         guard count > 0, Int64(count) * 20 <= Int64(r.remaining) else { return nil }
-        var labels: [AudioChannelLabel] = []
+        var labels: [ChannelLabel] = []
         labels.reserveCapacity(Int(count))
         for _ in 0..<count {
             guard let label = try? r.u32be(), (try? r.skip(16)) != nil else { return nil }
-            labels.append(AudioChannelLabel(rawValue: label))
+            labels.append(ChannelLabel(rawValue: label))
         }
-        return AudioChannelLayout(tag: .useChannelDescriptions, channelLabels: labels)
+        return ChannelLayout(tag: .useChannelDescriptions, channelLabels: labels)
     case .useChannelBitmap:
         guard bitmap != 0 else { return nil }
-        return AudioChannelLayout(tag: .useChannelBitmap, bitmap: AudioChannelBitmap(rawValue: bitmap))
+        return ChannelLayout(tag: .useChannelBitmap, bitmap: AudioChannelBitmap(rawValue: bitmap))
     default:
-        return AudioChannelLayout(tag: layoutTag)
+        return ChannelLayout(tag: layoutTag)
     }
 }
 

@@ -46,7 +46,7 @@ struct FLACStreamInfo: Equatable {
     /// frame may be shorter: the packet table's remainder says by how much); a variable-blocksize
     /// stream has 0 and gives each packet's frames in its packet description.
     var format: AudioStreamBasicDescription {
-        let flags: AudioFormatFlags = switch bitsPerSample {
+        let flags: AudioFormatFlagSet = switch bitsPerSample {
         case 16: .alacSourceBitDepth16
         case 20: .alacSourceBitDepth20
         case 24: .alacSourceBitDepth24

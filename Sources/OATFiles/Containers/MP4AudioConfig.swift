@@ -1,9 +1,9 @@
 import OATCore
 
-extension AudioFormatID {
+extension AudioFormatCode {
     /// MPEG-4 Audio Lossless Coding (object type 36). Audio Toolbox has no constant for it; this
     /// project reports it as `'als '` with the AudioSpecificConfig as magic cookie.
-    static let mpeg4ALS = AudioFormatID("als ")
+    static let mpeg4ALS = AudioFormatCode("als ")
 }
 
 /// An MSB-first bit reader that never traps: reading past the end sets ``overrun`` and yields 0.
@@ -166,7 +166,7 @@ struct AudioSpecificConfig: Equatable {
     }
 
     /// Apple's layout tag for an AAC channel configuration.
-    static func layoutTag(forConfiguration c: UInt32) -> AudioChannelLayoutTag? {
+    static func layoutTag(forConfiguration c: UInt32) -> ChannelLayoutTag? {
         switch c {
         case 1: .mono
         case 2: .stereo

@@ -15,7 +15,7 @@ struct MP4Format: Equatable {
     var asbd: AudioStreamBasicDescription
     var formatList: [AudioFormatListItem] = []
     var cookie: [UInt8]?
-    var layout: AudioChannelLayout?
+    var layout: ChannelLayout?
     var framesSource: MP4FramesSource = .fixed
     var sourceBitDepth: UInt32?
     /// QuickTime PCM (`sowt`, `twos`, `in24`, `lpcm`, `ulaw`, ...): each sample of the table is
@@ -160,7 +160,7 @@ extension MP4 {
             guard d.version == 2 else {
                 throw invalidData(component, "'lpcm' sample entry is version \(d.version), expected 2", at: entry.offset)
             }
-            let flags = AudioFormatFlags(rawValue: d.v2Flags)
+            let flags = AudioFormatFlagSet(rawValue: d.v2Flags)
             let bits = d.v2Bits
             guard bits > 0, bits % 8 == 0, d.v2FramesPerPacket == 1, d.v2BytesPerPacket == bits / 8 * channels else {
                 throw unsupported(component, "'lpcm' with \(bits) bits, \(d.v2BytesPerPacket) bytes and \(d.v2FramesPerPacket) frames per packet is not supported", at: entry.offset)
@@ -248,7 +248,7 @@ extension MP4 {
                                                         framesPerPacket: fpp, flags: .mpeg4ObjectType(asc.objectType))
         var format = MP4Format(asbd: lc, cookie: cookie)
         if let tag = AudioSpecificConfig.layoutTag(forConfiguration: asc.channelConfiguration) {
-            format.layout = AudioChannelLayout(tag: tag)
+            format.layout = ChannelLayout(tag: tag)
         }
         if let sbrRate = asc.sbrSampleRate, sbrRate > 0 {
             let he = AudioStreamBasicDescription.compressed(.mpeg4AAC_HE, sampleRate: sbrRate, channels: channels, framesPerPacket: 2 * fpp)
@@ -259,7 +259,7 @@ extension MP4 {
                 let v2 = AudioStreamBasicDescription.compressed(.mpeg4AAC_HE_V2, sampleRate: sbrRate, channels: 2, framesPerPacket: 2 * fpp)
                 list.insert(AudioFormatListItem(format: v2, channelLayoutTag: .stereo), at: 0)
                 format.asbd = v2
-                format.layout = AudioChannelLayout(tag: .stereo)
+                format.layout = ChannelLayout(tag: .stereo)
             }
             format.formatList = list
         }
@@ -283,7 +283,7 @@ extension MP4 {
             guard frameLength > 0, frameLength <= 1 << 20 else {
                 throw invalidData(component, "ALAC frame length \(frameLength) is out of range", at: box.payloadOffset + 4)
             }
-            let flags: AudioFormatFlags = switch bitDepth {
+            let flags: AudioFormatFlagSet = switch bitDepth {
             case 16: .alacSourceBitDepth16
             case 20: .alacSourceBitDepth20
             case 24: .alacSourceBitDepth24
@@ -316,7 +316,7 @@ extension MP4 {
             let bits = (UInt32(info[12] & 1) << 4 | UInt32(info[13] >> 4)) + 1
             let fixed = minBlock == maxBlock && minBlock > 0
             var f = MP4Format(asbd: .compressed(.flac, sampleRate: Double(rate), channels: channels, framesPerPacket: fixed ? maxBlock : 0))
-            f.asbd.formatFlags = AudioFormatFlags(rawValue: bits == 16 ? 1 : bits == 20 ? 2 : bits == 24 ? 3 : bits == 32 ? 4 : 0)
+            f.asbd.formatFlags = AudioFormatFlagSet(rawValue: bits == 16 ? 1 : bits == 20 ? 2 : bits == 24 ? 3 : bits == 32 ? 4 : 0)
             f.cookie = info
             f.framesSource = fixed ? .fixed : .durations
             f.sourceBitDepth = bits
@@ -344,28 +344,28 @@ extension MP4 {
             f.cookie = head
             f.framesSource = .opusTOC
             if family == 0 {
-                f.layout = AudioChannelLayout(tag: channels == 1 ? .mono : .stereo)
+                f.layout = ChannelLayout(tag: channels == 1 ? .mono : .stereo)
             }
             return f
         }
     }
 
-    /// `chan`: a QuickTime channel layout (full box + big-endian AudioChannelLayout).
-    static func parseChan(_ box: Box) throws -> AudioChannelLayout {
+    /// `chan`: a QuickTime channel layout (full box + big-endian ChannelLayout).
+    static func parseChan(_ box: Box) throws -> ChannelLayout {
         try read(box) { r in
             try r.skip(4)
             let tag = try r.u32be()
             let bitmap = try r.u32be()
             let count = try r.u32be()
-            var labels: [AudioChannelLabel] = []
+            var labels: [ChannelLabel] = []
             if tag == 0 {
                 guard count <= 256 else { throw invalidData(component, "'chan' has \(count) channel descriptions", at: box.offset) }
                 for _ in 0..<count {
-                    labels.append(AudioChannelLabel(rawValue: try r.u32be()))
+                    labels.append(ChannelLabel(rawValue: try r.u32be()))
                     try r.skip(16)
                 }
             }
-            return AudioChannelLayout(tag: AudioChannelLayoutTag(rawValue: tag), bitmap: AudioChannelBitmap(rawValue: bitmap), channelLabels: labels)
+            return ChannelLayout(tag: ChannelLayoutTag(rawValue: tag), bitmap: AudioChannelBitmap(rawValue: bitmap), channelLabels: labels)
         }
     }
 }

@@ -110,7 +110,7 @@ struct MPEGFrameHeader: Equatable {
         sameStream(o) && isMono == o.isMono && isFreeFormat == o.isFreeFormat
     }
 
-    var formatID: AudioFormatID { layer == 1 ? .mpegLayer1 : (layer == 2 ? .mpegLayer2 : .mpegLayer3) }
+    var formatID: AudioFormatCode { layer == 1 ? .mpegLayer1 : (layer == 2 ? .mpegLayer2 : .mpegLayer3) }
     var fileType: AudioFileType { layer == 1 ? .mp1 : (layer == 2 ? .mp2 : .mp3) }
 }
 

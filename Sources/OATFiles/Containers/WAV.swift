@@ -34,7 +34,7 @@ struct WAVParser: ContainerParser {
     struct WAVFormat: Equatable {
         var asbd: AudioStreamBasicDescription
         var cookie: [UInt8]?
-        var layout: AudioChannelLayout?
+        var layout: ChannelLayout?
         var isMPEG = false
     }
 
@@ -230,7 +230,7 @@ struct WAVParser: ContainerParser {
         guard channels > 0 else { throw invalidData(Self.component, "channel count is 0", at: offset + 2) }
         guard rate > 0 else { throw invalidData(Self.component, "sample rate is 0", at: offset + 4) }
         var validBits = bits
-        var layout: AudioChannelLayout?
+        var layout: ChannelLayout?
         if tag == 0xFFFE {
             guard let ext = extensionBytes, ext.count >= 22 else {
                 throw invalidData(Self.component, "WAVE_FORMAT_EXTENSIBLE without its 22-byte extension", at: offset + 16)
@@ -293,7 +293,7 @@ struct WAVParser: ContainerParser {
                 }
             }
             guard samplesPerBlock > 0 else { throw invalidData(Self.component, "ADPCM block of \(blockAlign) bytes holds no samples", at: offset + 12) }
-            let id: AudioFormatID = tag == 0x11 ? .dviIntelIMA : (tag == 2 ? .microsoftADPCM : AudioFormatID(rawValue: 0x6D73_0031))
+            let id: AudioFormatCode = tag == 0x11 ? .dviIntelIMA : (tag == 2 ? .microsoftADPCM : AudioFormatCode(rawValue: 0x6D73_0031))
             let asbd = AudioStreamBasicDescription.compressed(id, sampleRate: sampleRate, channels: channels,
                 framesPerPacket: samplesPerBlock, bytesPerPacket: blockAlign)
             f = WAVFormat(asbd: asbd)
@@ -305,7 +305,7 @@ struct WAVParser: ContainerParser {
                 switch try u16(&e) { case 1: layer = 1; case 2: layer = 2; default: layer = 3 }
             }
             let fpp: UInt32 = layer == 1 ? 384 : (layer == 2 || rate >= 32000 ? 1152 : 576)
-            let id: AudioFormatID = layer == 1 ? .mpegLayer1 : (layer == 2 ? .mpegLayer2 : .mpegLayer3)
+            let id: AudioFormatCode = layer == 1 ? .mpegLayer1 : (layer == 2 ? .mpegLayer2 : .mpegLayer3)
             f = WAVFormat(asbd: .compressed(id, sampleRate: sampleRate, channels: channels, framesPerPacket: fpp), isMPEG: true)
         default:
             throw unsupported(Self.component, "WAVE format tag 0x\(String(tag, radix: 16)) is not supported", at: offset)

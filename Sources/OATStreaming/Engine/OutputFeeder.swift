@@ -173,7 +173,7 @@ final class OutputFeeder {
     /// A queue opened by ``openSpeculatively(_:)`` before the stream's format was known.
     private(set) var isSpeculative = false
     private(set) var plan = Plan(sampleRate: 44100, channelsPerFrame: 2)
-    let pool = BufferPool<AudioQueueBuffer>()
+    let pool = BufferPool<QueueBuffer>()
     private var pcm: AudioPCMBuffer?
     /// Frames enqueued since the queue was created or last reset.
     private(set) var enqueuedFrames: Int64 = 0
@@ -202,7 +202,7 @@ final class OutputFeeder {
 
     /// Opens the queue for `plan`; `returned` is called on the queue's thread when a buffer came
     /// back and the feeder waits for one; `events` gets the queue's events.
-    func open(_ plan: Plan, layout labels: [AudioChannelLabel]?, output: @escaping AudioOutputDeviceFactory,
+    func open(_ plan: Plan, layout labels: [ChannelLabel]?, output: @escaping AudioOutputDeviceFactory,
               returned: @escaping @Sendable () -> Void, events: @escaping @Sendable (AudioOutputQueueEvent) -> Void) throws {
         self.plan = plan
         let pool = self.pool
@@ -255,7 +255,7 @@ final class OutputFeeder {
 
     /// Fills `buffer` (taken from the pool) with `frames` frames of `bytes` and enqueues it;
     /// the buffer goes back to the pool when the queue refuses it.
-    private func send(_ buffer: AudioQueueBuffer, _ bytes: UnsafeRawBufferPointer, frames: Int) throws {
+    private func send(_ buffer: QueueBuffer, _ bytes: UnsafeRawBufferPointer, frames: Int) throws {
         guard let queue else { pool.put(buffer); return }
         _ = buffer.fill(bytes)
         do {
@@ -362,7 +362,7 @@ extension DecoderThread {
         }
     }
 
-    func ensureQueue(for format: AudioStreamBasicDescription, layout: AudioChannelLayout? = nil) throws {
+    func ensureQueue(for format: AudioStreamBasicDescription, layout: ChannelLayout? = nil) throws {
         let labels = layout?.decodedLabels(for: format)
         if feeder.isSpeculative {
             if feeder.confirm(format, hasLayout: labels != nil) { return }

@@ -524,7 +524,7 @@ func refreshRenderNotifies(_ unit: CompatUnit, _ ref: AudioUnit) {
             _ = proc(n.inputProcRefCon ?? unitPointer, &flags, &t, 0, UInt32(frames), list.unsafeMutablePointer)
         }
     }
-    graph.setRenderObserver(AURenderObserver(before: { call(.unitRenderAction_PreRender, $0, $1, $2) },
+    graph.setRenderObserver(RenderObserver(before: { call(.unitRenderAction_PreRender, $0, $1, $2) },
                                              after: { call(.unitRenderAction_PostRender, $0, $1, $2) }))
 }
 

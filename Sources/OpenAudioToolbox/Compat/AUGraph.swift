@@ -13,7 +13,7 @@ import Glibc
 /// A graph (Apple's `AUGraph`, an opaque pointer).
 public typealias AUGraph = OpaquePointer
 /// A node of an ``AUGraph`` (Apple's `AUNode`, `SInt32`). In code that imports
-/// OpenAudioToolbox this name is the C API's; the Swift node class is `OATUnits.AUNode`.
+/// OpenAudioToolbox this name is the C API's; the Swift node class is `OATUnits.RenderNode`.
 public typealias AUNode = Int32
 
 /// Node not found.
@@ -53,8 +53,8 @@ final class CompatGraph: @unchecked Sendable {
 
     func unit(_ id: AUNode) -> CompatUnit? { units.first { $0.id == id }?.unit }
 
-    var liveNodes: [AUNode: OATUnits.AUNode] = [:]
-    var bridges: [OATUnits.AUNode] = []
+    var liveNodes: [AUNode: OATUnits.RenderNode] = [:]
+    var bridges: [OATUnits.RenderNode] = []
 
     func initialize() -> OSStatus {
         if initialized { return noErr }
@@ -104,7 +104,7 @@ final class CompatGraph: @unchecked Sendable {
             // The output unit's input side (EnableIO on element 1): the microphone is the
             // source of element 1, and what goes into the unit passes its I/O node.
             let out = units.first { $0.unit.isOutput }?.unit
-            var outTarget: OATUnits.AUNode = g.output
+            var outTarget: OATUnits.RenderNode = g.output
             if let out, out.enableIO[1] == 1 {
                 if let n = out.ioNode {
                     try g.connect(n, to: g.output)
@@ -114,7 +114,7 @@ final class CompatGraph: @unchecked Sendable {
                 }
             }
             for c in connections {
-                let s: OATUnits.AUNode
+                let s: OATUnits.RenderNode
                 var sourceBus = Int(c.output)
                 if let u = unit(c.source), u.isOutput {
                     // Element 1 of the I/O unit: the captured input.
@@ -125,12 +125,12 @@ final class CompatGraph: @unchecked Sendable {
                     guard let n = liveNodes[c.source] else { return kAUGraphErr_InvalidConnection }
                     s = n
                 }
-                let d: OATUnits.AUNode = liveNodes[c.destination] ?? outTarget
+                let d: OATUnits.RenderNode = liveNodes[c.destination] ?? outTarget
                 try g.connect(s, output: sourceBus, to: d, input: Int(c.input))
             }
             // Render callbacks on inputs that nothing feeds.
             for (id, u) in units {
-                let target: OATUnits.AUNode = u.isOutput ? outTarget : (liveNodes[id] ?? g.output)
+                let target: OATUnits.RenderNode = u.isOutput ? outTarget : (liveNodes[id] ?? g.output)
                 for bus in 0..<target.inputChannels.count where !connections.contains(where: { $0.destination == id && Int($0.input) == bus }) {
                     if let b = u.bridge(bus: UInt32(bus)) {
                         try g.add(b)

@@ -50,7 +50,7 @@ public let kAudioComponentErr_InstanceTimedOut: OSStatus = -66754
 enum CompatUnitKind: Sendable {
     case output(generic: Bool), mixer, eq, reverb, delay, varispeed, converter, dynamics, limiter, splitter
     /// Units defined in other files (time-pitch, players, AudioComponentRegister): a node factory.
-    case custom(@Sendable (CompatUnit) -> OATUnits.AUNode?)
+    case custom(@Sendable (CompatUnit) -> OATUnits.RenderNode?)
     /// A C plug-in registered with Apple's factory function type (AudioComponentPlugIn.swift).
     case plugIn(UncheckedSendable<AudioComponentFactoryFunction>)
 }
@@ -149,7 +149,7 @@ private let extraCompatComponents: [CompatComponent] = {
     func d(_ t: UInt32, _ s: UInt32) -> AudioComponentDescription {
         AudioComponentDescription(componentType: t, componentSubType: s, componentManufacturer: kAudioUnitManufacturer_Apple, componentFlags: 0, componentFlagsMask: 0)
     }
-    let player: @Sendable (CompatUnit) -> OATUnits.AUNode? = { unit in
+    let player: @Sendable (CompatUnit) -> OATUnits.RenderNode? = { unit in
         AUPlayerNode(channels: unit.channels(kAudioUnitScope_Output, 0), bufferFrames: Int(unit.extras.bufferFrames), name: "file player")
     }
     return [
@@ -188,7 +188,7 @@ public func AudioComponentRegister(_ inDesc: UnsafePointer<AudioComponentDescrip
 /// (called again when formats change), driven by the C API like the built-in units (stream
 /// formats, render callbacks on its inputs, parameters by ID, graphs).
 public func AudioComponentRegister(_ inDesc: UnsafePointer<AudioComponentDescription>, _ inName: CFString, _ inVersion: UInt32,
-                                   _ inFactory: @escaping (UnsafePointer<AudioComponentDescription>) -> OATUnits.AUNode?) -> AudioComponent {
+                                   _ inFactory: @escaping (UnsafePointer<AudioComponentDescription>) -> OATUnits.RenderNode?) -> AudioComponent {
     let description = registeredDescription(inDesc)
     let box = UncheckedSendable(inFactory)
     return register(CompatComponent(description: description, kind: .custom({ _ in

@@ -221,13 +221,13 @@ enum FormatServices {
     static let decodable: [UInt32] = [kAudioFormatLinearPCM, kAudioFormatMPEGLayer1, kAudioFormatMPEGLayer2, kAudioFormatMPEGLayer3,
                                       kAudioFormatMPEG4AAC, kAudioFormatMPEG4AAC_HE, kAudioFormatMPEG4AAC_HE_V2, kAudioFormatAppleLossless,
                                       kAudioFormatFLAC, kAudioFormatOpus, kAudioFormatULaw, kAudioFormatALaw, kAudioFormatAppleIMA4,
-                                      OATCore.AudioFormatID.vorbis.rawValue, OATCore.AudioFormatID.microsoftADPCM.rawValue,
-                                      OATCore.AudioFormatID.dviIntelIMA.rawValue]
+                                      OATCore.AudioFormatCode.vorbis.rawValue, OATCore.AudioFormatCode.microsoftADPCM.rawValue,
+                                      OATCore.AudioFormatCode.dviIntelIMA.rawValue]
 
     /// Formats whose packets need descriptions from the container.
     static let externallyFramed: Set<UInt32> = [kAudioFormatMPEG4AAC, kAudioFormatMPEG4AAC_HE, kAudioFormatMPEG4AAC_HE_V2,
                                                 kAudioFormatMPEG4AAC_LD, kAudioFormatMPEG4AAC_ELD, kAudioFormatAppleLossless,
-                                                kAudioFormatFLAC, kAudioFormatOpus, OATCore.AudioFormatID.vorbis.rawValue]
+                                                kAudioFormatFLAC, kAudioFormatOpus, OATCore.AudioFormatCode.vorbis.rawValue]
 
     static func asbdSpecifier(_ spec: [UInt8]) -> Result<AudioStreamBasicDescription, Failure> {
         guard spec.count >= MemoryLayout<AudioStreamBasicDescription>.size else { return .failure(Failure(status: kAudioFormatBadSpecifierSizeError)) }
@@ -240,7 +240,7 @@ enum FormatServices {
     }
 
     /// The tag, bitmap and labels of a C `AudioChannelLayout` specifier.
-    static func layoutSpecifier(_ spec: [UInt8]) -> Result<OATCore.AudioChannelLayout, Failure> {
+    static func layoutSpecifier(_ spec: [UInt8]) -> Result<OATCore.ChannelLayout, Failure> {
         let header = MemoryLayout<AudioChannelLayout>.offset(of: \AudioChannelLayout.mChannelDescriptions)!
         guard spec.count >= header else { return .failure(Failure(status: kAudioFormatBadSpecifierSizeError)) }
         return spec.withUnsafeBytes { raw in
@@ -248,17 +248,17 @@ enum FormatServices {
             let bitmap = raw.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
             let count = Int(raw.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
             let stride = MemoryLayout<AudioChannelDescription>.stride
-            var labels: [OATCore.AudioChannelLabel] = []
+            var labels: [OATCore.ChannelLabel] = []
             if tag == kAudioChannelLayoutTag_UseChannelDescriptions {
                 guard count <= (spec.count - header) / stride else { return .failure(Failure(status: kAudioFormatBadSpecifierSizeError)) }
-                labels = (0..<count).map { OATCore.AudioChannelLabel(rawValue: raw.loadUnaligned(fromByteOffset: header + $0 * stride, as: UInt32.self)) }
+                labels = (0..<count).map { OATCore.ChannelLabel(rawValue: raw.loadUnaligned(fromByteOffset: header + $0 * stride, as: UInt32.self)) }
             }
-            return .success(OATCore.AudioChannelLayout(tag: OATCore.AudioChannelLayoutTag(rawValue: tag),
+            return .success(OATCore.ChannelLayout(tag: OATCore.ChannelLayoutTag(rawValue: tag),
                                                          bitmap: AudioChannelBitmap(rawValue: bitmap), channelLabels: labels))
         }
     }
 
-    static func channels(_ layout: OATCore.AudioChannelLayout) -> UInt32 {
+    static func channels(_ layout: OATCore.ChannelLayout) -> UInt32 {
         switch layout.tag {
         case .useChannelDescriptions: return UInt32(layout.channelLabels.count)
         case .useChannelBitmap: return UInt32(layout.bitmap.rawValue.nonzeroBitCount)
@@ -303,7 +303,7 @@ enum FormatServices {
             let cookie = info.mMagicCookie.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(info.mMagicCookieSize))) } ?? []
             return complete(info.mASBD, cookie: cookie).map { asbd in
                 .items([AudioFormatListItem(mASBD: asbd,
-                                            mChannelLayoutTag: OATCore.AudioChannelLayoutTag.default(channels: asbd.mChannelsPerFrame).rawValue)])
+                                            mChannelLayoutTag: OATCore.ChannelLayoutTag.default(channels: asbd.mChannelsPerFrame).rawValue)])
             }
         case kAudioFormatProperty_FirstPlayableFormatFromList:
             let stride = MemoryLayout<AudioFormatListItem>.stride
@@ -319,16 +319,16 @@ enum FormatServices {
                                                         mReserved: 0), cookie: spec).map { .asbd($0) }
         case kAudioFormatProperty_ChannelLayoutForTag:
             return uint32Specifier(spec).flatMap { tag in
-                guard let labels = OATCore.AudioChannelLayoutTag(rawValue: tag).labels else { return .failure(Failure(status: kAudioFormatUnknownFormatError)) }
-                return .success(.bytes(CLayout.bytes(OATCore.AudioChannelLayout(tag: .useChannelDescriptions, channelLabels: labels))))
+                guard let labels = OATCore.ChannelLayoutTag(rawValue: tag).labels else { return .failure(Failure(status: kAudioFormatUnknownFormatError)) }
+                return .success(.bytes(CLayout.bytes(OATCore.ChannelLayout(tag: .useChannelDescriptions, channelLabels: labels))))
             }
         case kAudioFormatProperty_ChannelLayoutForBitmap:
             return uint32Specifier(spec).map { bits in
-                .bytes(CLayout.bytes(OATCore.AudioChannelLayout(tag: .useChannelDescriptions, channelLabels: AudioChannelBitmap(rawValue: bits).labels)))
+                .bytes(CLayout.bytes(OATCore.ChannelLayout(tag: .useChannelDescriptions, channelLabels: AudioChannelBitmap(rawValue: bits).labels)))
             }
         case kAudioFormatProperty_BitmapForLayoutTag:
             return uint32Specifier(spec).flatMap { tag in
-                guard let labels = OATCore.AudioChannelLayoutTag(rawValue: tag).labels,
+                guard let labels = OATCore.ChannelLayoutTag(rawValue: tag).labels,
                       labels.allSatisfy({ (1...18).contains($0.rawValue) }) else { return .failure(Failure(status: kAudioFormatUnknownFormatError)) }
                 return .success(.uint32(labels.reduce(UInt32(0)) { $0 | 1 << ($1.rawValue - 1) }))
             }
@@ -542,7 +542,7 @@ enum FormatServices {
             kAudioFormatMPEG4AAC: "AAC", kAudioFormatMPEG4AAC_HE: "HE-AAC", kAudioFormatMPEG4AAC_HE_V2: "HE-AAC v2",
             kAudioFormatMPEG4AAC_LD: "AAC-LD", kAudioFormatMPEG4AAC_ELD: "AAC-ELD", kAudioFormatAppleLossless: "Apple Lossless",
             kAudioFormatFLAC: "FLAC", kAudioFormatOpus: "Opus", kAudioFormatULaw: "µLaw 2:1", kAudioFormatALaw: "aLaw 2:1",
-            kAudioFormatAppleIMA4: "IMA 4:1", kAudioFormatAC3: "AC-3", OATCore.AudioFormatID.vorbis.rawValue: "Vorbis",
+            kAudioFormatAppleIMA4: "IMA 4:1", kAudioFormatAC3: "AC-3", OATCore.AudioFormatCode.vorbis.rawValue: "Vorbis",
         ]
         var parts: [String] = []
         if d.mFormatID == kAudioFormatLinearPCM {
@@ -551,7 +551,7 @@ enum FormatServices {
             let endian = d.mBitsPerChannel <= 8 ? "" : (f & kAudioFormatFlagIsBigEndian != 0 ? "big-endian " : "little-endian ")
             parts.append("\(d.mBitsPerChannel)-bit \(endian)\(kind)")
         } else {
-            parts.append(names[d.mFormatID] ?? OATCore.AudioFormatID(rawValue: d.mFormatID).description)
+            parts.append(names[d.mFormatID] ?? OATCore.AudioFormatCode(rawValue: d.mFormatID).description)
         }
         if d.mChannelsPerFrame > 0 { parts.append("\(d.mChannelsPerFrame) channel" + (d.mChannelsPerFrame == 1 ? "" : "s")) }
         if d.mSampleRate > 0 { parts.append("\(Int(d.mSampleRate)) Hz") }

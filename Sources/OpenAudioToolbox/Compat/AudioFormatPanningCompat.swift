@@ -118,7 +118,7 @@ private func channelDirections(_ layout: UnsafePointer<AudioChannelLayout>) -> [
             return d.mChannelLabel == useCoordinatesLabel ? direction(flags: d.mChannelFlags.rawValue, d.mCoordinates) : direction(of: d.mChannelLabel)
         }
     }
-    let swiftLayout = OATCore.AudioChannelLayout(tag: OATCore.AudioChannelLayoutTag(rawValue: tag),
+    let swiftLayout = OATCore.ChannelLayout(tag: OATCore.ChannelLayoutTag(rawValue: tag),
                                                    bitmap: AudioChannelBitmap(rawValue: raw.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
     return swiftLayout.labels.map { $0.map { direction(of: $0.rawValue) } }
 }

@@ -24,7 +24,7 @@ public typealias AudioQueueTimelineRef = OpaquePointer
 
 /// An audio queue buffer in Apple's C shape (`AudioQueueBuffer`, declared in C with Apple's layout
 /// so the callbacks can be C function types). `mAudioData` points at the memory of the Swift API's
-/// buffer (`OATQueueEngine.AudioQueueBuffer`) that backs it; the pointer you get from
+/// buffer (`OATQueueEngine.QueueBuffer`) that backs it; the pointer you get from
 /// ``AudioQueueAllocateBuffer(_:_:_:)`` is the one the output callback receives, and stays valid
 /// until the buffer is freed or the queue disposed.
 public typealias AudioQueueBuffer = COATAudioToolboxTypes.AudioQueueBuffer
@@ -198,7 +198,7 @@ final class CompatQueue: @unchecked Sendable {
 
     struct State {
         /// Swift buffers by the address of their C buffer.
-        var buffers: [Int: OATQueueEngine.AudioQueueBuffer] = [:]
+        var buffers: [Int: OATQueueEngine.QueueBuffer] = [:]
         var listeners: [Listener] = []
         var disposed = false
         /// The format of ``AudioQueueOfflineRender(_:_:_:_:)`` output, in offline mode.
@@ -231,7 +231,7 @@ final class CompatQueue: @unchecked Sendable {
     func withState<R>(_ body: (inout State) -> R) -> R { state.withLock { body(&$0.value) } }
 
     /// The Swift queue returned `buffer`: hand its C buffer to the client.
-    func bufferReturned(_ buffer: OATQueueEngine.AudioQueueBuffer) {
+    func bufferReturned(_ buffer: OATQueueEngine.QueueBuffer) {
         guard let c = AudioQueueBufferRef(bitPattern: buffer.userData) else { return }
         switch delivery {
         case .proc(let proc, let user):
@@ -251,7 +251,7 @@ final class CompatQueue: @unchecked Sendable {
         for l in matching { l.proc(l.userData, ref, id) }
     }
 
-    func swiftBuffer(_ c: AudioQueueBufferRef?) -> OATQueueEngine.AudioQueueBuffer? {
+    func swiftBuffer(_ c: AudioQueueBufferRef?) -> OATQueueEngine.QueueBuffer? {
         guard let c else { return nil }
         return withState { $0.buffers[Int(bitPattern: c)] }
     }
@@ -370,7 +370,7 @@ public func AudioQueueAllocateBufferWithPacketDescriptions(_ inAQ: AudioQueueRef
     guard let box = CompatQueue.from(inAQ) else { return kAudio_ParamError }
     if box.withState({ $0.disposed }) { return kAudioQueueErr_DisposalPending }
     return status { () throws(AudioError) in
-        let b: OATQueueEngine.AudioQueueBuffer
+        let b: OATQueueEngine.QueueBuffer
         if let input = box.inputSide {
             b = try input.queue.allocateBuffer(byteCapacity: Int(inBufferByteSize), packetDescriptionCapacity: Int(inNumberPacketDescriptions))
         } else {
@@ -403,7 +403,7 @@ public func AudioQueueFreeBuffer(_ inAQ: AudioQueueRef, _ inBuffer: AudioQueueBu
 }
 
 /// Copies the C buffer's size and packet descriptions into its Swift buffer.
-private func sync(_ c: AudioQueueBufferRef, _ b: OATQueueEngine.AudioQueueBuffer, _ count: UInt32,
+private func sync(_ c: AudioQueueBufferRef, _ b: OATQueueEngine.QueueBuffer, _ count: UInt32,
                   _ descriptions: UnsafePointer<AudioStreamPacketDescription>?) -> OSStatus {
     let size = c.pointee.mAudioDataByteSize
     guard size <= c.pointee.mAudioDataBytesCapacity else { return kAudio_ParamError }

@@ -118,7 +118,7 @@ func queueChannelLayout(_ box: CompatQueue, _ id: AudioQueuePropertyID) -> [UInt
     guard id == kAudioQueueProperty_ChannelLayout else { return nil }
     if let set = box.withState({ $0.channelLayout }) { return set }
     let channels = box.inputSide?.queue.format.channelsPerFrame ?? box.queue.format.channelsPerFrame
-    return CLayout.bytes(OATCore.AudioChannelLayout(tag: .default(channels: channels)))
+    return CLayout.bytes(OATCore.ChannelLayout(tag: .default(channels: channels)))
 }
 
 /// Sets `kAudioQueueProperty_ChannelLayout` (Apple's layout in C shape): accepted when it names

@@ -176,7 +176,7 @@ final class CompatInputIO: @unchecked Sendable {
 /// muted if asked, and notes it as the voice processor's reference. When the client input
 /// rate differs from the output's, the input callback is offered the slice's duration at the
 /// client rate (`inNumberFrames` alternating, e.g. 341/342 at 16 kHz under 1024 at 48 kHz).
-final class CompatIONode: OATUnits.AUNode, @unchecked Sendable {
+final class CompatIONode: OATUnits.RenderNode, @unchecked Sendable {
     let io: CompatInputIO
     let unit: AudioUnit
     private var outputFrames: Int64 = 0     // render thread
@@ -221,7 +221,7 @@ extension CompatUnit {
     /// AUGraph): the input node (in the graph; pulled by AudioUnitRender on element 1, or
     /// connected from element 1 inside an AUGraph) and the I/O node before the output. Returns
     /// the node the bus-0 render callback (or the graph's connection into the unit) should feed.
-    func setUpInput(graph g: AudioGraph) throws(AudioError) -> OATUnits.AUNode? {
+    func setUpInput(graph g: AudioGraph) throws(AudioError) -> OATUnits.RenderNode? {
         guard enableIO[1] == 1 else { return nil }
         // Unset: mono Float32 at the output's rate.
         let client = formats[Key(scope: kAudioUnitScope_Output, element: 1)] ?? .canonicalFloat(sampleRate: g.sampleRate, channels: 1)

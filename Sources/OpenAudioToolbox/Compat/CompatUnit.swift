@@ -35,7 +35,7 @@ final class CompatUnit: @unchecked Sendable {
     var outputCount: Int
     var bandCount = 16
     var enableIO: [UInt32: UInt32] = [0: 1, 1: 0]
-    var node: OATUnits.AUNode?
+    var node: OATUnits.RenderNode?
     var initialized = false
     var graph: AudioGraph?           // standalone
     weak var owner: CompatGraph?
@@ -82,9 +82,9 @@ final class CompatUnit: @unchecked Sendable {
 
     func channels(_ scope: UInt32, _ element: UInt32) -> Int { max(1, Int(format(scope, element).mChannelsPerFrame)) }
 
-    func makeNode() -> OATUnits.AUNode? {
+    func makeNode() -> OATUnits.RenderNode? {
         let inCh = channels(kAudioUnitScope_Input, 0), outCh = channels(kAudioUnitScope_Output, 0)
-        let n: OATUnits.AUNode?
+        let n: OATUnits.RenderNode?
         switch component.kind {
         case .output: n = nil
         case .mixer:
@@ -178,7 +178,7 @@ final class CompatUnit: @unchecked Sendable {
 /// Calls a unit's render callback on the render thread and turns what it delivers (any linear
 /// PCM layout the bus's stream format names: Int16/Int32/Float32, interleaved or not) into
 /// the graph's Float32 channels.
-final class CompatCallbackNode: OATUnits.AUNode, @unchecked Sendable {
+final class CompatCallbackNode: OATUnits.RenderNode, @unchecked Sendable {
     let callback: AURenderCallbackStruct
     let clientFormat: AudioStreamBasicDescription
     let bus: UInt32

@@ -7,7 +7,7 @@
 // the Swift API uses for richer types (AudioFormatID, AudioFormatFlags, AudioChannelLayoutTag,
 // AudioChannelLabel) are redeclared here as Apple's `UInt32` typealiases; a file that imports only
 // `OpenAudioToolbox` sees these (a module's own declarations shadow those of the modules it
-// re-exports). The Swift types stay reachable as `OATCore.AudioFormatID` etc. See docs/PORTING.md.
+// re-exports). The Swift types stay reachable as `OATCore.AudioFormatCode` etc. See docs/PORTING.md.
 
 import OATCore
 import OATFiles
@@ -42,10 +42,10 @@ public struct DarwinBoolean: ExpressibleByBooleanLiteral, Hashable, Sendable, Cu
 }
 
 /// An audio data format identifier, a four-character code (Apple's `AudioFormatID`). The Swift
-/// API's richer type is `OATCore.AudioFormatID`.
+/// API's richer type is `OATCore.AudioFormatCode`.
 public typealias AudioFormatID = UInt32
 /// Format-specific flags (Apple's `AudioFormatFlags`). The Swift API's option set is
-/// `OATCore.AudioFormatFlags`.
+/// `OATCore.AudioFormatFlagSet`.
 public typealias AudioFormatFlags = UInt32
 /// A channel layout tag (Apple's `AudioChannelLayoutTag`).
 public typealias AudioChannelLayoutTag = UInt32
@@ -342,10 +342,10 @@ extension AudioBuffer {
 // declarations (COATAudioToolboxTypes), with Apple's fields, layout and initialisers: a layout with N
 // descriptions takes `MemoryLayout<AudioChannelLayout>.size + (N - 1) * MemoryLayout<AudioChannelDescription>.size`
 // bytes and its descriptions are reached from `mChannelDescriptions` (e.g. through
-// `UnsafeMutableBufferPointer`, as on Apple). The Swift API's type is `OATCore.AudioChannelLayout`.
+// `UnsafeMutableBufferPointer`, as on Apple). The Swift API's type is `OATCore.ChannelLayout`.
 
 /// A channel layout in Apple's variable-length C shape (Apple's `AudioChannelLayout`, the C
-/// struct): this name picks it over the Swift API's `OATCore.AudioChannelLayout` in code that
+/// struct): this name picks it over the Swift API's `OATCore.ChannelLayout` in code that
 /// imports `OpenAudioToolbox`.
 public typealias AudioChannelLayout = COATAudioToolboxTypes.AudioChannelLayout
 
@@ -437,7 +437,7 @@ enum CLayout {
     }
 
     /// Apple's C bytes of a Swift channel layout.
-    static func bytes(_ layout: OATCore.AudioChannelLayout) -> [UInt8] {
+    static func bytes(_ layout: OATCore.ChannelLayout) -> [UInt8] {
         let count = layout.tag == .useChannelDescriptions ? layout.channelLabels.count : 0
         var out = [UInt8](repeating: 0, count: max(size(descriptions: count), MemoryLayout<AudioChannelLayout>.size))
         out.withUnsafeMutableBytes { raw in

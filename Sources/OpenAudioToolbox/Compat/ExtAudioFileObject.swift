@@ -156,7 +156,7 @@ final class CompatExtAudioFile {
     var ownsFileID = false
     var fileFormat: AudioStreamBasicDescription
     var clientFormat: AudioStreamBasicDescription
-    var fileLayout: OATCore.AudioChannelLayout?
+    var fileLayout: OATCore.ChannelLayout?
     var clientLayout: [UInt8]?
     var ioBufferSize: UInt32 = 32768
     /// The converter handed out through kExtAudioFileProperty_AudioConverter.

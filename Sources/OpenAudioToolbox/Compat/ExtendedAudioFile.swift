@@ -148,7 +148,7 @@ public func ExtAudioFileCreateWithURL(_ inURL: CFURL, _ inFileType: AudioFileTyp
     guard status == noErr, let id else { return status }
     let ext = CompatExtAudioFile(writing: id, format: format, owns: true)
     if let inChannelLayout {
-        ext.fileLayout = OATCore.AudioChannelLayout(tag: OATCore.AudioChannelLayoutTag(rawValue: inChannelLayout.pointee.mChannelLayoutTag))
+        ext.fileLayout = OATCore.ChannelLayout(tag: OATCore.ChannelLayoutTag(rawValue: inChannelLayout.pointee.mChannelLayoutTag))
     }
     outExtAudioFile.pointee = CompatHandles.make(ext)
     return noErr
@@ -341,11 +341,11 @@ private func extProperty(_ ext: CompatExtAudioFile, _ id: ExtAudioFilePropertyID
     case kExtAudioFileProperty_FileDataFormat: return .success(.asbd(ext.fileFormat))
     case kExtAudioFileProperty_ClientDataFormat: return .success(.asbd(ext.clientFormat))
     case kExtAudioFileProperty_FileChannelLayout:
-        let layout = ext.fileLayout ?? OATCore.AudioChannelLayout(tag: .default(channels: ext.fileFormat.channelsPerFrame))
+        let layout = ext.fileLayout ?? OATCore.ChannelLayout(tag: .default(channels: ext.fileFormat.channelsPerFrame))
         return .success(.bytes(CLayout.bytes(layout)))
     case kExtAudioFileProperty_ClientChannelLayout:
         if let l = ext.clientLayout { return .success(.bytes(l)) }
-        return .success(.bytes(CLayout.bytes(OATCore.AudioChannelLayout(tag: .default(channels: ext.clientFormat.channelsPerFrame)))))
+        return .success(.bytes(CLayout.bytes(OATCore.ChannelLayout(tag: .default(channels: ext.clientFormat.channelsPerFrame)))))
     case kExtAudioFileProperty_CodecManufacturer: return .success(.uint32(kAppleSoftwareAudioCodecManufacturer))
     case kExtAudioFileProperty_AudioConverter:
         if ext.converterRef == nil {
@@ -496,7 +496,7 @@ public func ExtAudioFileSetProperty(_ inExtAudioFile: ExtAudioFileRef, _ inPrope
         if tag & 0xFFFF != 0, tag != kAudioChannelLayoutTag_UseChannelBitmap, tag & 0xFFFF != ext.fileFormat.channelsPerFrame {
             return kExtAudioFileError_InvalidChannelMap
         }
-        ext.fileLayout = OATCore.AudioChannelLayout(tag: OATCore.AudioChannelLayoutTag(rawValue: tag))
+        ext.fileLayout = OATCore.ChannelLayout(tag: OATCore.ChannelLayoutTag(rawValue: tag))
         return noErr
     case kExtAudioFileProperty_ConverterConfig:
         // Apply what the client set on the converter it got from the AudioConverter property.

@@ -52,7 +52,7 @@ public struct _AudioComponentNodeSource: Sendable {
     }
 
     /// A node of the component with `channels` channels in and out (nil if it makes none).
-    public func makeNode(channels: Int) -> OATUnits.AUNode? {
+    public func makeNode(channels: Int) -> OATUnits.RenderNode? {
         let unit = CompatUnit(component: component)
         let format = AudioStreamBasicDescription.canonicalFloat(sampleRate: 44100, channels: UInt32(max(1, min(64, channels))))
         unit.formats[CompatUnit.Key(scope: kAudioUnitScope_Input, element: 0)] = format
@@ -68,7 +68,7 @@ public struct _AudioComponentNodeSource: Sendable {
 /// cannot be set, `AudioUnitRender` answers `kAudioUnitErr_CannotDoInCurrentContext` and
 /// `AudioComponentInstanceDispose` refuses it; the host ends it with ``_AudioUnitDisposeHosted(_:)``.
 /// For OpenAVFAudio (not API).
-public func _AudioUnitNewHosted(description: AudioComponentDescription, name: String, version: UInt32, node: OATUnits.AUNode,
+public func _AudioUnitNewHosted(description: AudioComponentDescription, name: String, version: UInt32, node: OATUnits.RenderNode,
                                 host: any _AudioUnitHost) -> AudioUnit {
     let component = CompatComponent(description: description, kind: .custom({ _ in nil }), name: name, version: version)
     let unit = CompatUnit(component: component)
@@ -81,7 +81,7 @@ public func _AudioUnitNewHosted(description: AudioComponentDescription, name: St
 }
 
 /// Points a hosted handle at the node its host renders now (a rebuilt graph made a new one).
-public func _AudioUnitSetHostedNode(_ handle: AudioUnit, _ node: OATUnits.AUNode) {
+public func _AudioUnitSetHostedNode(_ handle: AudioUnit, _ node: OATUnits.RenderNode) {
     guard let unit = compatUnit(handle), unit.hostLink != nil else { return }
     unit.node = node
 }

@@ -71,7 +71,7 @@ final class SliceSignal: @unchecked Sendable {
 /// preallocated SPSC queue (pushed under a control-side lock, so any thread may schedule);
 /// completions with a proc leave through another, and a semaphore post wakes the tracker
 /// thread that calls the procs (``SliceTracker``).
-final class ScheduledSlicePlayerNode: OATUnits.AUNode, @unchecked Sendable {
+final class ScheduledSlicePlayerNode: OATUnits.RenderNode, @unchecked Sendable {
     /// A scheduled slice as the render thread keeps it (plain values only).
     struct Entry: BitwiseCopyable {
         var address: UInt

@@ -3,14 +3,14 @@ import Glibc
 #endif
 import OATCore
 
-/// A buffer owned by an audio queue (Apple's `AudioQueueBuffer`): you fill ``audioData`` with
+/// A buffer owned by an audio queue (Apple's `AudioQueueBuffer`, as a Swift class of ours): you fill ``audioData`` with
 /// PCM frames or compressed packets (plus their ``packetDescriptions``), set
 /// ``audioDataByteSize`` and enqueue it; the queue hands it back through the output callback
 /// once it has used the contents. Between enqueue and the callback the buffer belongs to the
 /// queue: do not touch it.
 ///
 /// Thread safety: owned by one thread at a time, as described above.
-public final class AudioQueueBuffer: @unchecked Sendable {
+public final class QueueBuffer: @unchecked Sendable {
     /// Bytes the buffer can hold.
     public let audioDataBytesCapacity: Int
     /// The buffer's memory (``audioDataBytesCapacity`` bytes).
@@ -146,7 +146,7 @@ final class RecursiveLock: @unchecked Sendable {
 protocol QueueBufferRegistry {
     var disposed: Bool { get }
     var nextBufferID: Int { get set }
-    var buffers: [Int: AudioQueueBuffer] { get set }
+    var buffers: [Int: QueueBuffer] { get set }
 }
 
 extension QueueBufferRegistry {
@@ -154,13 +154,13 @@ extension QueueBufferRegistry {
     /// the request (at most 256 MiB, `maximumDescriptions` packet descriptions), then numbers
     /// and registers the new buffer; throws once the queue is disposed.
     mutating func allocateBuffer(byteCapacity: Int, packetDescriptionCapacity: Int, maximumDescriptions: Int,
-                                 component: String) throws(AudioError) -> AudioQueueBuffer {
+                                 component: String) throws(AudioError) -> QueueBuffer {
         guard byteCapacity > 0, byteCapacity <= 1 << 28, packetDescriptionCapacity >= 0, packetDescriptionCapacity <= maximumDescriptions else {
             throw AudioError(.invalidArgument, component: component, "buffer size \(byteCapacity) is out of range", osStatus: -50)
         }
         guard !disposed else { throw AudioError(.invalidState, component: component, "the queue is disposed", osStatus: -66671) }
         nextBufferID += 1
-        let b = AudioQueueBuffer(capacity: byteCapacity, packetDescriptionCapacity: packetDescriptionCapacity, id: nextBufferID)
+        let b = QueueBuffer(capacity: byteCapacity, packetDescriptionCapacity: packetDescriptionCapacity, id: nextBufferID)
         buffers[b.id] = b
         return b
     }
