@@ -32,6 +32,7 @@ let avfPortingPrograms: [(name: String, directory: String)] = [
     ("porting-avaudioengine-demos", "AVAudioEngineDemos"),
     ("porting-avaudioengine-streamer", "AVAudioEngineStreamer"),
     ("porting-avaudiorecorder", "AVAudioRecorder"),
+    ("porting-auaudiounit-streamer", "AUAudioUnitStreamer"),
 ]
 
 let package = Package(

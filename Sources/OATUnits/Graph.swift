@@ -587,12 +587,15 @@ public final class AudioGraph: @unchecked Sendable {
     }
 
     /// Stops and closes the device started by ``start(device:)`` or ``start(_:options:)``.
-    public func stop() {
+    /// The graph renders no more once this returns. With `drain`, what the device already holds
+    /// is played first (an output unit's stop: at most its I/O buffer, so nothing rendered is
+    /// lost); without, it is dropped.
+    public func stop(drain: Bool = false) {
         let d = deviceBox.withLock { d -> (any AudioOutputDevice)? in
             defer { d = nil }
             return d
         }
-        d?.stop(drain: false)
+        d?.stop(drain: drain)
         d?.close()
     }
 

@@ -111,6 +111,7 @@ extension AVAudioUnit {
     /// answers `kAudioUnitErr_CannotDoInCurrentContext`, and it must not be disposed of
     /// (`AudioComponentInstanceDispose` refuses it). It lives as long as this node.
     public var audioUnit: AudioUnit {
+        if let standalone, let handle = standalone.handle { return handle }
         let d = audioComponentDescription
         return handles.handle(owner: self, current: unit) {
             (d, self.fullName, UInt32(self.version), {

@@ -69,6 +69,9 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
     private let givenDescription: AudioComponentDescription
     /// The bypass state the effect classes expose (applied to the unit when it is built).
     var bypassState = false
+    /// A unit the host renders itself (an I/O unit ``instantiate(with:options:completionHandler:)``
+    /// made): its ``AVAudioNode/auAudioUnit`` and ``audioUnit`` are that unit's.
+    let standalone: AUAudioUnit?
 
     /// NSObject's plain initialiser, as Apple's class has it (public): a unit of no component,
     /// its description all zero; in an engine it passes audio through. Subclasses and
@@ -83,6 +86,16 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
         component = none ? nil : AVAudioUnitComponent.find(componentDescription)
         registered = none || component != nil ? nil : _AudioComponentNodeSource(matching: componentDescription)
         givenDescription = componentDescription
+        standalone = nil
+        super.init(inputs: 1, outputs: 1)
+    }
+
+    /// A unit over `unit`, a unit of its own (an I/O unit): in an engine it passes audio through.
+    init(standalone unit: AUAudioUnit) {
+        component = nil
+        registered = nil
+        givenDescription = unit.componentDescription
+        standalone = unit
         super.init(inputs: 1, outputs: 1)
     }
 
@@ -91,14 +104,16 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
     open var audioComponentDescription: AudioComponentDescription { component?.description ?? registered?.description ?? givenDescription }
     /// The audio unit's name (`AUReverb2`; a registered unit's name after its `Manufacturer: `
     /// part; empty for an unknown component).
-    open var name: String { component?.name ?? registered.map { Self.splitName($0.name).name } ?? "" }
+    open var name: String { component?.name ?? registered.map { Self.splitName($0.name).name } ?? standalone?.audioUnitName ?? "" }
     /// The audio unit's manufacturer (`Apple` for the built-in units; a registered unit's name
     /// before its `: `; empty for an unknown component).
     open var manufacturerName: String {
-        component != nil ? "Apple" : registered.map { Self.splitName($0.name).manufacturer } ?? ""
+        component != nil ? "Apple" : registered.map { Self.splitName($0.name).manufacturer } ?? standalone?.manufacturerName ?? ""
     }
     /// The audio unit's version (`0xMMMMmmDD`; 0 for an unknown component).
-    open var version: Int { component != nil ? AVAudioUnitComponent.version : registered.map { Int($0.version) } ?? 0 }
+    open var version: Int {
+        component != nil ? AVAudioUnitComponent.version : registered.map { Int($0.version) } ?? standalone.map { Int($0.componentVersion) } ?? 0
+    }
 
     /// `"Manufacturer: Name"` split as Apple's components name themselves.
     static func splitName(_ full: String) -> (manufacturer: String, name: String) {
@@ -115,8 +130,11 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
     /// an ``AVAudioUnitEffect`` for an effect (`kAudioUnitType_Effect`), an
     /// ``AVAudioUnitTimeEffect`` for a format converter (`kAudioUnitType_FormatConverter`:
     /// varispeed, time-pitch), also for a unit registered with `AudioComponentRegister` (its
-    /// Swift node form). Another component gives a nil unit and an `NSOSStatusErrorDomain`
-    /// error. `options` (in or out of process) make no difference here.
+    /// Swift node form); an ``AVAudioUnit`` for an I/O unit (`kAudioUnitType_Output`:
+    /// DefaultOutput, HALOutput, RemoteIO, VoiceProcessingIO, GenericOutput), whose
+    /// ``AVAudioNode/auAudioUnit`` the host renders itself (`outputProvider`, `startHardware()`).
+    /// Another component gives a nil unit and an `NSOSStatusErrorDomain` error (-3000).
+    /// `options` (in or out of process) make no difference here.
     open class func instantiate(with audioComponentDescription: AudioComponentDescription, options: AudioComponentInstantiationOptions = [],
                                 completionHandler: @escaping @Sendable (AVAudioUnit?, (any Error)?) -> Void) {
         let result = Result { try make(audioComponentDescription) }
@@ -140,8 +158,11 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
     static let componentNotFound: OSStatus = -3000
 
     private static func make(_ d: AudioComponentDescription) throws -> AVAudioUnit {
+        if d.componentType == kAudioUnitType_Output {
+            return AVAudioUnit(standalone: try AUAudioUnit(componentDescription: d))
+        }
         guard AVAudioUnitComponent.find(d) != nil || _AudioComponentNodeSource(matching: d) != nil else {
-            throw avError(componentNotFound, "AVAudioUnit.instantiate: no audio unit '\(fourCCText(d.componentType))'/'\(fourCCText(d.componentSubType))'/'\(fourCCText(d.componentManufacturer))' (the built-in effects, time-pitch and varispeed units and those registered with AudioComponentRegister are available)")
+            throw avError(componentNotFound, "AVAudioUnit.instantiate: no audio unit '\(fourCCText(d.componentType))'/'\(fourCCText(d.componentSubType))'/'\(fourCCText(d.componentManufacturer))' (the built-in effects, time-pitch and varispeed units, the I/O units and those registered with AudioComponentRegister are available)")
         }
         if d.componentType == kAudioUnitType_FormatConverter { return AVAudioUnitTimeEffect(audioComponentDescription: d) }
         return AVAudioUnitEffect(audioComponentDescription: d)

@@ -165,7 +165,7 @@ final class CompatGraph: @unchecked Sendable {
     }
 
     func stop() -> OSStatus {
-        graph?.stop()
+        graph?.stop(drain: true)
         for u in units where u.unit.isOutput { u.unit.io?.node.stop() }
         running = false
         return noErr

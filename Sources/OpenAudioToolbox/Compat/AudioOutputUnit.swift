@@ -53,12 +53,14 @@ func builtinAudioOutputUnitStart(_ ci: AudioUnit) -> OSStatus {
     }
 }
 
-/// Stops an output unit.
+/// Stops an output unit: no render callback runs once this returns, and what the device already
+/// holds (one I/O buffer, ``CompatUnit/outputOptions``) plays out first, so a stop right after the
+/// last rendered frame, or a stop and start (a pause), loses nothing that was rendered.
 @discardableResult
 func builtinAudioOutputUnitStop(_ ci: AudioUnit) -> OSStatus {
     guard let unit = compatUnit(ci) else { return kAudio_ParamError }
     if let owner = unit.owner { return owner.stop() }
-    unit.graph?.stop()
+    unit.graph?.stop(drain: true)
     unit.io?.node.stop()
     unit.running = false
     return noErr

@@ -19,6 +19,16 @@ extension CompatUnit {
     }
 }
 
+extension CompatUnit {
+    /// The I/O buffer of the device the unit plays to, in frames: its
+    /// `kAudioDevicePropertyBufferFrameSize` as set, else 512 (what the HAL reports).
+    var ioBufferFrames: UInt32 {
+        let set = HAL.state.withLock { $0.bufferFrames }
+        guard !set.isEmpty else { return 512 }
+        return set[currentDeviceID(self)] ?? 512
+    }
+}
+
 /// The device an output unit plays to: the one set, else the HAL's default output device.
 private func currentDeviceID(_ unit: CompatUnit) -> AudioObjectID {
     if let id = unit.currentDevice { return id }
