@@ -307,6 +307,9 @@ open class AUAudioUnit: NSObject, @unchecked Sendable {
     open func allocateRenderResources() throws {
         guard ownsHandle, let handle else { return }
         if host.allocated { return }
+        // A unit of its own that is not an I/O unit takes its input from the render block's pull
+        // block: the input callback goes in before the unit is initialised (it is read then).
+        if !isOutputComponent { host.installPull(handle, inputs: busCount(.input)) }
         try check(AudioUnitInitialize(handle), "AUAudioUnit.allocateRenderResources: \(componentName ?? "the unit") would not initialise with its busses' formats")
         host.setAllocated(true)
     }

@@ -13,6 +13,100 @@ public typealias AUValue = Float
 /// A count of frames (Apple's `AUAudioFrameCount`).
 public typealias AUAudioFrameCount = UInt32
 
+/// Names an observer of a parameter node (Apple's `AUParameterObserverToken`): what
+/// `token(byAddingParameterObserver:)` returns, and what a setter passes as the originator so
+/// that its own observer is not told of its own change.
+public typealias AUParameterObserverToken = UnsafeMutableRawPointer
+/// Told of a parameter's new value (Apple's `AUParameterObserver`): its address and value.
+public typealias AUParameterObserver = (AUParameterAddress, AUValue) -> Void
+/// Told of parameter changes as recorded events (Apple's `AUParameterRecordingObserver`): a
+/// count and that many events.
+public typealias AUParameterRecordingObserver = (Int, UnsafePointer<AURecordedParameterEvent>) -> Void
+/// Told of parameter changes as automation events (Apple's `AUParameterAutomationObserver`),
+/// gesture events (touch, release) included.
+public typealias AUParameterAutomationObserver = (Int, UnsafePointer<AUParameterAutomationEvent>) -> Void
+
+/// A parameter change as a recording observer sees it (Apple's `AURecordedParameterEvent`).
+public struct AURecordedParameterEvent: Sendable {
+    /// When the change happened (host time; 0: now).
+    public var hostTime: UInt64
+    /// The parameter's address.
+    public var address: AUParameterAddress
+    /// The new value.
+    public var value: AUValue
+    /// An all-zero event.
+    public init() { hostTime = 0; address = 0; value = 0 }
+    /// An event of the given fields.
+    public init(hostTime: UInt64, address: AUParameterAddress, value: AUValue) {
+        self.hostTime = hostTime
+        self.address = address
+        self.value = value
+    }
+}
+
+/// What an automation event records (Apple's `AUParameterAutomationEventType`).
+public enum AUParameterAutomationEventType: UInt32, @unchecked Sendable {
+    /// A new value.
+    case value = 0
+    /// A gesture on the parameter began (a finger on a slider).
+    case touch = 1
+    /// The gesture ended.
+    case release = 2
+}
+
+/// A parameter change as an automation observer sees it (Apple's `AUParameterAutomationEvent`).
+public struct AUParameterAutomationEvent: Sendable {
+    /// When the change happened (host time; 0: now).
+    public var hostTime: UInt64
+    /// The parameter's address.
+    public var address: AUParameterAddress
+    /// The new value.
+    public var value: AUValue
+    /// A value, or the start or end of a gesture.
+    public var eventType: AUParameterAutomationEventType
+    /// Reserved (0).
+    public var reserved: UInt64
+    /// An all-zero value event.
+    public init() { hostTime = 0; address = 0; value = 0; eventType = .value; reserved = 0 }
+    /// An event of the given fields.
+    public init(hostTime: UInt64, address: AUParameterAddress, value: AUValue, eventType: AUParameterAutomationEventType, reserved: UInt64) {
+        self.hostTime = hostTime
+        self.address = address
+        self.value = value
+        self.eventType = eventType
+        self.reserved = reserved
+    }
+}
+
+/// The observers of one parameter node.
+final class AUParameterObservers: @unchecked Sendable {
+    enum Observer {
+        case value(AUParameterObserver)
+        case recording(AUParameterRecordingObserver)
+        case automation(AUParameterAutomationObserver)
+    }
+    private let lock = NSLock()
+    private var observers: [(id: Int, observer: Observer)] = []
+    private nonisolated(unsafe) static var nextID = 1
+    private static let idLock = NSLock()
+
+    func add(_ observer: Observer) -> AUParameterObserverToken {
+        Self.idLock.lock()
+        let id = Self.nextID
+        Self.nextID += 1
+        Self.idLock.unlock()
+        lock.lock(); observers.append((id, observer)); lock.unlock()
+        return UnsafeMutableRawPointer(bitPattern: id)!
+    }
+
+    func remove(_ token: AUParameterObserverToken) {
+        let id = Int(bitPattern: token)
+        lock.lock(); observers.removeAll { $0.id == id }; lock.unlock()
+    }
+
+    var snapshot: [(id: Int, observer: Observer)] { lock.lock(); defer { lock.unlock() }; return observers }
+}
+
 /// A node of a parameter tree: a parameter or a group (Apple's `AUParameterNode`).
 open class AUParameterNode: NSObject, @unchecked Sendable {
     /// The node's identifier, unique among its siblings (here the parameter ID in decimal, or
@@ -22,6 +116,56 @@ open class AUParameterNode: NSObject, @unchecked Sendable {
     /// gives it).
     public let displayName: String
     weak var parent: AUParameterGroup?
+    let observers = AUParameterObservers()
+
+    /// Adds an observer of this node's parameter, or of every parameter in this group or tree
+    /// (Apple's `token(byAddingParameterObserver:)`). It is called, on the thread that set the
+    /// value, for each change made through an ``AUParameter`` of the tree, except the changes
+    /// whose originator is its own token.
+    open func token(byAddingParameterObserver observer: @escaping AUParameterObserver) -> AUParameterObserverToken {
+        observers.add(.value(observer))
+    }
+
+    /// Adds an observer that receives each change as a recorded event (Apple's
+    /// `token(byAddingParameterRecordingObserver:)`), one event per call here.
+    open func token(byAddingParameterRecordingObserver observer: @escaping AUParameterRecordingObserver) -> AUParameterObserverToken {
+        observers.add(.recording(observer))
+    }
+
+    /// Adds an observer that receives each change and gesture as an automation event (Apple's
+    /// `token(byAddingParameterAutomationObserver:)`).
+    open func token(byAddingParameterAutomationObserver observer: @escaping AUParameterAutomationObserver) -> AUParameterObserverToken {
+        observers.add(.automation(observer))
+    }
+
+    /// Removes an observer added to this node (Apple's `removeParameterObserver(_:)`); a token
+    /// of another node, or one removed already, is ignored.
+    open func removeParameterObserver(_ token: AUParameterObserverToken) {
+        observers.remove(token)
+    }
+
+    /// Tells the observers of this node and of the groups above it.
+    func notify(_ address: AUParameterAddress, _ value: AUValue, originator: AUParameterObserverToken?, hostTime: UInt64,
+                eventType: AUParameterAutomationEventType) {
+        let skip = originator.map { Int(bitPattern: $0) }
+        var node: AUParameterNode? = self
+        while let n = node {
+            for (id, observer) in n.observers.snapshot where id != skip {
+                switch observer {
+                case .value(let o): if eventType == .value { o(address, value) }
+                case .recording(let o):
+                    if eventType == .value {
+                        var e = AURecordedParameterEvent(hostTime: hostTime, address: address, value: value)
+                        o(1, &e)
+                    }
+                case .automation(let o):
+                    var e = AUParameterAutomationEvent(hostTime: hostTime, address: address, value: value, eventType: eventType, reserved: 0)
+                    o(1, &e)
+                }
+            }
+            node = n.parent
+        }
+    }
 
     init(identifier: String, displayName: String) {
         self.identifier = identifier
@@ -79,10 +223,30 @@ open class AUParameter: AUParameterNode, @unchecked Sendable {
             AudioUnitGetParameter(handle, parameterID, scope, element, &v)
             return v
         }
-        set {
-            guard !newValue.isNaN else { return }
-            AudioUnitSetParameter(handle, parameterID, scope, element, min(maxValue, max(minValue, newValue)), 0)
-        }
+        set { setValue(newValue, originator: nil, atHostTime: 0, eventType: .value) }
+    }
+
+    /// Sets the value and tells every observer but `originator`'s (Apple's
+    /// `setValue(_:originator:)`).
+    open func setValue(_ value: AUValue, originator: AUParameterObserverToken?) {
+        setValue(value, originator: originator, atHostTime: 0, eventType: .value)
+    }
+
+    /// Sets the value at a host time (here: now) and tells every observer but `originator`'s
+    /// (Apple's `setValue(_:originator:atHostTime:)`).
+    open func setValue(_ value: AUValue, originator: AUParameterObserverToken?, atHostTime hostTime: UInt64) {
+        setValue(value, originator: originator, atHostTime: hostTime, eventType: .value)
+    }
+
+    /// Sets the value, or reports a gesture (`.touch`, `.release`: the value is passed to the
+    /// automation observers and not set), and tells every observer but `originator`'s (Apple's
+    /// `setValue(_:originator:atHostTime:eventType:)`).
+    open func setValue(_ value: AUValue, originator: AUParameterObserverToken?, atHostTime hostTime: UInt64,
+                       eventType: AUParameterAutomationEventType) {
+        guard !value.isNaN else { return }
+        let clamped = min(maxValue, max(minValue, value))
+        if eventType == .value { AudioUnitSetParameter(handle, parameterID, scope, element, clamped, 0) }
+        notify(address, clamped, originator: originator, hostTime: hostTime, eventType: eventType)
     }
 }
 
