@@ -12,7 +12,10 @@
 // With --pause-at S the hardware is stopped S seconds after it started and started again half a
 // second later, as a player's pause and resume do.
 //
-// usage: porting-auaudiounit-streamer FILE [CHUNK_BYTES] [--hint mp3|m4a|adts|none] [--pause-at SECONDS]
+// With --buffer-frames N the default output device's I/O buffer (kAudioDevicePropertyBufferFrameSize)
+// is set to N frames first, as macOS players set it for lower or safer latency.
+//
+// usage: porting-auaudiounit-streamer FILE [CHUNK_BYTES] [--hint mp3|m4a|adts|none] [--pause-at SECONDS] [--buffer-frames N]
 #if canImport(AVFoundation)
 import AVFoundation
 #else
@@ -347,8 +350,21 @@ if let i = arguments.firstIndex(of: "--pause-at"), i + 1 < arguments.count {
     pauseAt = Double(arguments[i + 1])
     arguments.removeSubrange(i...(i + 1))
 }
+if let i = arguments.firstIndex(of: "--buffer-frames"), i + 1 < arguments.count, var frames = UInt32(arguments[i + 1]) {
+    arguments.removeSubrange(i...(i + 1))
+    var device = AudioObjectID(0)
+    var size = UInt32(MemoryLayout<AudioObjectID>.size)
+    var address = AudioObjectPropertyAddress(mSelector: kAudioHardwarePropertyDefaultOutputDevice, mScope: kAudioObjectPropertyScopeGlobal,
+                                             mElement: kAudioObjectPropertyElementMain)
+    var status = AudioObjectGetPropertyData(AudioObjectID(kAudioObjectSystemObject), &address, 0, nil, &size, &device)
+    if status == noErr {
+        address.mSelector = kAudioDevicePropertyBufferFrameSize
+        status = AudioObjectSetPropertyData(device, &address, 0, nil, UInt32(MemoryLayout<UInt32>.size), &frames)
+    }
+    if status != noErr { FileHandle.standardError.write("error: BufferFrameSize \(frames): \(status)\n".data(using: .utf8)!); exit(1) }
+}
 guard let path = arguments.first, let file = FileHandle(forReadingAtPath: path) else {
-    FileHandle.standardError.write("usage: porting-auaudiounit-streamer FILE [CHUNK_BYTES] [--hint mp3|m4a|adts|none] [--pause-at SECONDS]\n".data(using: .utf8)!)
+    FileHandle.standardError.write("usage: porting-auaudiounit-streamer FILE [CHUNK_BYTES] [--hint mp3|m4a|adts|none] [--pause-at SECONDS] [--buffer-frames N]\n".data(using: .utf8)!)
     exit(2)
 }
 let chunk = arguments.count > 1 ? Int(arguments[1]) ?? 4096 : 4096

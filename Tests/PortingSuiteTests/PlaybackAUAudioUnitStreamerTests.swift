@@ -15,7 +15,9 @@ struct PlaybackAUAudioUnitStreamerTests {
         var hint: String
         /// The notice the streamer's converter must be made on.
         var converterOn: String
-        var testDescription: String { "\(file) in \(chunk)-byte chunks, hint \(hint)" }
+        /// The device's I/O buffer the program sets (kAudioDevicePropertyBufferFrameSize; nil: the default).
+        var bufferFrames: Int? = nil
+        var testDescription: String { "\(file) in \(chunk)-byte chunks, hint \(hint)" + (bufferFrames.map { ", \($0)-frame I/O buffer" } ?? "") }
     }
 
     @Test("An I/O unit's outputProvider pulling a real-time manual-rendering engine plays a stream to the end at a PulseAudio sink",
@@ -23,7 +25,9 @@ struct PlaybackAUAudioUnitStreamerTests {
                       // An M4A: the converter is made on the FormatList notice (the library idiom that failed on every M4A).
                       Case(file: "ffmpeg-generated/m4a/aac_faststart.m4a", chunk: 4096, hint: "m4a", converterOn: "FormatList"),
                       // ADTS opened with the MP3 hint, as libraries pass it for every stream (it played silent).
-                      Case(file: "ffmpeg-generated/adts/aac_lc_44k_st.aac", chunk: 4096, hint: "mp3", converterOn: "ReadyToProducePackets")])
+                      Case(file: "ffmpeg-generated/adts/aac_lc_44k_st.aac", chunk: 4096, hint: "mp3", converterOn: "ReadyToProducePackets"),
+                      // A 100 ms device buffer (the PulseAudio default before): the stop still loses nothing.
+                      Case(file: "ffmpeg-generated/adts/aac_lc_44k_st.aac", chunk: 4096, hint: "adts", converterOn: "ReadyToProducePackets", bufferFrames: 2940)])
     func outputProviderStreamer(_ c: Case) throws {
         let input = try TestResource.corpusFile(c.file)
         let reference = try ffmpegDecode(input)
@@ -33,7 +37,8 @@ struct PlaybackAUAudioUnitStreamerTests {
         let recording = try daemon.recordMonitor(to: scratchPath("monitor.raw"))
         var env = daemon.environment
         env["OAT_OUTPUT"] = "pulse"
-        let result = try run(try portingProgram("porting-auaudiounit-streamer"), [input, String(c.chunk), "--hint", c.hint], environment: env, timeout: 60)
+        let result = try run(try portingProgram("porting-auaudiounit-streamer"), [input, String(c.chunk), "--hint", c.hint] + (c.bufferFrames.map { ["--buffer-frames", String($0)] } ?? []),
+                         environment: env, timeout: 60)
         usleep(300_000)
         let recorded = recording.stop()
         #expect(result.status == 0, "\(result.output)")

@@ -20,12 +20,12 @@ extension CompatUnit {
 }
 
 extension CompatUnit {
-    /// The I/O buffer of the device the unit plays to, in frames: its
-    /// `kAudioDevicePropertyBufferFrameSize` as set, else 512 (what the HAL reports).
-    var ioBufferFrames: UInt32 {
+    /// The I/O buffer of the device the unit plays to, in frames, when the host set its
+    /// `kAudioDevicePropertyBufferFrameSize` (nil: not set).
+    var ioBufferFrames: UInt32? {
         let set = HAL.state.withLock { $0.bufferFrames }
-        guard !set.isEmpty else { return 512 }
-        return set[currentDeviceID(self)] ?? 512
+        guard !set.isEmpty else { return nil }
+        return set[currentDeviceID(self)]
     }
 }
 

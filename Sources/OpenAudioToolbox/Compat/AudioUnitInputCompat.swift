@@ -268,22 +268,24 @@ extension CompatUnit {
         if io.node.device == nil { try io.node.start(CompatInput.spec(), options: options) }
     }
 
-    /// How the output of an I/O unit is opened. An output unit keeps about one I/O buffer at
-    /// the server, as Apple's units do, so a stop or pause loses at most about that much: the
-    /// PulseAudio target latency is the device's `kAudioDevicePropertyBufferFrameSize` (512
-    /// frames unless set) plus a safety offset of half of it (Apple's devices have one too), at
-    /// the unit's rate, at least 5 ms: 17.4 ms at 44.1 kHz by default. (One buffer alone, 11.6
-    /// ms, dropped 3 ms now and then with both cores busy; docs/PERFORMANCE.md.) With capture as
-    /// well, 20 ms (and 256-frame ALSA periods), so the round trip stays short and within the
-    /// echo canceller's tail.
+    /// How the output of an I/O unit is opened. The PulseAudio target latency is the device's
+    /// `kAudioDevicePropertyBufferFrameSize` plus a safety offset of half of it (Apple's devices
+    /// have one too) at the unit's rate, at least 5 ms, when the host set that property; else
+    /// 35 ms. (Apple's default I/O buffer, 512 frames, made 17.4 ms here, and that dropped 13-30
+    /// ms in 3 of 5 plays with both cores busy; 35 ms dropped nothing: docs/PERFORMANCE.md,
+    /// "Output units".) A stop loses none of it: ``builtinAudioOutputUnitStop(_:)`` plays out
+    /// what the server holds. With capture as well, 20 ms (and 256-frame ALSA periods), so the
+    /// round trip stays short and within the echo canceller's tail.
     var outputOptions: AudioOutput.Options {
         var options = AudioOutput.Options()
         if io != nil {
             options.pulseLatency = 0.02
             options.alsaPeriodFrames = 256
-        } else {
+        } else if let frames = ioBufferFrames {
             let rate = format(kAudioUnitScope_Input, 0).mSampleRate
-            options.pulseLatency = max(0.005, Double(ioBufferFrames) * 1.5 / (rate >= 1000 ? rate : 44100))
+            options.pulseLatency = max(0.005, Double(frames) * 1.5 / (rate >= 1000 ? rate : 44100))
+        } else {
+            options.pulseLatency = 0.035
         }
         return options
     }
