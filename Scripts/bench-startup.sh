@@ -31,8 +31,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ -x "$afplay" ] || { echo "bench-startup: no afplay at $afplay" >&2; exit 2; }
-[ -x "$probe" ] || { echo "bench-startup: no peer-probe at $probe" >&2; exit 2; }
+[ -x "$afplay" ] || { echo "bench-startup: no afplay at $afplay (build it: swift build -c release --product afplay)" >&2; exit 2; }
+[ -x "$probe" ] || { echo "bench-startup: no peer-probe at $probe (build it: swift build -c release --package-path Benchmarks --product peer-probe)" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/oat-startup-XXXXXX)
 pids=()
