@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     --afplay) afplay="$2"; shift ;;
     --probe) probe="$2"; shift ;;
     --also) also="$2"; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "bench-startup: unknown option $1" >&2; exit 2 ;;
   esac
   shift
