@@ -33,6 +33,7 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$afplay" ] || { echo "bench-startup: no afplay at $afplay (build it: swift build -c release --product afplay)" >&2; exit 2; }
 [ -x "$probe" ] || { echo "bench-startup: no peer-probe at $probe (build it: swift build -c release --package-path Benchmarks --product peer-probe)" >&2; exit 2; }
+command -v mpg123 >/dev/null || { echo "bench-startup: needs mpg123, the player afplay is compared with (apt-get install mpg123)" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/oat-startup-XXXXXX)
 pids=()

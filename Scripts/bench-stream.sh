@@ -38,6 +38,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#afplays[@]} -gt 0 ] || afplays=("$root/.build/release/afplay=afplay")
 [ "$serve" -eq 1 ] || [ -x "$probe" ] || { echo "bench-stream: no peer-probe at $probe (build it: swift build -c release --package-path Benchmarks --product peer-probe)" >&2; exit 2; }
+[ "$serve" -eq 1 ] || command -v mpg123 >/dev/null || { echo "bench-stream: needs mpg123, the player afplay is compared with (apt-get install mpg123)" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/oat-stream-XXXXXX)
 pids=()
