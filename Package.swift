@@ -103,7 +103,16 @@ let package = Package(
         // Apple's AVFAudio names (AVAudioFormat, AVAudioPCMBuffer, AVAudioFile, AVAudioConverter, ...)
         // over the C-style API, which it re-exports as AVFoundation re-exports AudioToolbox.
         .target(name: "OpenAVFAudio", dependencies: ["OpenAudioToolbox", "OATUnits", "OATDevices", "OATCore"], swiftSettings: strict),
-        // The tools use the Swift API only, so they never load Foundation.
+        // The tools use the Swift API only, so they never load Foundation. Each tool's code is a
+        // library target (OATToolAfplay, ...: `runAfplay(arguments:)`); the executables afplay,
+        // afinfo, afconvert and afrecord are thin mains over them (`swift run afplay`, the tests),
+        // and oat-tools is all four in one binary, picked by the name it is run by (busybox style),
+        // which Scripts/install.sh and the Debian package install behind the four names: one copy
+        // of the Swift runtime and of the package's code instead of four (docs/shipping.md).
+        .target(name: "OATToolAfplay", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
+        .target(name: "OATToolAfinfo", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
+        .target(name: "OATToolAfconvert", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
+        .target(name: "OATToolAfrecord", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
         // afplay links the Swift runtime statically (about 2 MB less resident memory than
         // libswiftCore.so and friends) with lld and packed relative relocations (DT_RELR, glibc
         // >= 2.36): the PIE's 700 KB of R_X86_64_RELATIVE entries, all read and applied at launch,
@@ -114,19 +123,28 @@ let package = Package(
         // around each page touched: scattered, they made nearly all 7 MB of code resident), and
         // Link/libstdc++.so, a linker script, links libstdc++ statically (the part the Swift
         // runtime uses, instead of mapping all of libstdc++.so.6): 17.8 -> 14.3 MB.
-        .executableTarget(name: "afplay", dependencies: ["AudioToolboxKit"], exclude: ["Link"], swiftSettings: strict,
+        .executableTarget(name: "afplay", dependencies: ["OATToolAfplay"], exclude: ["Link"], swiftSettings: strict,
                           linkerSettings: [.unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
                                                          "-Xlinker", "--no-export-dynamic",
                                                          "-L", packageDirectory + "Sources/afplay/Link",
                                                          "-Xlinker", "--symbol-ordering-file=" + packageDirectory + "Sources/afplay/Link/afplay.order",
                                                          "-Xlinker", "--no-warn-symbol-ordering"])]),
         // afinfo is linked like afplay, static libstdc++ included (afplay's Link/libstdc++.so).
-        .executableTarget(name: "afinfo", dependencies: ["AudioToolboxKit"], swiftSettings: strict,
+        .executableTarget(name: "afinfo", dependencies: ["OATToolAfinfo"], swiftSettings: strict,
                           linkerSettings: [.unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
                                                          "-Xlinker", "--no-export-dynamic", "-Xlinker", "--as-needed",
                                                          "-L", packageDirectory + "Sources/afplay/Link"])]),
-        .executableTarget(name: "afconvert", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
-        .executableTarget(name: "afrecord", dependencies: ["AudioToolboxKit"], swiftSettings: strict),
+        .executableTarget(name: "afconvert", dependencies: ["OATToolAfconvert"], swiftSettings: strict),
+        .executableTarget(name: "afrecord", dependencies: ["OATToolAfrecord"], swiftSettings: strict),
+        // The four tools in one binary, linked as afplay is (its symbol ordering file too: the
+        // functions afplay runs while it plays come first).
+        .executableTarget(name: "oat-tools", dependencies: ["OATToolAfplay", "OATToolAfinfo", "OATToolAfconvert", "OATToolAfrecord"],
+                          swiftSettings: strict,
+                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                                                         "-Xlinker", "--no-export-dynamic",
+                                                         "-L", packageDirectory + "Sources/afplay/Link",
+                                                         "-Xlinker", "--symbol-ordering-file=" + packageDirectory + "Sources/afplay/Link/afplay.order",
+                                                         "-Xlinker", "--no-warn-symbol-ordering"])]),
         .target(name: "OATTestSupport", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices"], swiftSettings: strict),
         .testTarget(name: "OATCoreTests", dependencies: ["OATCore"], swiftSettings: strict),
         .testTarget(name: "OATConversionTests", dependencies: ["OATConversion", "OATFiles", "OATTestSupport"], swiftSettings: strict),

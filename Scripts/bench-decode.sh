@@ -52,7 +52,7 @@ fi
 labels=(); commands=()
 for spec in "${afinfos[@]}"; do
   path="${spec%%=*}"; label="${spec#*=}"; [ "$label" != "$spec" ] || label=$(basename "$path")
-  [ -x "$path" ] || { echo "bench-decode: no afinfo at $path" >&2; exit 2; }
+  [ -x "$path" ] || { echo "bench-decode: no afinfo at $path (build it: swift build -c release --product afinfo)" >&2; exit 2; }
   labels+=("$label"); commands+=("$path --decode $work/input.mp3")
 done
 labels+=("mpg123 -t"); commands+=("mpg123 -q -t $work/input.mp3")

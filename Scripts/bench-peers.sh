@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds="$2"; shift ;;
     --no-write) write=0 ;;
     --afplay) afplays+=("$2"); shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "bench-peers: unknown option $1" >&2; exit 2 ;;
   esac
   shift

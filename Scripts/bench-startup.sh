@@ -26,13 +26,14 @@ while [ $# -gt 0 ]; do
     --afplay) afplay="$2"; shift ;;
     --probe) probe="$2"; shift ;;
     --also) also="$2"; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "bench-startup: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
-[ -x "$afplay" ] || { echo "bench-startup: no afplay at $afplay" >&2; exit 2; }
-[ -x "$probe" ] || { echo "bench-startup: no peer-probe at $probe" >&2; exit 2; }
+[ -x "$afplay" ] || { echo "bench-startup: no afplay at $afplay (build it: swift build -c release --product afplay)" >&2; exit 2; }
+[ -x "$probe" ] || { echo "bench-startup: no peer-probe at $probe (build it: swift build -c release --package-path Benchmarks --product peer-probe)" >&2; exit 2; }
+command -v mpg123 >/dev/null || { echo "bench-startup: needs mpg123, the player afplay is compared with (apt-get install mpg123)" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/oat-startup-XXXXXX)
 pids=()

@@ -37,7 +37,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ ${#afplays[@]} -gt 0 ] || afplays=("$root/.build/release/afplay=afplay")
-[ "$serve" -eq 1 ] || [ -x "$probe" ] || { echo "bench-stream: no peer-probe at $probe" >&2; exit 2; }
+[ "$serve" -eq 1 ] || [ -x "$probe" ] || { echo "bench-stream: no peer-probe at $probe (build it: swift build -c release --package-path Benchmarks --product peer-probe)" >&2; exit 2; }
+[ "$serve" -eq 1 ] || command -v mpg123 >/dev/null || { echo "bench-stream: needs mpg123, the player afplay is compared with (apt-get install mpg123)" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/oat-stream-XXXXXX)
 pids=()
@@ -129,7 +130,7 @@ labels=()
 commands=()
 for spec in "${afplays[@]}"; do
   path="${spec%%=*}"; label="${spec#*=}"; [ "$label" != "$spec" ] || label=$(basename "$path")
-  [ -x "$path" ] || { echo "bench-stream: no afplay at $path" >&2; exit 2; }
+  [ -x "$path" ] || { echo "bench-stream: no afplay at $path (build it: swift build -c release --product afplay)" >&2; exit 2; }
   labels+=("$label"); commands+=("$path --no-ui --output pulse $stream")
 done
 labels+=(mpg123); commands+=("mpg123 -q -o pulse $stream")

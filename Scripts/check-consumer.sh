@@ -118,6 +118,12 @@ if [ -n "$bad" ]; then
   exit 1
 fi
 .build/debug/PlayDemo "$repo/Resources/demo.mp3" "$work/demo.wav"
+# afinfo counts the frames: the repository's debug build (Scripts/test.sh makes it), built here
+# when this script runs alone.
+if [ ! -x "$repo/.build/debug/afinfo" ]; then
+  echo "check-consumer: building afinfo (swift build --product afinfo) to count the frames" >&2
+  (cd "$repo" && swift build --product afinfo >&2) || { echo "check-consumer: building afinfo failed" >&2; exit 1; }
+fi
 frames=$("$repo/.build/debug/afinfo" --json --decode "$work/demo.wav" | python3 -c 'import json,sys; print(json.load(sys.stdin)["decoded_frames"])')
 want=$("$repo/.build/debug/afinfo" --json --decode "$repo/Resources/demo.mp3" | python3 -c 'import json,sys; print(json.load(sys.stdin)["decoded_frames"])')
 if [ "$frames" != "$want" ]; then

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package as a user meets it, on this machine (root): builds it (Scripts/package-deb.sh),
+# checks it with lintian (Debian's package checker: any E: or W: line fails; Scripts/setup.sh
+# installs it) and its Installed-Size (at most 30 MB: one stripped program behind the four names),
 # installs it with apt (Depends resolved from Debian's packages), then from PATH, with no Swift
 # toolchain on PATH or in the tools' library lookups: `afinfo --json`, `afplay --output null`,
 # a stream played from a loopback HTTP server into a WAV file (exact frame count), `man afplay`,
@@ -21,14 +23,24 @@ fail() { echo "check-deb: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || fail "needs root (it installs the package)"
 if dpkg-query -W -f='${Status}' oat 2>/dev/null | grep -q "install ok installed"; then fail "a package named oat is installed already; remove it first"; fi
 
+command -v lintian >/dev/null || fail "needs lintian (apt-get install lintian; Scripts/setup.sh installs it)"
+
 deb=$(Scripts/package-deb.sh "$work")
 echo "check-deb: built $deb ($(du -k "$deb" | cut -f1) KiB); $(dpkg-deb -f "$deb" Depends)"
+# lintian says that it runs as root ("not recommended"); its findings are the E:/W:/I: lines.
+lintian_log=$(lintian "$deb" 2>&1) || true
+echo "$lintian_log" | sed 's/^/check-deb: lintian: /'
+if echo "$lintian_log" | grep -qE '^[EW]: '; then fail "lintian reports errors or warnings on $deb (above)"; fi
+size=$(dpkg-deb -f "$deb" Installed-Size)
+[ "$size" -le 30720 ] || fail "Installed-Size is $size KiB, more than 30 MB"
+echo "check-deb: lintian: no error, no warning; Installed-Size $size KiB"
 installed=1
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$deb" >/dev/null || fail "apt could not install $deb"
 
 clean_env=(env -i PATH=/usr/bin:/bin HOME="$work" LANG=C.UTF-8)
 for t in afplay afinfo afconvert afrecord; do
   [ "$("${clean_env[@]}" sh -c "command -v $t")" = "/usr/bin/$t" ] || fail "$t is not on PATH at /usr/bin"
+  [ "$(readlink -f "/usr/bin/$t")" = /usr/lib/oat/oat-tools ] || fail "/usr/bin/$t is not a link to /usr/lib/oat/oat-tools"
   if ldd "/usr/bin/$t" | grep -E 'libswift|libdispatch|libFoundation|not found'; then fail "/usr/bin/$t needs a library the package does not bring"; fi
   "${clean_env[@]}" "$t" --version | grep -q "^$t (OpenAudioToolbox) " || fail "$t --version"
 done
@@ -51,7 +63,7 @@ bash -c 'source /usr/share/bash-completion/completions/afplay && complete -p afp
 
 dpkg -r oat >/dev/null
 installed=0
-for f in /usr/bin/afplay /usr/share/man/man1/afplay.1.gz /usr/share/bash-completion/completions/afplay /usr/share/zsh/vendor-completions/_oat; do
+for f in /usr/bin/afplay /usr/lib/oat /usr/share/doc/oat /usr/share/man/man1/afplay.1.gz /usr/share/bash-completion/completions/afplay /usr/share/zsh/vendor-completions/_oat; do
   [ ! -e "$f" ] || fail "$f is left after dpkg -r oat"
 done
 echo "check-deb: installed with apt, tools from PATH without Swift (stream: $frames frames, exact), man afplay, completions; removed cleanly"

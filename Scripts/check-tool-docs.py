@@ -9,6 +9,9 @@ bindir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, ".build", "deb
 tools = ["afplay", "afinfo", "afconvert", "afrecord"]
 flag = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9-]*)")
 problems = []
+missing = [t for t in tools if not os.access(os.path.join(bindir, t), os.X_OK)]
+if missing:
+    sys.exit(f"check-tool-docs: no {', '.join(missing)} in {bindir} (build the tools first: swift build)")
 
 def help_flags(tool):
     out = subprocess.run([os.path.join(bindir, tool), "--help"], capture_output=True, text=True, timeout=30)

@@ -7,6 +7,8 @@ Usage: extract-doc-snippets.py OUT_DIR; prints one line per file written."""
 import os, re, sys, glob
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if len(sys.argv) != 2:
+    sys.exit("usage: Scripts/extract-doc-snippets.py OUT_DIR")
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 decl = re.compile(r"^(?:@\w+(?:\([^)]*\))?\s+)*(?:public |private |fileprivate |internal |final |open )*(?:class|struct|enum|actor|extension|func|protocol|typealias)\b")

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Builds a Debian package of the four tools: Scripts/package-deb.sh [OUTDIR] writes
 # OUTDIR/oat_VERSION_ARCH.deb (default OUTDIR: .build/deb) and prints its path.
-# The tools link the Swift runtime statically; Depends names the Debian packages of every shared
-# library the tools link or load at run time (FFmpeg, Rubber Band, SpeexDSP, libcurl, libpulse and
-# libasound are loaded with dlopen on first use), found on this machine with ldconfig and dpkg. Install with
+# The tools are one stripped program, /usr/lib/oat/oat-tools, behind the links /usr/bin/afplay,
+# afinfo, afconvert and afrecord (Scripts/install.sh), with the Swift runtime linked in statically;
+# Depends names the Debian packages of every shared library it links or loads at run time (FFmpeg,
+# Rubber Band, SpeexDSP, libcurl, libpulse and libasound are loaded with dlopen on first use),
+# found on this machine with ldconfig and dpkg. usr/share/doc/oat holds debian/copyright and the
+# changelog made from CHANGELOG.md (Scripts/gen-deb-changelog.py). Install with
 # `apt install ./oat_VERSION_ARCH.deb`. OAT_INSTALL_NO_BUILD=1 packs what .build/release holds.
+# OAT_DEB_MAINTAINER="NAME <ADDRESS>" sets the Maintainer (default: the project's address below,
+# docs/shipping.md; a distributor puts their own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+maintainer=${OAT_DEB_MAINTAINER:-OpenAudioToolbox maintainers <maintainers@users.noreply.a-seed-e09b8821.example>}
 out=${1:-.build/deb}
 version=$(sed -n 's/.*public static let string = "\(.*\)".*/\1/p' Sources/AudioToolboxKit/Version.swift)
 [ -n "$version" ] || { echo "package-deb: no version in Sources/AudioToolboxKit/Version.swift" >&2; exit 1; }
@@ -14,10 +20,15 @@ arch=$(dpkg --print-architecture)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 DESTDIR="$stage" Scripts/install.sh /usr >/dev/null
+install -d "$stage/usr/share/doc/oat"
+install -m 0644 debian/copyright "$stage/usr/share/doc/oat/copyright"
+Scripts/gen-deb-changelog.py oat "$maintainer" CHANGELOG.md | gzip -9n > "$stage/usr/share/doc/oat/changelog.gz"
+chmod 0644 "$stage/usr/share/doc/oat/changelog.gz"
+programs=$(find "$stage/usr" -type f -perm -u+x)
 
 # The libraries: what the ELF files need, and what the package dlopens (the sonames in the C
 # loaders under Sources/*Lazy and Sources/COATCurl; FFmpeg's are versioned by the installed major).
-needed=$(for t in "$stage"/usr/bin/*; do readelf -d "$t" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p'; done)
+needed=$(for t in $programs; do readelf -d "$t" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p'; done)
 dlopened=$(grep -rhoE '"lib[a-z0-9_]+\.so\.[0-9]*"' Sources/COATFFmpegLazy Sources/COATDSPLazy Sources/COATCurl Sources/COATDeviceLazy | tr -d '"' | sort -u)
 libs=()
 for soname in $needed $dlopened; do
@@ -49,19 +60,20 @@ cat > "$stage/DEBIAN/control" <<CONTROL
 Package: oat
 Version: $version
 Architecture: $arch
-Maintainer: OpenAudioToolbox developers <oat@localhost>
+Maintainer: $maintainer
 Installed-Size: $size
 Depends: $depends
 Recommends: pulseaudio | pipewire-pulse, man-db
 Section: sound
 Priority: optional
 Description: afplay, afinfo, afconvert and afrecord for Linux
- Command-line tools of OpenAudioToolbox, Apple's Audio Toolbox for Swift on Linux:
- afplay plays audio files and internet radio (ICY, PLS/M3U, HLS) gaplessly,
- afinfo describes audio files, afconvert converts between formats (WAV, AIFF,
- CAF, M4A/AAC/ALAC, FLAC, Ogg Opus, MP3) and afrecord records from PulseAudio or
- ALSA. Man pages and bash/zsh completions included.
+ The command-line tools of OpenAudioToolbox, Apple's Audio Toolbox for Swift
+ on Linux: afplay plays audio files and internet radio (ICY, PLS/M3U, HLS)
+ gaplessly, afinfo describes audio files, afconvert converts between formats
+ (WAV, AIFF, CAF, M4A/AAC/ALAC, FLAC, Ogg Opus, MP3) and afrecord records from
+ PulseAudio or ALSA. Man pages and bash/zsh completions included.
 CONTROL
+(cd "$stage" && find usr -type f -print0 | sort -z | xargs -0 md5sum) > "$stage/DEBIAN/md5sums"
 find "$stage" -type d -exec chmod 0755 {} +
 mkdir -p "$out"
 deb="$out/oat_${version}_${arch}.deb"

@@ -12,6 +12,8 @@ See docs/PERFORMANCE.md ("Issue 18").
 """
 import bisect, os, re, struct, subprocess, sys
 
+if len(sys.argv) < 2 or not sys.argv[1].isdigit():
+    sys.exit("usage: Scripts/rss-pages.py PID [--top N]  (PID: a running process; root reads its pagemap)")
 pid = int(sys.argv[1])
 top = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--top" else 25
 exe = os.readlink(f"/proc/{pid}/exe")

@@ -1,5 +1,5 @@
 // afplay's rate and pitch options: `-r/--rate RATE` and `-q/--rQuality QUALITY` as macOS afplay
-// has them, and `--pitch CENTS`. Kept apart from main.swift, which calls the two hooks below.
+// has them, and `--pitch CENTS`. Kept apart from Afplay.swift, which calls the two hooks below.
 import AudioToolboxKit
 import Synchronization
 
