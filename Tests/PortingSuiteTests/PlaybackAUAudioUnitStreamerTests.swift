@@ -32,15 +32,8 @@ struct PlaybackAUAudioUnitStreamerTests {
         let input = try TestResource.corpusFile(c.file)
         let reference = try ffmpegDecode(input)
         try #require(reference.channels == 2)
-        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
-        defer { daemon.stop() }
-        let recording = try daemon.recordMonitor(to: scratchPath("monitor.raw"))
-        var env = daemon.environment
-        env["OAT_OUTPUT"] = "pulse"
-        let result = try run(try portingProgram("porting-auaudiounit-streamer"), [input, String(c.chunk), "--hint", c.hint] + (c.bufferFrames.map { ["--buffer-frames", String($0)] } ?? []),
-                         environment: env, timeout: 60)
-        usleep(300_000)
-        let recorded = recording.stop()
+        let (result, recorded) = try playAtPulseSink("porting-auaudiounit-streamer",
+                                                     [input, String(c.chunk), "--hint", c.hint] + (c.bufferFrames.map { ["--buffer-frames", String($0)] } ?? []))
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("converter made on \(c.converterOn)"), "\(result.output)")
         let m = try #require(check(recorded, against: reference.samples, channels: 2), "the file is not in the recording: \(result.output)")
@@ -69,15 +62,7 @@ extension PlaybackAUAudioUnitStreamerTests {
         // ADTS AAC: our decode of it is ffmpeg's sample for sample, so sounding spans compare exactly.
         let input = try TestResource.corpusFile("ffmpeg-generated/adts/aac_lc_44k_st.aac")
         let reference = try ffmpegDecode(input)
-        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
-        defer { daemon.stop() }
-        let recording = try daemon.recordMonitor(to: scratchPath("monitor.raw"))
-        var env = daemon.environment
-        env["OAT_OUTPUT"] = "pulse"
-        let result = try run(try portingProgram("porting-auaudiounit-streamer"), [input, "4096", "--hint", "adts", "--pause-at", "1.5"],
-                             environment: env, timeout: 60)
-        usleep(300_000)
-        let recorded = recording.stop()
+        let (result, recorded) = try playAtPulseSink("porting-auaudiounit-streamer", [input, "4096", "--hint", "adts", "--pause-at", "1.5"])
         #expect(result.status == 0, "\(result.output)")
         let referenceSpan = try #require(soundingSpan(reference.samples, channels: 2))
         let heardSpan = try #require(soundingSpan(recorded, channels: 2), "nothing was heard: \(result.output)")
@@ -99,12 +84,4 @@ private func longestSilence(_ samples: [Float], channels: Int, in span: Range<In
         if (0..<channels).allSatisfy({ samples[f * channels + $0] == 0 }) { run += 1; longest = max(longest, run) } else { run = 0 }
     }
     return longest
-}
-
-/// The frames from the first to the last one above -60 dBFS in any channel.
-private func soundingSpan(_ samples: [Float], channels: Int) -> Range<Int>? {
-    let frames = samples.count / channels
-    func loud(_ f: Int) -> Bool { (0..<channels).contains { abs(samples[f * channels + $0]) > 0.001 } }
-    guard let first = (0..<frames).first(where: loud), let last = (0..<frames).last(where: loud) else { return nil }
-    return first..<(last + 1)
 }

@@ -21,14 +21,7 @@ struct PlaybackAVFAudioStreamerTests {
         let input = try TestResource.corpusFile(c.file)
         let reference = try ffmpegDecode(input)
         try #require(reference.channels == 2)
-        let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
-        defer { daemon.stop() }
-        let recording = try daemon.recordMonitor(to: scratchPath("monitor.raw"))
-        var env = daemon.environment
-        env["OAT_OUTPUT"] = "pulse"
-        let result = try run(try portingProgram("porting-avaudioengine-streamer"), [input, String(c.chunk)], environment: env, timeout: 60)
-        usleep(300_000)
-        let recorded = recording.stop()
+        let (result, recorded) = try playAtPulseSink("porting-avaudioengine-streamer", [input, String(c.chunk)])
         #expect(result.status == 0, "\(result.output)")
         let m = try #require(check(recorded, against: reference.samples, channels: 2), "the file is not in the recording: \(result.output)")
         // The sounding span of the recording against ffmpeg's decode's.
@@ -54,12 +47,4 @@ struct PlaybackAVFAudioStreamerTests {
         #expect(abs(heardSpan.count - referenceSpan.count) <= 1024,
                 "heard \(heardSpan.count) frames of sound, ffmpeg's decode has \(referenceSpan.count)")
     }
-}
-
-/// The frames from the first to the last one above -60 dBFS in any channel.
-private func soundingSpan(_ samples: [Float], channels: Int) -> Range<Int>? {
-    let frames = samples.count / channels
-    func loud(_ f: Int) -> Bool { (0..<channels).contains { abs(samples[f * channels + $0]) > 0.001 } }
-    guard let first = (0..<frames).first(where: loud), let last = (0..<frames).last(where: loud) else { return nil }
-    return first..<(last + 1)
 }

@@ -96,3 +96,25 @@ func check(_ produced: [Float], against reference: [Float], channels: Int) -> Au
     return AudioCheck(snr: m.snr, worstSegmentSNR: m.worst?.snr ?? m.snr, offset: m.offset,
                       referenceFrames: reference.count / channels, producedFrames: produced.count / channels)
 }
+
+/// Runs a porting program against a private PulseAudio null sink at 44.1 kHz stereo
+/// (`OAT_OUTPUT=pulse`) while its monitor is recorded; returns the run and the recording
+/// (interleaved stereo float), taken 0.3 s after the program ended.
+func playAtPulseSink(_ program: String, _ arguments: [String], timeout: Double = 60) throws -> (run: ProgramRun, recorded: [Float]) {
+    let daemon = try PulseTestDaemon(sampleRate: 44100, channels: 2)
+    defer { daemon.stop() }
+    let recording = try daemon.recordMonitor(to: scratchPath("monitor.raw"))
+    var env = daemon.environment
+    env["OAT_OUTPUT"] = "pulse"
+    let result = try run(try portingProgram(program), arguments, environment: env, timeout: timeout)
+    usleep(300_000)
+    return (result, recording.stop())
+}
+
+/// The frames from the first to the last one above -60 dBFS in any channel.
+func soundingSpan(_ samples: [Float], channels: Int) -> Range<Int>? {
+    let frames = samples.count / channels
+    func loud(_ f: Int) -> Bool { (0..<channels).contains { abs(samples[f * channels + $0]) > 0.001 } }
+    guard let first = (0..<frames).first(where: loud), let last = (0..<frames).last(where: loud) else { return nil }
+    return first..<(last + 1)
+}
