@@ -77,7 +77,13 @@ func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float
                       output: AudioOutputSpec, outputRate: Double? = nil, debug: Bool, interrupted: borrowing Atomic<Bool>) -> Int32 {
     do {
         // The output's rate=HZ when given (the players resample the files to the graph's rate).
-        let rate = try outputRate ?? AudioFile(path: files[0]).dataFormat.sampleRate
+        let first = try AudioFile(path: files[0]).dataFormat.sampleRate
+        // Played at its own rate or resampled: either way it must be a rate that plays.
+        if let why = FormatLimits.unplayableRate(first) {
+            writeStderr("afplay: \(files[0]): \(why)")
+            return 1
+        }
+        let rate = outputRate ?? first
         let graph = try AudioGraph(sampleRate: rate, channels: 2, maxFramesPerSlice: 1024)
         let groups: [[String]] = graphOptions.mix ? files.map { [$0] } : [files]
         let mixer = AUMixerNode(inputs: groups.count, inputChannels: 2, outputChannels: 2)
