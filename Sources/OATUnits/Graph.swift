@@ -574,7 +574,11 @@ public final class AudioGraph: @unchecked Sendable {
                     render(into: buffers, frames: frames, time: time)
                     return AudioRenderResult(frames: frames)
                 }
-                if let gate, !gate() { return AudioRenderResult(frames: 0) }
+                // The gate holds renders back while something is on its way; once no source is
+                // active (the end), the tail renders whatever the gate says.
+                if let gate, offline.phase != .tail, !gate(), offline.phase == .idle || sourcesActive() {
+                    return AudioRenderResult(frames: 0)
+                }
                 if !sourcesReady(frames: frames) { return AudioRenderResult(frames: 0) }
                 return renderToClocklessDevice(buffers, frames: frames, time: time, offline)
             }
