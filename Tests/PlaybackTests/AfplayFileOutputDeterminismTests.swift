@@ -81,4 +81,43 @@ import Glibc
             #expect(n == Self.frames, "\(arguments): \(n) frames for \(Self.frames) of input")
         }
     }
+
+    /// The AVAudioEngine and AUGraph paths (the porting suite's players) with
+    /// `OAT_OUTPUT=wav:PATH`, three runs under load: identical files, the input's frames at the
+    /// output's rate (plus the reverb's tail with "fx"). AVAudioEngine wrote 19,340 frames of
+    /// silence after the file (plain) and 144,950-150,525 frames that differed every run (fx).
+    @Test(.enabled(if: builtProduct("porting-avaudioengine-player") != nil && builtProduct("porting-augraph-player") != nil),
+          arguments: [["porting-avaudioengine-player", "plain"], ["porting-avaudioengine-player", "fx"], ["porting-augraph-player"]])
+    func engineAndGraphFileOutputsAreIdenticalUnderLoad(program: [String]) throws {
+        let tool = try #require(builtProduct(program[0]))
+        let dir = try ScratchDirectory("engine-determinism")
+        defer { dir.remove() }
+        let input = dir.path + "/tone.wav"
+        #expect(AfplayOutputRateTests.tone(input, rate: Self.rate, frequency: 440, seconds: 3))
+        let hogs = try Self.startHogs()
+        defer { for h in hogs { h.terminate() } }
+        var files: [[UInt8]] = []
+        for run in 0..<3 {
+            let out = dir.path + "/out\(run).wav"
+            let p = try ToolProcess(tool, [input] + program.dropFirst(), environment: ["OAT_OUTPUT": "wav:\(out)"],
+                                    outputPath: dir.path + "/log\(run).txt")
+            let status = p.wait(timeout: 60)
+            if status == nil { p.stop() }
+            #expect(status == 0, "\(program): \(p.output)")
+            files.append(try #require(Corpus.read(out), "no WAV at \(out)"))
+        }
+        let wavs = files.compactMap(AfplayOutputRateTests.readWAV)
+        try #require(wavs.count == 3)
+        let counts = wavs.map(\.samples.count)
+        print("\(program.joined(separator: " ")) OAT_OUTPUT=wav: frames per run: \(counts) at \(wavs[0].rate) Hz")
+        #expect(files.allSatisfy { $0 == files[0] }, "\(program): the three renders differ: \(counts) frames")
+        let expected = 3 * wavs[0].rate
+        if program.last == "fx" {
+            #expect(counts[0] > expected + wavs[0].rate / 2, "\(program): \(counts[0]) frames: no reverb tail")
+            let peak = wavs[0].samples.suffix(64).map { abs($0) }.max() ?? 1
+            #expect(peak < 1e-3, "\(program): the file ends at \(peak), not in the quiet end of the tail")
+        } else {
+            #expect(counts[0] == expected, "\(program): \(counts[0]) frames for 3 s at \(wavs[0].rate) Hz")
+        }
+    }
 }
