@@ -726,7 +726,9 @@ final class OfflineEnd: @unchecked Sendable {
     enum Phase { case playing, tail, idle }
     /// -90 dBFS.
     static let threshold: Float = 3.1622776e-5
-    var phase = Phase.playing
+    /// Idle until a source is active: nothing is rendered before (not even unreported
+    /// frames, which would move the effects' state by whenever the device first asked).
+    var phase = Phase.idle
     /// Frames at the end of a tail below the threshold that end it.
     static let quietFrames: Int64 = 256
     var tailRendered: Int64 = 0

@@ -318,7 +318,10 @@ public final class AUPlayerNode: AUNode, @unchecked Sendable {
         if held.load(ordering: .acquiring) {
             let start = startSample.load(ordering: .acquiring)
             if start == Int64.max || (start >= 0 && start - renderSampleTime >= Int64(frames)) { return true }
-            return gateOpens(frames: frames) != nil
+            guard gateOpens(frames: frames) != nil else { return false }
+            // The gate opens in this render: it waits for the frames it will play (a device that
+            // is not real time can wait), or one render wrote silence for them by whenever the
+            // feeder's first frames came.
         }
         let ch = channels
         return ring.availableToRead >= min(frames, ring.capacity / ch / 2) * ch

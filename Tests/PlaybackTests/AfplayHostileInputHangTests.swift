@@ -110,4 +110,74 @@ import Glibc
         #expect(status != 0, "\(mode): exit status \(String(describing: status))")
         #expect(p.output.contains("chunk"), "\(mode): the error does not say what was wrong: \(p.output)")
     }
+
+    /// A loopback server (python3) sending an MP3 as a live stream: `slow`, 10 bytes every
+    /// 0.1 s (100 B/s) for ever; `closing`, the first 8000 bytes (0.5 s) and then a close, on
+    /// every connection.
+    static let liveServer = """
+    import socket, sys, threading, time
+    mode, path, portfile = sys.argv[1], sys.argv[2], sys.argv[3]
+    data = open(path, 'rb').read()
+    srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(('127.0.0.1', 0)); srv.listen(16)
+    open(portfile, 'w').write(str(srv.getsockname()[1]))
+    def handle(c):
+        try:
+            c.recv(65536)
+            c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Type: audio/mpeg\\r\\nConnection: close\\r\\n\\r\\n")
+            if mode == 'slow':
+                i = 0
+                while True:
+                    c.sendall(data[i:i + 10]); i = (i + 10) % len(data); time.sleep(0.1)
+            else:
+                c.sendall(data[:8000])
+        except Exception:
+            pass
+        finally:
+            c.close()
+    while True:
+        c, _ = srv.accept()
+        threading.Thread(target=handle, args=(c,), daemon=True).start()
+    """
+
+    /// Issue 27 section 2: a live stream at 100 B/s buffered for ever without a word, and one
+    /// whose server closes every connection mid-stream was rejoined for ever. Now the first
+    /// gives up after `BufferingPolicy.slowBufferingTimeout` (30 s of buffering) naming the rate
+    /// received, the second after more than 10 rejoins within 300 s (`maximumLiveRejoinsInWindow`).
+    @Test(.enabled(if: enabled && ChildProcess.which("python3") != nil && ChildProcess.which("ffmpeg") != nil),
+          arguments: ["slow", "closing"])
+    func aHostileLiveServerIsGivenUpOnByADocumentedRule(mode: String) throws {
+        let afplay = try #require(builtProduct("afplay"))
+        let python = try #require(ChildProcess.which("python3"))
+        let ffmpeg = try #require(ChildProcess.which("ffmpeg"))
+        let dir = try ScratchDirectory("afplay-live")
+        defer { dir.remove() }
+        let mp3 = dir.path + "/tone.mp3"
+        let encode = try ToolProcess(ffmpeg, ["-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=20",
+                                              "-ac", "2", "-b:a", "128k", mp3], outputPath: dir.path + "/ffmpeg.txt")
+        #expect(encode.wait(timeout: 60) == 0, "ffmpeg: \(encode.output)")
+        #expect(writeText(dir.path + "/server.py", Self.liveServer))
+        let portFile = dir.path + "/port"
+        let server = try ChildProcess.spawn(python, [dir.path + "/server.py", mode, mp3, portFile])
+        defer { server.terminate() }
+        var port: String?
+        for _ in 0..<200 where port == nil {
+            port = Corpus.read(portFile).map { String(decoding: $0, as: UTF8.self) }.flatMap { $0.isEmpty ? nil : $0 }
+            if port == nil { usleep(10_000) }
+        }
+        let p0 = try #require(port, "the server did not start")
+        let started = Date()
+        let p = try ToolProcess(afplay, ["--no-ui", "--output", "null", "http://127.0.0.1:\(p0)/live.mp3"], outputPath: dir.path + "/log.txt")
+        let status = p.wait(timeout: 75)
+        let seconds = Date().timeIntervalSince(started)
+        if status == nil { p.stop() }
+        print("afplay on a \(mode) live server: status \(status.map(String.init) ?? "still running"), \(seconds) s: \(p.output)")
+        #expect(status != nil && status != 0, "\(mode): afplay still ran after \(seconds) s, or ended well")
+        if mode == "slow" {
+            #expect(p.output.contains("stalled") && p.output.contains("bytes/s"), "the error does not give the rate: \(p.output)")
+        } else {
+            #expect(seconds < 30, "\(mode): \(seconds) s")
+            #expect(p.output.contains("closed the connection") && p.output.contains("giving up"), "\(p.output)")
+        }
+    }
 }
