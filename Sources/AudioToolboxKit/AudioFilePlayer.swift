@@ -104,6 +104,11 @@ public final class AudioFilePlayer: @unchecked Sendable {
         self.paths = paths
         let file = try AudioFile(path: first)
         firstFile = file
+        // The device runs at the file's rate (or resamples it): refused outside the rates that
+        // play (1 Hz PCM played 3 frames in 3 s and hung seeks).
+        if let why = FormatLimits.unplayableRate(file.dataFormat.sampleRate) {
+            throw AudioError(.unsupportedFormat, component: "AudioFilePlayer", "\(first): \(why)")
+        }
         let channels = Int(min(8, max(1, file.dataFormat.channelsPerFrame)))
         if let sampleRate, !(sampleRate >= 1 && sampleRate <= 1_536_000) {
             throw AudioError(.invalidArgument, component: "AudioFilePlayer", "output sample rate \(sampleRate) Hz is out of range (1 Hz to 1536 kHz)")

@@ -177,6 +177,17 @@ public final class AudioConverter {
                              "destination must be native-endian packed PCM (8-bit unsigned, 16/32/64-bit integer, 32/64-bit float): \(destination)",
                              osStatus: 0x666D_743F)
         }
+        // Resampling takes rates in FormatLimits.playableSampleRates (Apple's converter refuses
+        // the rates it cannot resample: 'insr' / 'ousr'); the same rate in and out is no resampling.
+        if destination.sampleRate != source.sampleRate {
+            if let why = FormatLimits.unplayableRate(source.sampleRate) {
+                throw AudioError(.unsupportedFormat, component: "AudioConverter", "cannot resample the source to \(Int64(destination.sampleRate)) Hz: \(why)",
+                                 osStatus: 0x696E_7372)
+            }
+            if let why = FormatLimits.unplayableRate(destination.sampleRate) {
+                throw AudioError(.unsupportedFormat, component: "AudioConverter", "cannot resample \(Int64(source.sampleRate)) Hz audio to the destination: \(why)", osStatus: 0x6F75_7372)
+            }
+        }
         outFormat = fmt
         outPlanes = destination.isInterleaved ? 1 : Int(destination.channelsPerFrame)
         outBytesPerFrame = Int(destination.bytesPerFrame)

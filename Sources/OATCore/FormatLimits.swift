@@ -7,6 +7,19 @@ public enum FormatLimits {
     public static let maximumChannels: UInt32 = 64
     /// Lowest and highest sample rate (the output queue takes up to 1.536 MHz).
     public static let sampleRates: ClosedRange<Double> = 1...1_536_000
+    /// The rates audio is played and resampled at: 1 kHz to 768 kHz (the audio graph's and the
+    /// encoders' range). Files outside it parse (afinfo shows them) and convert at their own
+    /// rate, but the converter does not resample from or to such a rate and the players refuse
+    /// them: a file at 1 Hz would otherwise play 3 frames in 3 s, or be resampled by 44,100.
+    public static let playableSampleRates: ClosedRange<Double> = 1000...768_000
+
+    /// Why a stream at `sampleRate` cannot be played or resampled, or nil
+    /// (``playableSampleRates``).
+    public static func unplayableRate(_ sampleRate: Double) -> String? {
+        guard !(sampleRate.isFinite && playableSampleRates.contains(sampleRate)) else { return nil }
+        let hz = sampleRate.isFinite && abs(sampleRate) < 1e15 && sampleRate == sampleRate.rounded() ? String(Int64(sampleRate)) : String(sampleRate)
+        return "the sample rate \(hz) Hz is outside the \(Int(playableSampleRates.lowerBound))...\(Int(playableSampleRates.upperBound)) Hz that can be played or resampled"
+    }
     /// Most bits per channel (PCM up to 64-bit float).
     public static let maximumBitsPerChannel: UInt32 = 64
     /// Most frames in one packet (FLAC's largest block is 65535; CAF and MP4 can claim 2^32-1).

@@ -27,6 +27,11 @@ public struct HLSOptions: Sendable {
     /// Reloads of a live playlist that bring nothing new before the source gives up with
     /// `.timedOut` (default 12: six target durations at the half-target reload rate).
     public var maximumUnchangedReloads = 12
+    /// The longest wait between two reloads of a live playlist, in seconds (default 10). A
+    /// live playlist is reloaded after its target duration, as RFC 8216 asks, but never later
+    /// than this (a playlist claiming `#EXT-X-TARGETDURATION:86400` was reloaded a day later);
+    /// half that when the last reload brought nothing new.
+    public var maximumReloadInterval: Double = 10
     /// Segments in a row that bring no audio (empty, without audio packets, or live segments
     /// skipped because their fetch failed) before the source gives up with `.invalidData`
     /// (default 8): a presentation of empty segments never buffers for ever.
@@ -347,7 +352,9 @@ public final class HLSByteSource: ByteSource, @unchecked Sendable {
 
     private func reloadLive() throws(AudioError) {
         let target = Double(max(1, media.targetDuration))
-        let wait = (unchangedReloads > 0 ? target / 2 : target) - (Self.now() - lastReload)
+        let full = min(target, max(0.1, options.maximumReloadInterval))
+        let interval = unchangedReloads > 0 ? full / 2 : full
+        let wait = interval - (Self.now() - lastReload)
         if wait > 0 { try sleep(wait) }
         let fetched = try fetch(mediaURL, range: nil, what: "playlist")
         lastReload = Self.now()

@@ -145,6 +145,8 @@ extension HTTPByteSource {
         var faultRunStart: Double?
         var lastReconnect = 0.0
         var attempts = 0
+        /// When the recent reconnects began (``ReconnectPolicy/maximumReconnectsInWindow``).
+        var recentReconnects: [Double] = []
         /// Since when the reader has been waiting on the network (nil: the network is ahead), and
         /// the bytes delivered since: the throughput window of the trickle check.
         var starvedSince: Double?

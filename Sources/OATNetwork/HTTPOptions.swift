@@ -36,6 +36,13 @@ public struct ReconnectPolicy: Sendable, Equatable {
     public var rejoinsEndedLiveStreams: Bool = true
     /// True to reconnect at all after a mid-stream fault.
     public var reconnects: Bool = true
+    /// The give-up rule for a server that closes every connection mid-stream (each one healthy
+    /// enough to reset ``giveUpAfter``): more than this many reconnects within
+    /// ``reconnectWindow`` seconds and the source gives up with the last fault. Default 10
+    /// (in 300 s: a reconnect every 30 s for 5 minutes).
+    public var maximumReconnectsInWindow: Int = 10
+    /// The window of ``maximumReconnectsInWindow``, in seconds. Default 300.
+    public var reconnectWindow: Double = 300
 
     /// The default policy.
     public init() {}

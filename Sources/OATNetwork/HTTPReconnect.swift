@@ -24,6 +24,15 @@ extension HTTPByteSource.Core {
         }
         let runStart = faultRunStart ?? now
         attempts += 1
+        // However healthy each connection was: a server that closes every one is given up on.
+        let p = options.reconnect
+        recentReconnects = recentReconnects.filter { now - $0 < p.reconnectWindow } + [now]
+        if recentReconnects.count > max(1, p.maximumReconnectsInWindow) {
+            finishTransfer()
+            var e = fault.error
+            e.message += "; gave up after \(recentReconnects.count - 1) reconnects in \(Int(now - recentReconnects[0])) s (at most \(p.maximumReconnectsInWindow) in \(Int(p.reconnectWindow)) s)"
+            throw e
+        }
         finishTransfer()
         try wait(before: attempts, fault: fault, since: runStart, source: source)
         try reconnect(source: source, faultStart: runStart, attempt: &attempts)

@@ -136,12 +136,19 @@ func environment(_ name: String) -> String? {
 
 /// Decodes `Transfer-Encoding: chunked`: size lines (hex, extensions ignored), data, CR LF,
 /// the last chunk and its trailer. Lines are bounded; bad framing is an error, never a trap.
+/// The limits are libcurl's or tighter: a size of at most 16 hex digits that fits in 63 bits,
+/// size and trailer lines (extensions included) of at most 4 KB, a trailer of at most 16 KB;
+/// the response head is bounded by ``HTTPOptions/maximumHeaderBytes``. Framing errors end the
+/// transfer for good (the server would send the same again): they are not retried.
 struct ChunkedDecoder {
     enum State: Equatable { case size, data(Int64), dataEnd, trailer, done }
     private(set) var state = State.size
     private var line: [UInt8] = []
-    /// The longest size or trailer line accepted.
+    /// The longest size or trailer line accepted (a chunk extension counts: a 1 MB one is an
+    /// error after 4 KB, not a wait for the rest).
     static let maximumLine = 4096
+    /// The most hex digits in a chunk size, leading zeros included (libcurl's `CHUNK_MAXNUM_LEN`).
+    static let maximumSizeDigits = 16
     /// The most trailer bytes accepted after the last chunk.
     static let maximumTrailer = 16 * 1024
     private var trailerBytes = 0
@@ -201,7 +208,12 @@ struct ChunkedDecoder {
                 throw ChunkError("invalid chunk size line \"\(printable(line))\"")
             }
             digits += 1
-            guard digits <= 15 else { throw ChunkError("chunk size \"\(printable(line))\" is too large") }
+            // libcurl's limits: at most 16 hex digits (leading zeros count), and the size must
+            // fit a signed 64-bit integer.
+            guard digits <= Self.maximumSizeDigits else {
+                throw ChunkError("chunk size \"\(printable(line))...\" is too large: more than \(Self.maximumSizeDigits) hex digits")
+            }
+            guard value <= (Int64.max - d) / 16 else { throw ChunkError("chunk size \"\(printable(line))\" is too large (over 2^63-1)") }
             value = value * 16 + d
         }
         guard digits > 0 else { throw ChunkError("a chunk size line is empty") }

@@ -436,7 +436,8 @@ final class SocketTransfer: HTTPTransferState {
             do throws(ChunkError) {
                 try decoder.feed(data) { deliver($0) }
             } catch {
-                fail(AudioError(.invalidData, component: component, "\(display): bad chunked encoding: \(error.message)"), retryable: true)
+                // A framing error is the server's (it would send the same again): not retried.
+                fail(AudioError(.invalidData, component: component, "\(display): bad chunked encoding: \(error.message)"), retryable: false)
                 return false
             }
             framing = .chunked(decoder)

@@ -35,6 +35,11 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// buffering before the player gives up with a `timedOut` error (a source still retrying
     /// through an outage is bounded by its own reconnect policy instead). Default 15 s.
     public var stallTimeout: Double = 15
+    /// Seconds the player may buffer (before the start, or after an underrun) while bytes still
+    /// arrive but too slowly to reach the target, before it gives up with a `timedOut` error
+    /// that gives the rate received (a live stream arriving at 100 B/s buffered for ever).
+    /// Counted from the start of the buffering; 0 turns it off. Default 30 s.
+    public var slowBufferingTimeout: Double = 30
     /// Seconds the output device may stay lost (a PulseAudio server gone, reconnecting) before
     /// the player stops with a `deviceUnavailable` error naming the device and the reason,
     /// instead of waiting forever. Default 30 s.
@@ -42,6 +47,12 @@ public struct BufferingPolicy: Sendable, Equatable {
     /// Joins a live stream again when its server closes the connection (at most 5 times in a
     /// row without audio in between). Default true: radio does not end.
     public var rejoinsLiveStreamAtEnd = true
+    /// The give-up rule for a live server that closes every connection mid-stream (with audio
+    /// in between, so the 5-in-a-row limit never trips): more than this many rejoins of one
+    /// item within ``liveRejoinWindow`` seconds and the item fails with `timedOut`. Default 10.
+    public var maximumLiveRejoinsInWindow = 10
+    /// The window of ``maximumLiveRejoinsInWindow``, in seconds. Default 300.
+    public var liveRejoinWindow: Double = 300
     /// Bytes a paused live stream may keep recording into its timeshift buffer on disk; the
     /// oldest bytes are dropped beyond it. 0 disables timeshift (pausing a live stream then
     /// drops the connection's backlog). Default 64 MiB.

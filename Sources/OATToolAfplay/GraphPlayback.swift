@@ -72,17 +72,18 @@ struct GraphOptions {
     }
 }
 
-/// A flag the render thread reads.
-final class Done: Sendable {
-    let flag = Atomic<Bool>(false)
-}
-
 /// Plays `files` through the graph; returns the exit status.
 func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float, start: Double, limit: Double?,
                       output: AudioOutputSpec, outputRate: Double? = nil, debug: Bool, interrupted: borrowing Atomic<Bool>) -> Int32 {
     do {
         // The output's rate=HZ when given (the players resample the files to the graph's rate).
-        let rate = try outputRate ?? AudioFile(path: files[0]).dataFormat.sampleRate
+        let first = try AudioFile(path: files[0]).dataFormat.sampleRate
+        // Played at its own rate or resampled: either way it must be a rate that plays.
+        if let why = FormatLimits.unplayableRate(first) {
+            writeStderr("afplay: \(files[0]): \(why)")
+            return 1
+        }
+        let rate = outputRate ?? first
         let graph = try AudioGraph(sampleRate: rate, channels: 2, maxFramesPerSlice: 1024)
         let groups: [[String]] = graphOptions.mix ? files.map { [$0] } : [files]
         let mixer = AUMixerNode(inputs: groups.count, inputChannels: 2, outputChannels: 2)
@@ -111,31 +112,26 @@ func runGraphPlayback(files: [String], graphOptions: GraphOptions, volume: Float
         var waited = 0
         while players.contains(where: { $0.bufferedFrames < 4096 && !$0.isInputEnded }) && waited < 200 { usleep(5000); waited += 1 }
         let feeding = players
-        let tailFrames = Int64((graphOptions.reverbRoom.flatMap { AUReverbNode.rooms[$0]?.decay }).map(Double.init).map { $0 * 0.5 * rate } ?? 0)
-        let done = Done()
         let opened = try graph.start(output, isReady: { @Sendable in
-            // Not real time (files, null:fast): wait for the feeders, and stop rendering once
-            // everything (and the reverb tail) is out.
-            if done.flag.load(ordering: .relaxed) { return false }
-            return feeding.allSatisfy { $0.bufferedFrames >= 1024 || $0.isInputEnded }
+            // Not real time (files, null:fast): wait for the feeders.
+            feeding.allSatisfy { $0.bufferedFrames >= 1024 || $0.isInputEnded }
         })
         if let notice = opened.notice { writeStderr("afplay: \(notice)") }
         if debug {
             writeStderr("afplay: graph: \(graph.nodes.map(\.name).joined(separator: ", ")) at \(Int(rate)) Hz on \(opened.device.name)")
         }
-        let poll: UInt32 = opened.device.isRealTime ? 20_000 : 500
-        while !interrupted.load(ordering: .relaxed) && !players.allSatisfy(\.isFinished) { usleep(poll) }
-        let endFrame = opened.device.renderedFrames
-        // Let the device play out what it holds, plus the reverb tail.
-        if !interrupted.load(ordering: .relaxed) {
-            let tail = (graphOptions.reverbRoom.flatMap { AUReverbNode.rooms[$0]?.decay }).map(Double.init) ?? 0
-            if opened.device.isRealTime {
+        if opened.device.isRealTime {
+            while !interrupted.load(ordering: .relaxed) && !players.allSatisfy(\.isFinished) { usleep(20_000) }
+            // Let the device play out what it holds, plus the reverb tail.
+            if !interrupted.load(ordering: .relaxed) {
+                let tail = (graphOptions.reverbRoom.flatMap { AUReverbNode.rooms[$0]?.decay }).map(Double.init) ?? 0
                 usleep(UInt32(min(10, opened.device.latency + tail * 0.5 + 0.05) * 1e6))
-            } else {
-                // Files and null:fast: render the reverb tail more, then hold.
-                while opened.device.renderedFrames < endFrame + tailFrames && !interrupted.load(ordering: .relaxed) { usleep(poll) }
-                done.flag.store(true, ordering: .relaxed)
-                _ = tail
+            }
+        } else {
+            // Files and null:fast: the graph ends the output itself where the audio ends (the
+            // files' frames, then the effects' tail), the same every run; stop once it has.
+            while !interrupted.load(ordering: .relaxed) && !(players.allSatisfy(\.isFinished) && graph.isClocklessOutputIdle) {
+                usleep(1000)
             }
         }
         graph.stop()

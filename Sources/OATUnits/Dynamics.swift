@@ -129,6 +129,9 @@ public final class AUPeakLimiterNode: RenderNode, @unchecked Sendable {
     /// Ceiling (dBFS).
     public var ceiling: NodeParameter { parameters[3] }
 
+    /// The look-ahead: what the delay line holds when the input ends.
+    public override var tailSeconds: Double { Double(delayLength) / sampleRate }
+
     /// Allocates the look-ahead delay.
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {
         try super.prepare(sampleRate: sampleRate, maxFrames: maxFrames)

@@ -51,6 +51,12 @@ public final class AUReverbNode: RenderNode, @unchecked Sendable {
     /// RT60 at the Nyquist frequency (s).
     public var decayAtNyquist: NodeParameter { parameters[3] }
 
+    /// The time the tail takes to fall 90 dB: 1.5 times the longer decay time (the decay times
+    /// are RT60s), plus the longest comb line.
+    public override var tailSeconds: Double {
+        1.5 * Double(max(decayTime.value, decayAtNyquist.value)) + 0.05
+    }
+
     /// Decay times for named rooms (`small`, `medium`, `large`, `hall`, `cathedral`, `plate`).
     public static let rooms: [String: (decay: Float, nyquist: Float, wet: Float)] = [
         "small": (0.5, 0.2, 20), "medium": (1.2, 0.5, 25), "large": (2.2, 0.8, 30),
@@ -191,6 +197,14 @@ public final class AUDelayNode: RenderNode, @unchecked Sendable {
     public var feedback: NodeParameter { parameters[2] }
     /// Low-pass cutoff in the loop (Hz).
     public var lowPassCutoff: NodeParameter { parameters[3] }
+
+    /// The time the echoes take to fall 90 dB: the delay time for each 1/feedback step down
+    /// (one echo without feedback), at most 60 s.
+    public override var tailSeconds: Double {
+        let f = min(1, abs(Double(feedback.value)) / 100)
+        let echoes = f <= 0 ? 1 : f >= 0.999 ? .infinity : 1 + (-90 / 20 * log(10)) / log(f)
+        return min(60, Double(delayTime.value) * echoes + 0.01)
+    }
 
     /// Allocates 2 s of delay line per channel.
     public override func prepare(sampleRate: Double, maxFrames: Int) throws(AudioError) {

@@ -168,6 +168,7 @@ public final class AudioGraph: @unchecked Sendable {
     private let commits = Atomic<Int>(0)
     private let observerSlot = Atomic<UnsafeMutableRawPointer?>(nil)
     private let retiredObservers = Locked<[RenderObserver]>([])
+    private let offlineIdle = Atomic<Bool>(false)
 
     /// Creates an empty graph whose output has `channels` channels.
     public init(sampleRate: Double = 48000, channels: Int = 2, maxFramesPerSlice: Int = 1024) throws(AudioError) {
@@ -544,6 +545,12 @@ public final class AudioGraph: @unchecked Sendable {
     /// a player whose feeder is behind), so rendering faster than real time waits for the
     /// sources instead of turning into gaps of silence. `isReady`, when given, is asked too
     /// before each render of such a device. It must be real-time safe (read atomics).
+    ///
+    /// On such a device the graph also ends by the audio, not by the time: once no source is
+    /// active (``RenderNode/isActiveSource``) the frames written stop where the sources' content
+    /// ended plus the effects' tail (below -90 dBFS, at most the nodes' ``RenderNode/tailSeconds``),
+    /// and nothing more is written while they stay idle (``isClocklessOutputIdle``). Two runs of
+    /// the same graph on the same input write the same frames.
     public func start(device: any AudioOutputDevice, isReady: (@Sendable () -> Bool)? = nil) throws(AudioError) {
         guard device.format.sampleRate == sampleRate else {
             throw AudioError(.unsupportedFormat, component: "AudioGraph", "device \(device.name) runs at \(device.format.sampleRate) Hz, the graph at \(sampleRate) Hz", osStatus: -10868)
@@ -560,18 +567,132 @@ public final class AudioGraph: @unchecked Sendable {
         if busy { throw AudioError(.invalidState, component: "AudioGraph", "the graph is already running on a device", osStatus: -10863) }
         do {
             let gate = device.isRealTime ? nil : isReady
-            let waitForSources = !device.isRealTime
+            let offline = device.isRealTime ? nil : OfflineEnd(sampleRate: sampleRate)
+            offlineIdle.store(false, ordering: .releasing)
             try device.start { [self] buffers, frames, time in
-                if let gate, !gate() { return AudioRenderResult(frames: 0) }
-                if waitForSources && !sourcesReady(frames: frames) { return AudioRenderResult(frames: 0) }
-                render(into: buffers, frames: frames, time: time)
-                return AudioRenderResult(frames: frames)
+                guard let offline else {
+                    render(into: buffers, frames: frames, time: time)
+                    return AudioRenderResult(frames: frames)
+                }
+                // The gate holds renders back while something is on its way; once no source is
+                // active (the end), the tail renders whatever the gate says.
+                if let gate, offline.phase != .tail, !gate(), offline.phase == .idle || sourcesActive() {
+                    return AudioRenderResult(frames: 0)
+                }
+                if !sourcesReady(frames: frames) { return AudioRenderResult(frames: 0) }
+                return renderToClocklessDevice(buffers, frames: frames, time: time, offline)
             }
         } catch {
             deviceBox.withLock { $0 = nil }
             throw error
         }
     }
+
+    /// Render thread: one render for a device no clock paces. While a source is active the
+    /// slice is rendered whole; in the slice where the last one ends, the sources' content ends
+    /// at the frame after the last one of them played (``RenderNode/framesAfterContent``), and the
+    /// tail follows: it ends after its last sample at or above -90 dBFS once 256 frames after
+    /// that one are below (what was written already stays), and at the latest after the sum of
+    /// the nodes' ``RenderNode/tailSeconds`` (none: the file ends with the sources' content). Then
+    /// nothing is rendered (the device writes nothing) until a source is active again. So the frames written are set by the audio and the same every
+    /// run, whatever the time the host takes.
+    private func renderToClocklessDevice(_ buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, frames: Int,
+                                         time: AudioTimeStamp, _ o: OfflineEnd) -> AudioRenderResult {
+        var active = false, after = Int.max, tailSeconds = 0.0
+        withCurrentPlan { plan in
+            guard let plan else { active = true; return }
+            var sources = 0
+            for e in plan.entries {
+                tailSeconds += max(0, e.node.tailSeconds)
+                guard e.inputChannels.isEmpty else { continue }
+                sources += 1
+                if e.node.isActiveSource { active = true }
+            }
+            // A graph without a source (a generic output fed by nothing) renders what it renders.
+            if sources == 0 { active = true }
+        }
+        if o.phase == .idle {
+            guard active else { return AudioRenderResult(frames: 0) }
+            o.phase = .playing
+            offlineIdle.store(false, ordering: .releasing)
+        }
+        if o.phase == .tail && active { o.phase = .playing }
+        render(into: buffers, frames: frames, time: time)
+        var tailStart = 0
+        if o.phase == .playing {
+            withCurrentPlan { plan in
+                guard let plan else { return }
+                for e in plan.entries where e.inputChannels.isEmpty { after = min(after, max(0, e.node.framesAfterContent)) }
+            }
+            let stillActive = sourcesActive()
+            if stillActive { return AudioRenderResult(frames: frames) }
+            // The sources ended in this slice.
+            tailStart = after == Int.max ? frames : frames - min(frames, after)
+            o.phase = .tail
+            o.tailRendered = 0
+            o.lastLoud = 0
+            o.tailLimit = Int64(min(60, tailSeconds) * sampleRate)
+        }
+        // The tail part of the slice, tailStart..<frames: tail positions w..<w + span (0 is
+        // the sources' end).
+        let w = o.tailRendered
+        let span = Int(clamping: min(Int64(frames - tailStart), max(0, o.tailLimit - w)))
+        for c in 0..<buffers.count {
+            let p = buffers[c]
+            var i = tailStart + span - 1
+            while i >= tailStart && w + Int64(i - tailStart) >= o.lastLoud {
+                if abs(p[i]) >= OfflineEnd.threshold { o.lastLoud = w + Int64(i - tailStart) + 1; break }
+                i -= 1
+            }
+        }
+        let reached = w + Int64(span)
+        let quiet = reached - o.lastLoud
+        let atLimit = reached >= o.tailLimit
+        guard atLimit || quiet >= OfflineEnd.quietFrames else {
+            o.tailRendered = reached
+            return AudioRenderResult(frames: frames)
+        }
+        // Ends after the last loud sample (what was written already stays), or at the limit.
+        let end = quiet >= OfflineEnd.quietFrames ? max(w, o.lastLoud) : o.tailLimit
+        o.phase = .idle
+        offlineIdle.store(true, ordering: .releasing)
+        return AudioRenderResult(frames: tailStart + Int(clamping: max(0, min(Int64(span), end - w))))
+    }
+
+    /// Render thread: true when a source of the current plan is active (``RenderNode/isActiveSource``),
+    /// or the plan has no source.
+    private func sourcesActive() -> Bool {
+        var active = false
+        withCurrentPlan { plan in
+            guard let plan else { active = true; return }
+            var sources = 0
+            for e in plan.entries where e.inputChannels.isEmpty {
+                sources += 1
+                if e.node.isActiveSource { active = true; return }
+            }
+            if sources == 0 { active = true }
+        }
+        return active
+    }
+
+    /// Render thread: runs `body` with the current plan, announced as in use.
+    private func withCurrentPlan(_ body: (RenderPlan?) -> Void) {
+        var p = current.load(ordering: .sequentiallyConsistent)
+        while true {
+            inUse.store(p, ordering: .sequentiallyConsistent)
+            let q = current.load(ordering: .sequentiallyConsistent)
+            if q == p { break }
+            p = q
+        }
+        defer { inUse.store(nil, ordering: .sequentiallyConsistent) }
+        body(p.map { Unmanaged<RenderPlan>.fromOpaque($0).takeUnretainedValue() })
+    }
+
+    /// True while a device no clock paces (a file, `null:fast`) drives the graph and has
+    /// written everything its sources gave and the tails after them, so it writes nothing
+    /// until a source is active again. A host that renders a file waits for it before it stops
+    /// the graph.
+    public var isClocklessOutputIdle: Bool { offlineIdle.load(ordering: .acquiring) }
 
     /// Opens `spec` at the graph's format and drives the graph from it (`isReady` as in
     /// ``start(device:isReady:)``); returns the opened output (with its notice when ``AudioOutputSpec/auto`` fell back).
@@ -601,6 +722,24 @@ public final class AudioGraph: @unchecked Sendable {
 
     /// True while a device drives the graph.
     public var isRunning: Bool { deviceBox.withLock { $0 != nil } }
+}
+
+/// Where a graph driven by a device no clock paces is in its sources' end (render thread only).
+final class OfflineEnd: @unchecked Sendable {
+    enum Phase { case playing, tail, idle }
+    /// -90 dBFS.
+    static let threshold: Float = 3.1622776e-5
+    /// Idle until a source is active: nothing is rendered before (not even unreported
+    /// frames, which would move the effects' state by whenever the device first asked).
+    var phase = Phase.idle
+    /// Frames at the end of a tail below the threshold that end it.
+    static let quietFrames: Int64 = 256
+    var tailRendered: Int64 = 0
+    var tailLimit: Int64 = 0
+    /// The tail position after its last sample at or above the threshold.
+    var lastLoud: Int64 = 0
+    let sampleRate: Double
+    init(sampleRate: Double) { self.sampleRate = sampleRate }
 }
 
 /// Observes an ``AudioGraph``'s renders (``AudioGraph/setRenderObserver(_:)``): `before` runs

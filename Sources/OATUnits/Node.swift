@@ -159,6 +159,23 @@ open class RenderNode: @unchecked Sendable, CustomStringConvertible {
     /// Real-time safe. The default is true.
     open func isReadyToRender(frames: Int) -> Bool { true }
 
+    /// Seconds of output the node can still give once its input has fallen silent (Apple's
+    /// `kAudioUnitProperty_TailTime`): a reverb's or a delay's decay, a look-ahead's delay.
+    /// A graph rendering to a device no clock paces renders at most the sum of its nodes'
+    /// tails once its sources have ended (``AudioGraph/start(device:isReady:)``). 0 by default.
+    open var tailSeconds: Double { 0 }
+
+    /// Source nodes (no inputs), render thread: whether a render would still bring anything out
+    /// of the node. A graph on a device no clock paces writes nothing while no source is active
+    /// and the tails are out (``AudioGraph/start(device:isReady:)``). Real-time safe. True by
+    /// default: a source is taken as live (a render callback, an input).
+    open var isActiveSource: Bool { true }
+
+    /// Source nodes, render thread: the frames at the end of the last render that came after
+    /// the node's last frame of content (0 when it played to the end of the render): where a
+    /// source that just ended stopped within the slice. Real-time safe. 0 by default.
+    open var framesAfterContent: Int { 0 }
+
     /// Render thread: produce `context.frames` frames on every output bus. The default
     /// passes input bus 0 to output bus 0 (or silence without inputs).
     open func render(_ context: AURenderContext) {

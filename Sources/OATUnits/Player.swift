@@ -40,6 +40,8 @@ public final class AUPlayerNode: RenderNode, @unchecked Sendable {
     private let startSample = Atomic<Int64>(Int64.max)
     /// Frames rendered since the node was prepared (render thread only).
     private var renderSampleTime: Int64 = 0
+    /// Frames rendered since the last frame taken from the ring (render thread only).
+    private var sinceContent: Int64 = 0
     /// Frames rendered since the start gate opened (-1 while it never did).
     private let sinceStart = Atomic<Int64>(-1)
     /// Set by ``flush()``: the next render drops what the ring holds.
@@ -118,6 +120,12 @@ public final class AUPlayerNode: RenderNode, @unchecked Sendable {
     /// ``holdPlayback(untilBuffered:)`` opened (Apple's player's sample time after its start
     /// time stamp), or -1 while it has not opened since the last hold.
     public var timelineSampleTime: Int64 { sinceStart.load(ordering: .acquiring) }
+
+    /// A player is an active source while ``wantsRender``.
+    public override var isActiveSource: Bool { wantsRender }
+
+    /// The frames of the last render after the last frame the ring gave.
+    public override var framesAfterContent: Int { Int(clamping: sinceContent) }
 
     /// Whether playback is held (waiting for its start time or its prime frames).
     public var isHeld: Bool { held.load(ordering: .acquiring) }
@@ -310,7 +318,10 @@ public final class AUPlayerNode: RenderNode, @unchecked Sendable {
         if held.load(ordering: .acquiring) {
             let start = startSample.load(ordering: .acquiring)
             if start == Int64.max || (start >= 0 && start - renderSampleTime >= Int64(frames)) { return true }
-            return gateOpens(frames: frames) != nil
+            guard gateOpens(frames: frames) != nil else { return false }
+            // The gate opens in this render: it waits for the frames it will play (a device that
+            // is not real time can wait), or one render wrote silence for them by whenever the
+            // feeder's first frames came.
         }
         let ch = channels
         return ring.availableToRead >= min(frames, ring.capacity / ch / 2) * ch
@@ -344,6 +355,7 @@ public final class AUPlayerNode: RenderNode, @unchecked Sendable {
             guard let at = gateOpens(frames: frames) else {
                 for c in 0..<ch { out[c].update(repeating: 0, count: frames) }
                 renderSampleTime &+= Int64(frames)
+                sinceContent &+= Int64(frames)
                 return
             }
             held.store(false, ordering: .releasing)
@@ -384,6 +396,7 @@ public final class AUPlayerNode: RenderNode, @unchecked Sendable {
         }
         volume = v
         played.add(Int64(n), ordering: .relaxed)
+        sinceContent = n > 0 ? Int64(frames - lead - n) : sinceContent &+ Int64(frames)
         if isAnchored && since >= 0 && lead + n < frames {
             owed.add(Int64(frames - lead - n), ordering: .releasing)
         }

@@ -271,6 +271,13 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// False when the engine renders to a device no clock paces (a WAV file): it renders as fast
     /// as its sources give audio. True otherwise (and without a device).
     var deviceIsRealTime: Bool { lock.lock(); defer { lock.unlock() }; return graph?.device?.isRealTime ?? true }
+    /// True while a device no clock paces has written all the graph's sources gave and their
+    /// tails (``AudioGraph/isClocklessOutputIdle``); true without a device.
+    var clocklessOutputIdle: Bool {
+        lock.lock(); defer { lock.unlock() }
+        guard let graph, let device = graph.device, !device.isRealTime else { return true }
+        return graph.isClocklessOutputIdle
+    }
     var isRendering: Bool { lock.lock(); defer { lock.unlock() }; return running || manualMode != nil }
     var isManualRendering: Bool { lock.lock(); defer { lock.unlock() }; return manualMode != nil }
 

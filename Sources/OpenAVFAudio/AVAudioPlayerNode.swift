@@ -375,11 +375,12 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         guard let player = unit as? AUPlayerNode, !feeding else { lock.unlock(); return }
         feeding = true
         lock.unlock()
-        // On a device that is not real time (a WAV file), an idle player lets the graph render
-        // the latency after it (effect tails) and then stop; played back is counted in frames.
+        // On a device that is not real time (a WAV file), the graph itself renders the effects'
+        // tails after the player's last frame and then stops (AudioGraph.start(device:isReady:)):
+        // no silence allowance, so the file ends where the audio does. Played back is counted in frames.
         let realTime = engine?.deviceIsRealTime ?? true
         let latency = outputPresentationLatency
-        player.setIdleSilenceAllowance(frames: Int((latency * rate).rounded(.up)) + 2 * 4096)
+        player.setIdleSilenceAllowance(frames: realTime ? Int((latency * rate).rounded(.up)) + 2 * 4096 : 0)
         lock.lock()
         deviceRealTime = realTime
         lock.unlock()
@@ -437,17 +438,28 @@ open class AVAudioPlayerNode: AVAudioNode, AVAudioMixing, @unchecked Sendable {
         let latency = needsLatency ? outputPresentationLatency : 0
         let now = AudioGetCurrentHostTime()
         let renderedNow = player.renderedFrames
+        // (Read after `played`: idle then means idle after the renders that played it.)
+        let graphIdle = needsLatency ? (engine?.clocklessOutputIdle ?? true) : true
         lock.lock()
         // A device that is not real time renders faster than the clock: the latency is waited
         // in frames rendered after the player's end, not in seconds.
         let latencyFrames = deviceRealTime ? nil : Int64((latency * player.sampleRate).rounded(.up))
+        // And there played back is also written: the graph has rendered the tails after the
+        // player's end (it is idle), or the longest tail a graph renders (60 s) has passed, so a
+        // host that stops the engine then gets the same file every run.
+        let idle = deviceRealTime || graphIdle
+        let tailCap = Int64(60 * player.sampleRate)
         var ready: [Waiting] = []
         var keep: [Waiting] = []
         for var w in waiting {
             if w.renderedAt == nil && w.end <= played { w.renderedAt = now; w.renderedFrame = renderedNow }
             let playedBack: Bool
             if let at = w.renderedAt, let frame = w.renderedFrame {
-                if let latencyFrames { playedBack = renderedNow - frame >= latencyFrames } else { playedBack = Double(now &- at) / 1e9 >= latency }
+                if let latencyFrames {
+                    playedBack = renderedNow - frame >= latencyFrames && (idle || renderedNow - frame >= latencyFrames + tailCap)
+                } else {
+                    playedBack = Double(now &- at) / 1e9 >= latency
+                }
             } else {
                 playedBack = false
             }

@@ -277,6 +277,48 @@ import Glibc
     }
 
     /// A packager restart (media sequence going backwards) is rejoined with one discontinuity.
+    /// Issue 27: a live playlist claiming `#EXT-X-TARGETDURATION:86400` is reloaded within
+    /// `maximumReloadInterval` (10 s), not a day later: with nothing new it gives up with
+    /// `.timedOut` after two reloads (10 s, then 5 s), within 20 s.
+    @Test func aDayLongTargetDurationIsReloadedWithinTheCap() throws {
+        let dir = try ScratchDirectory("hls-target")
+        defer { dir.remove() }
+        let vod = try makeHLS(dir, name: "day", codec: ["-c:a", "aac", "-b:a", "64k"], id3: false)
+        let text = String(decoding: fileBytes(vod), as: UTF8.self)
+        let live = text.split(separator: "\n", omittingEmptySubsequences: false).compactMap { line -> String? in
+            if line.hasPrefix("#EXT-X-TARGETDURATION") { return "#EXT-X-TARGETDURATION:86400" }
+            if line.hasPrefix("#EXT-X-ENDLIST") || line.hasPrefix("#EXT-X-PLAYLIST-TYPE") { return nil }
+            return String(line)
+        }.joined(separator: "\n")
+        let playlist = dir.path + "/live.m3u8"
+        #expect(writeText(playlist, live))
+        var options = HLSOptions()
+        options.maximumUnchangedReloads = 1
+        let source = HLSByteSource(url: playlist, options: options)
+        let info = try source.open(at: 0)
+        #expect(info.isLive)
+        let outcome = Locked<AudioError?>(nil)
+        let finished = Atomic<Bool>(false)
+        let started = HLSTests.monotonic()
+        let reader = try JoinableThread(name: "hls-day-reader") {
+            do { _ = try DrainedSource(source) } catch let e as AudioError { outcome.withLock { $0 = e } } catch {}
+            finished.store(true, ordering: .releasing)
+        }
+        while !finished.load(ordering: .acquiring) && HLSTests.monotonic() - started < 30 { usleep(20_000) }
+        let seconds = HLSTests.monotonic() - started
+        if !finished.load(ordering: .acquiring) { source.cancel() }
+        reader.join()
+        print("HLS figure: TARGETDURATION 86400 gave up after \(seconds) s: \(outcome.withLock { $0 }.map { "\($0)" } ?? "no error")")
+        #expect(seconds < 20, "the live playlist was not reloaded within the cap (\(seconds) s)")
+        #expect(outcome.withLock { $0 }?.code == .timedOut, "\(String(describing: outcome.withLock { $0 }))")
+    }
+
+    static func monotonic() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
     @Test func livePackagerRestartIsRejoined() throws {
         let dir = try ScratchDirectory("hls")
         defer { dir.remove() }

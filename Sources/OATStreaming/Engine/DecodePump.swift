@@ -130,6 +130,28 @@ struct RetainedBytes {
 /// The parse-and-decode pump: bytes from an item's network thread through ``AudioFileStream``
 /// and ``AudioConverter`` to PCM for the output feeder.
 extension DecoderThread {
+    /// Buffering (before the start or after an underrun) for longer than
+    /// ``BufferingPolicy/slowBufferingTimeout`` while bytes trickle in: gives up, with the rate.
+    func checkSlowBuffering(_ item: ItemDecoder) throws {
+        let buffering = !queueStarted || self.buffering.phase == .rebuffering
+        guard buffering, policy.slowBufferingTimeout > 0 else {
+            bufferingSince = nil
+            bytesWhileBuffering = 0
+            return
+        }
+        let now = engine.clock.now()
+        guard let since = bufferingSince else {
+            bufferingSince = now
+            bytesWhileBuffering = 0
+            return
+        }
+        let seconds = HostTime.seconds(ticks: now &- since)
+        guard seconds > policy.slowBufferingTimeout else { return }
+        let rate = Double(bytesWhileBuffering) / max(0.001, seconds)
+        throw AudioError(.timedOut, component: "StreamingPlayer",
+                         "\(item.url) stalled: buffering for \(Int(seconds)) s, \(bytesWhileBuffering) bytes received (\(Int(rate.rounded())) bytes/s), too slow to play; giving up")
+    }
+
     /// Takes the next thing from the item's network thread and handles it.
     func step(_ item: ItemDecoder) throws {
         if item.inputEnded {
@@ -143,6 +165,7 @@ extension DecoderThread {
                 pump.prefetched = openItem(index: nextIndex, url: url, at: 0)
             }
         }
+        try checkSlowBuffering(item)
         guard let r = item.reader.next() else {
             if item.reader.isDrained {
                 throw AudioError(.invalidState, component: "StreamingPlayer", "the source of \(item.url) stopped without an end")
@@ -167,6 +190,7 @@ extension DecoderThread {
                 if c.playingIndex == item.index || !queueStarted { c.currentInfo = info }
             }
         case .bytes(let bytes, let offset):
+            if bufferingSince != nil { bytesWhileBuffering += Int64(bytes.count) }
             if item.parser == nil {
                 // Content type, extension and the first bytes decide the container (a server
                 // that says audio/mpeg and sends ADTS still plays).

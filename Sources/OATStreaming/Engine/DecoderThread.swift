@@ -47,6 +47,9 @@ final class DecoderThread {
     /// ``BufferingPolicy/steadyOutputLatency`` was applied to the device.
     var steadyLatencySet = false
     var lastHealth: UInt64 = 0
+    /// When the current buffering began (host time; nil while playing) and the bytes received since.
+    var bufferingSince: UInt64?
+    var bytesWhileBuffering: Int64 = 0
     var lastError: AudioError?
 
     init(engine: StreamingEngine) {

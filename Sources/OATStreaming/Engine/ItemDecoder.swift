@@ -48,6 +48,8 @@ final class ItemDecoder {
     var finishMarked = false
     /// Rejoins of a live stream since audio last came (bounded).
     var liveRejoins = 0
+    /// When the recent rejoins happened (host time; ``BufferingPolicy/maximumLiveRejoinsInWindow``).
+    var recentRejoins: [UInt64] = []
     /// Bytes parsed or skipped since the last decoded frame (bounded by
     /// ``BufferingPolicy/maximumBytesWithoutAudio``), and skip requests meanwhile.
     var bytesWithoutAudio: Int64 = 0

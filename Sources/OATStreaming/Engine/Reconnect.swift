@@ -107,8 +107,15 @@ extension DecoderThread {
     /// A live stream that ended (the server closed the connection) is joined again: a new
     /// request, and the parser and decoder resynchronise (a discontinuity).
     func rejoin(_ item: ItemDecoder) throws {
+        let now = engine.clock.now()
+        let window = HostTime.ticks(seconds: max(0, policy.liveRejoinWindow))
+        item.recentRejoins = item.recentRejoins.filter { now &- $0 < window } + [now]
+        if item.recentRejoins.count > max(1, policy.maximumLiveRejoinsInWindow) {
+            throw AudioError(.timedOut, component: "StreamingPlayer",
+                             "live stream \(item.url) closed the connection \(item.recentRejoins.count) times in \(Int(HostTime.seconds(ticks: now &- item.recentRejoins[0]))) s (at most \(policy.maximumLiveRejoinsInWindow) rejoins in \(Int(policy.liveRejoinWindow)) s); giving up")
+        }
         item.liveRejoins += 1
-        debug("live stream \(item.url) ended: rejoining (\(item.liveRejoins))")
+        debug("live stream \(item.url) ended: rejoining (\(item.liveRejoins) in a row, \(item.recentRejoins.count) in \(Int(policy.liveRejoinWindow)) s)")
         try restartDecoder(item)
         retire(item)
         let source = try makeSource(for: item.url)
