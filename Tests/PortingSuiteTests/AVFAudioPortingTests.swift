@@ -75,8 +75,11 @@ struct AVFAudioEngineWAVOutputTests {
         } else {
             #expect(frames > reference.samples.count / 2 + 48000 / 2, "\(mode): \(frames) frames: no reverb tail")
             #expect(frames <= reference.samples.count / 2 + 5 * 48000, "\(mode): \(frames) frames")
-            let end = written.samples.suffix(128).map { abs($0) }.max() ?? 1
-            #expect(end < 1e-3, "\(mode): the file ends at \(end), not in the quiet end of the tail")
+            // The end rule: the file ends on the tail's last sample at or above -90 dBFS (256
+            // quieter frames follow it, unwritten), so its last 256 frames are in the tail's
+            // last few dB: below -80 dBFS.
+            let end = written.samples.suffix(256 * written.channels).map { abs($0) }.max() ?? 1
+            #expect(end < 1e-4, "\(mode): the file ends at \(end), not at the quiet end of the tail")
         }
         if mode == "plain" {
             let c = try #require(check(written.samples, against: reference.samples, channels: 2), "no alignment: \(result.output)")
