@@ -79,7 +79,7 @@ enum SystemSounds {
         var playing: [Int: AudioFilePlayer] = [:]
         var nextPlay = 0
     }
-    static let state = Mutex(State())
+    static let state = Locked(State())
     /// Completions run here, one at a time (Apple: "a serial queue").
     static let completions = DispatchQueue(label: "OpenAudioToolbox.SystemSoundCompletions")
 
