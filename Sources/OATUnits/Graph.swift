@@ -471,18 +471,11 @@ public final class AudioGraph: @unchecked Sendable {
     /// Render thread: true when every node of the current plan is ready to render `frames`
     /// frames (``RenderNode/isReadyToRender(frames:)``). Uses the plan as ``render(into:frames:time:)`` does.
     private func sourcesReady(frames: Int) -> Bool {
-        var p = current.load(ordering: .sequentiallyConsistent)
-        while true {
-            inUse.store(p, ordering: .sequentiallyConsistent)
-            let q = current.load(ordering: .sequentiallyConsistent)
-            if q == p { break }
-            p = q
+        var ready = true
+        withCurrentPlan { plan in
+            ready = plan?.entries.allSatisfy { $0.node.isReadyToRender(frames: frames) } ?? true
         }
-        defer { inUse.store(nil, ordering: .sequentiallyConsistent) }
-        guard let p else { return true }
-        let plan = Unmanaged<RenderPlan>.fromOpaque(p).takeUnretainedValue()
-        for e in plan.entries where !e.node.isReadyToRender(frames: frames) { return false }
-        return true
+        return ready
     }
 
     private func renderPlan(into buffers: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>, frames: Int, time: AudioTimeStamp) {
