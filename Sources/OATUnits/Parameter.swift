@@ -27,6 +27,8 @@ public enum ParameterUnit: String, Sendable, Hashable {
     case milliseconds
     /// Octaves.
     case octaves
+    /// Cents (1/1200 of an octave).
+    case cents
     /// Percent (0 ... 100).
     case percent
     /// A ratio (e.g. a compression ratio or a playback rate).

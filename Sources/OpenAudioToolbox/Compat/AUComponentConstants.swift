@@ -11,19 +11,19 @@ public let kAudioUnitType_Panner: UInt32 = fourCC("aupn")
 public let kAudioUnitType_OfflineEffect: UInt32 = fourCC("auol")
 /// `'aumi'`: MIDI processors (none here).
 public let kAudioUnitType_MIDIProcessor: UInt32 = fourCC("aumi")
-/// `'lpas'`: low-pass filter (not provided here: use the N-band EQ's low-pass band).
+/// `'lpas'`: low-pass filter (OATUnits' `AUFilterUnitNode`, Apple's parameters).
 public let kAudioUnitSubType_LowPassFilter: UInt32 = fourCC("lpas")
-/// `'hpas'`: high-pass filter (not provided here: use the N-band EQ's high-pass band).
+/// `'hpas'`: high-pass filter (OATUnits' `AUFilterUnitNode`, Apple's parameters).
 public let kAudioUnitSubType_HighPassFilter: UInt32 = fourCC("hpas")
-/// `'bpas'`: band-pass filter (not provided here: use the N-band EQ's band-pass band).
+/// `'bpas'`: band-pass filter (OATUnits' `AUFilterUnitNode`, Apple's parameters).
 public let kAudioUnitSubType_BandPassFilter: UInt32 = fourCC("bpas")
-/// `'hshf'`: high-shelf filter (not provided here: use the N-band EQ's high-shelf band).
+/// `'hshf'`: high-shelf filter (OATUnits' `AUFilterUnitNode`, Apple's parameters).
 public let kAudioUnitSubType_HighShelfFilter: UInt32 = fourCC("hshf")
-/// `'lshf'`: low-shelf filter (not provided here: use the N-band EQ's low-shelf band).
+/// `'lshf'`: low-shelf filter (OATUnits' `AUFilterUnitNode`, Apple's parameters).
 public let kAudioUnitSubType_LowShelfFilter: UInt32 = fourCC("lshf")
-/// `'pmeq'`: parametric EQ (not provided here: use the N-band EQ's parametric band).
+/// `'pmeq'`: parametric EQ (OATUnits' `AUFilterUnitNode`, Apple's parameters).
 public let kAudioUnitSubType_ParametricEQ: UInt32 = fourCC("pmeq")
-/// `'dist'`: distortion (not provided here).
+/// `'dist'`: distortion (OATUnits' `AUDistortionNode`, Apple's parameters).
 public let kAudioUnitSubType_Distortion: UInt32 = fourCC("dist")
 /// `'greq'`: graphic EQ (not provided here).
 public let kAudioUnitSubType_GraphicEQ: UInt32 = fourCC("greq")

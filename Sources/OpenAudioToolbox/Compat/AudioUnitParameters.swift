@@ -119,3 +119,64 @@ public let kDynamicsProcessorParam_CompressionAmount: AudioUnitParameterID = 100
 public let kDynamicsProcessorParam_InputAmplitude: AudioUnitParameterID = 2000
 /// Dynamics processor output level, read-only (3000): not a parameter here.
 public let kDynamicsProcessorParam_OutputAmplitude: AudioUnitParameterID = 3000
+
+// MARK: - The single-filter units and the distortion (AUFilterUnitNode, AUDistortionNode)
+
+/// Low-pass cutoff frequency (Hz, 10 ... Nyquist, default 6900).
+public let kLowPassParam_CutoffFrequency: AudioUnitParameterID = 0
+/// Low-pass resonance (dB, −20 ... 40, default 0).
+public let kLowPassParam_Resonance: AudioUnitParameterID = 1
+/// High-pass cutoff frequency (Hz, 10 ... Nyquist, default 6900).
+public let kHipassParam_CutoffFrequency: AudioUnitParameterID = 0
+/// High-pass resonance (dB, −20 ... 40, default 0).
+public let kHipassParam_Resonance: AudioUnitParameterID = 1
+/// Band-pass centre frequency (Hz, 20 ... Nyquist, default 5000).
+public let kBandpassParam_CenterFrequency: AudioUnitParameterID = 0
+/// Band-pass bandwidth (cents, 100 ... 12000, default 600).
+public let kBandpassParam_Bandwidth: AudioUnitParameterID = 1
+/// High-shelf cutoff frequency (Hz, 10000 ... Nyquist, default 10000).
+public let kHighShelfParam_CutOffFrequency: AudioUnitParameterID = 0
+/// High-shelf gain (dB, −40 ... 40, default 0).
+public let kHighShelfParam_Gain: AudioUnitParameterID = 1
+/// Low-shelf cutoff frequency (Hz, 10 ... 200, default 80).
+public let kAULowShelfParam_CutoffFrequency: AudioUnitParameterID = 0
+/// Low-shelf gain (dB, −40 ... 40, default 0).
+public let kAULowShelfParam_Gain: AudioUnitParameterID = 1
+/// Parametric EQ centre frequency (Hz, 20 ... Nyquist, default 2000).
+public let kParametricEQParam_CenterFreq: AudioUnitParameterID = 0
+/// Parametric EQ Q (0.1 ... 20, default 1).
+public let kParametricEQParam_Q: AudioUnitParameterID = 1
+/// Parametric EQ gain (dB, −20 ... 20, default 0).
+public let kParametricEQParam_Gain: AudioUnitParameterID = 2
+/// Distortion delay (ms, 0.1 ... 500, default 0.1).
+public let kDistortionParam_Delay: AudioUnitParameterID = 0
+/// Distortion decay (0.1 ... 50, default 1).
+public let kDistortionParam_Decay: AudioUnitParameterID = 1
+/// Distortion delay mix (percent, default 50).
+public let kDistortionParam_DelayMix: AudioUnitParameterID = 2
+/// Distortion decimation (percent, default 50).
+public let kDistortionParam_Decimation: AudioUnitParameterID = 3
+/// Distortion rounding (percent, default 0).
+public let kDistortionParam_Rounding: AudioUnitParameterID = 4
+/// Distortion decimation mix (percent, default 50).
+public let kDistortionParam_DecimationMix: AudioUnitParameterID = 5
+/// Distortion linear term (0 ... 1, default 1).
+public let kDistortionParam_LinearTerm: AudioUnitParameterID = 6
+/// Distortion squared term (0 ... 20, default 0).
+public let kDistortionParam_SquaredTerm: AudioUnitParameterID = 7
+/// Distortion cubic term (0 ... 20, default 0).
+public let kDistortionParam_CubicTerm: AudioUnitParameterID = 8
+/// Distortion polynomial mix (percent, default 50).
+public let kDistortionParam_PolynomialMix: AudioUnitParameterID = 9
+/// Distortion ring-modulator frequency 1 (Hz, 0.5 ... 8000, default 100).
+public let kDistortionParam_RingModFreq1: AudioUnitParameterID = 10
+/// Distortion ring-modulator frequency 2 (Hz, 0.5 ... 8000, default 100).
+public let kDistortionParam_RingModFreq2: AudioUnitParameterID = 11
+/// Distortion ring-modulator balance (percent, default 50).
+public let kDistortionParam_RingModBalance: AudioUnitParameterID = 12
+/// Distortion ring-modulator mix (percent, default 0).
+public let kDistortionParam_RingModMix: AudioUnitParameterID = 13
+/// Distortion soft-clip gain (dB, −80 ... 20, default −6).
+public let kDistortionParam_SoftClipGain: AudioUnitParameterID = 14
+/// Distortion final mix (percent wet, default 50).
+public let kDistortionParam_FinalMix: AudioUnitParameterID = 15

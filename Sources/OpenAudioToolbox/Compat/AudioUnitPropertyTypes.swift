@@ -247,6 +247,7 @@ func appleParameterUnit(_ u: ParameterUnit) -> AudioUnitParameterUnit {
     case .seconds: return .seconds
     case .milliseconds: return .milliseconds
     case .octaves: return .octaves
+    case .cents: return .cents
     case .percent: return .percent
     case .ratio: return .ratio
     case .pan: return .pan
