@@ -46,10 +46,11 @@ public struct BiquadCoefficients: Sendable, Equatable {
     }
 
     /// Designs a band: `frequency` in Hz (clamped to 10 Hz ... 0.49·rate), `gain` in dB,
-    /// `bandwidth` in octaves (0.05 ... 5).
+    /// `bandwidth` in octaves (0.05 ... 10: the N-band EQ's bands go to 5, the band-pass unit's
+    /// 12000 cents to 10).
     public static func design(_ type: AUEQFilterType, frequency: Double, gain: Double, bandwidth: Double, sampleRate: Double) -> BiquadCoefficients {
         let f = min(max(frequency, 10), 0.49 * sampleRate)
-        let bw = min(max(bandwidth, 0.05), 5)
+        let bw = min(max(bandwidth, 0.05), 10)
         let w0 = 2 * Double.pi * f / sampleRate
         let cw = cos(w0), sw = sin(w0)
         let A = pow(10, gain / 40)
@@ -86,6 +87,22 @@ public struct BiquadCoefficients: Sendable, Equatable {
             }
         }
         return BiquadCoefficients(b0: b0 / a0, b1: b1 / a0, b2: b2 / a0, a1: a1 / a0, a2: a2 / a0)
+    }
+
+    /// Render thread: filters `count` samples in place (transposed direct form II), carrying the
+    /// section's two state values in `state` from call to call; denormal state is flushed to 0.
+    @inline(__always)
+    func process(_ samples: UnsafeMutablePointer<Float>, count: Int, state: UnsafeMutablePointer<Double>) {
+        var s1 = state[0], s2 = state[1]
+        for i in 0..<count {
+            let x = Double(samples[i])
+            let y = b0 * x + s1
+            s1 = b1 * x - a1 * y + s2
+            s2 = b2 * x - a2 * y
+            samples[i] = Float(y)
+        }
+        state[0] = abs(s1) < 1e-30 ? 0 : s1
+        state[1] = abs(s2) < 1e-30 ? 0 : s2
     }
 
     /// The magnitude response |H(e^jω)| at `frequency` (the analytic response of these coefficients).
@@ -276,21 +293,8 @@ public final class AUNBandEQNode: RenderNode, @unchecked Sendable {
                     _ = smoothF[b].next(); _ = smoothG[b].next(); _ = smoothB[b].next()
                     coeffs[b] = design(b)
                 }
-                let c = coeffs[b]
                 for ch in 0..<channels {
-                    let s = state + (b * channels + ch) * 2
-                    var s1 = s[0], s2 = s[1]
-                    let p = out[ch] + start
-                    for i in 0..<n {
-                        let x = Double(p[i])
-                        let y = c.b0 * x + s1
-                        s1 = c.b1 * x - c.a1 * y + s2
-                        s2 = c.b2 * x - c.a2 * y
-                        p[i] = Float(y)
-                    }
-                    // Flush denormals.
-                    s[0] = abs(s1) < 1e-30 ? 0 : s1
-                    s[1] = abs(s2) < 1e-30 ? 0 : s2
+                    coeffs[b].process(out[ch] + start, count: n, state: state + (b * channels + ch) * 2)
                 }
             }
             start += n

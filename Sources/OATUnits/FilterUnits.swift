@@ -91,52 +91,25 @@ public final class AUFilterUnitNode: RenderNode, @unchecked Sendable {
 
     deinit { state.deallocate() }
 
-    /// The coefficients the unit's current parameters give at `sampleRate`.
-    public func coefficients(sampleRate: Double) -> BiquadCoefficients {
-        let p0 = Double(parameters[0].value), p1 = Double(parameters[1].value)
-        let p2 = parameters.count > 2 ? Double(parameters[2].value) : 0
-        return Self.design(kind, p0, p1, p2, sampleRate: sampleRate)
-    }
-
-    /// The design of `kind` for parameter values `p0`, `p1`, `p2` (in ID order).
+    /// The design of `kind` for parameter values `p0`, `p1`, `p2` (in ID order): the N-band EQ's
+    /// band designs (``BiquadCoefficients/design(_:frequency:gain:bandwidth:sampleRate:)``), and a
+    /// peaking band set by its Q for the parametric EQ.
     static func design(_ kind: AUFilterUnitKind, _ p0: Double, _ p1: Double, _ p2: Double, sampleRate: Double) -> BiquadCoefficients {
-        let f = min(max(p0, 10), 0.49 * sampleRate)
-        let w0 = 2 * Double.pi * f / sampleRate
-        let cw = cos(w0), sw = sin(w0)
-        var b0 = 1.0, b1 = 0.0, b2 = 0.0, a0 = 1.0, a1 = 0.0, a2 = 0.0
         switch kind {
         case .lowPass, .highPass:
-            let q = pow(10, p1 / 20) / 2.0.squareRoot()
-            let alpha = sw / (2 * q)
-            if kind == .lowPass {
-                b0 = (1 - cw) / 2; b1 = 1 - cw; b2 = (1 - cw) / 2
-            } else {
-                b0 = (1 + cw) / 2; b1 = -(1 + cw); b2 = (1 + cw) / 2
-            }
-            a0 = 1 + alpha; a1 = -2 * cw; a2 = 1 - alpha
+            // The resonant types: Q = 10^(resonance/20)/√2.
+            return .design(kind == .lowPass ? .resonantLowPass : .resonantHighPass, frequency: p0, gain: p1, bandwidth: 1, sampleRate: sampleRate)
         case .bandPass:
-            // Bandwidth in octaves between the −3 dB points (the digital correction w0/sin w0).
-            let octaves = min(max(p1, 100), 12000) / 1200
-            let alpha = sw * sinh(log(2) / 2 * octaves * w0 / sw)
-            b0 = alpha; b1 = 0; b2 = -alpha
-            a0 = 1 + alpha; a1 = -2 * cw; a2 = 1 - alpha
+            return .design(.bandPass, frequency: p0, gain: 0, bandwidth: min(max(p1, 100), 12000) / 1200, sampleRate: sampleRate)
         case .lowShelf, .highShelf:
-            let A = pow(10, p1 / 40)
-            let s = 2 * A.squareRoot() * (sw / 2 * 2.0.squareRoot())
-            if kind == .lowShelf {
-                b0 = A * ((A + 1) - (A - 1) * cw + s); b1 = 2 * A * ((A - 1) - (A + 1) * cw); b2 = A * ((A + 1) - (A - 1) * cw - s)
-                a0 = (A + 1) + (A - 1) * cw + s; a1 = -2 * ((A - 1) + (A + 1) * cw); a2 = (A + 1) + (A - 1) * cw - s
-            } else {
-                b0 = A * ((A + 1) + (A - 1) * cw + s); b1 = -2 * A * ((A - 1) + (A + 1) * cw); b2 = A * ((A + 1) + (A - 1) * cw - s)
-                a0 = (A + 1) - (A - 1) * cw + s; a1 = 2 * ((A - 1) - (A + 1) * cw); a2 = (A + 1) - (A - 1) * cw - s
-            }
+            return .design(kind == .lowShelf ? .lowShelf : .highShelf, frequency: p0, gain: p1, bandwidth: 1, sampleRate: sampleRate)
         case .parametricEQ:
-            let A = pow(10, p2 / 40)
-            let alpha = sw / (2 * min(max(p1, 0.1), 20))
-            b0 = 1 + alpha * A; b1 = -2 * cw; b2 = 1 - alpha * A
-            a0 = 1 + alpha / A; a1 = -2 * cw; a2 = 1 - alpha / A
+            let w0 = 2 * Double.pi * min(max(p0, 10), 0.49 * sampleRate) / sampleRate
+            let cw = cos(w0), A = pow(10, p2 / 40)
+            let alpha = sin(w0) / (2 * min(max(p1, 0.1), 20))
+            let a0 = 1 + alpha / A
+            return BiquadCoefficients(b0: (1 + alpha * A) / a0, b1: -2 * cw / a0, b2: (1 - alpha * A) / a0, a1: -2 * cw / a0, a2: (1 - alpha / A) / a0)
         }
-        return BiquadCoefficients(b0: b0 / a0, b1: b1 / a0, b2: b2 / a0, a1: a1 / a0, a2: a2 / a0)
     }
 
     /// Allocates filter state and designs the coefficients.
@@ -158,21 +131,8 @@ public final class AUFilterUnitNode: RenderNode, @unchecked Sendable {
             designed = values
             coeffs = Self.design(kind, Double(values.0), Double(values.1), Double(values.2), sampleRate: sampleRate)
         }
-        let c = coeffs
-        let frames = context.frames
         for ch in 0..<min(out.channelCount, stateCount / 2) {
-            let s = state + ch * 2
-            var s1 = s[0], s2 = s[1]
-            let p = out[ch]
-            for i in 0..<frames {
-                let x = Double(p[i])
-                let y = c.b0 * x + s1
-                s1 = c.b1 * x - c.a1 * y + s2
-                s2 = c.b2 * x - c.a2 * y
-                p[i] = Float(y)
-            }
-            s[0] = abs(s1) < 1e-30 ? 0 : s1
-            s[1] = abs(s2) < 1e-30 ? 0 : s2
+            coeffs.process(out[ch], count: context.frames, state: state + ch * 2)
         }
     }
 }

@@ -33,12 +33,6 @@ struct AVAudioUnitComponent: Sendable {
         AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_Reverb2, name: "AUReverb2") { AUReverbNode(channels: $0) },
         AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_Delay, name: "AUDelay") { AUDelayNode(channels: $0) },
         AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_Distortion, name: "AUDistortion") { AUDistortionNode(channels: $0) },
-        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_LowPassFilter, name: "AULowpass") { AUFilterUnitNode(.lowPass, channels: $0) },
-        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_HighPassFilter, name: "AUHipass") { AUFilterUnitNode(.highPass, channels: $0) },
-        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_BandPassFilter, name: "AUBandpass") { AUFilterUnitNode(.bandPass, channels: $0) },
-        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_HighShelfFilter, name: "AUHighShelfFilter") { AUFilterUnitNode(.highShelf, channels: $0) },
-        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_LowShelfFilter, name: "AULowShelfFilter") { AUFilterUnitNode(.lowShelf, channels: $0) },
-        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_ParametricEQ, name: "AUParametricEQ") { AUFilterUnitNode(.parametricEQ, channels: $0) },
         AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_DynamicsProcessor, name: "AUDynamicsProcessor") { AUDynamicsNode(channels: $0) },
         AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kAudioUnitSubType_PeakLimiter, name: "AUPeakLimiter") { AUPeakLimiterNode(channels: $0) },
         AVAudioUnitComponent(type: kAudioUnitType_FormatConverter, subType: kAudioUnitSubType_NewTimePitch, name: "AUNewTimePitch") {
@@ -48,7 +42,9 @@ struct AVAudioUnitComponent: Sendable {
             AUTimePitchNode(channels: $0, algorithm: .timeDomain)
         },
         AVAudioUnitComponent(type: kAudioUnitType_FormatConverter, subType: kAudioUnitSubType_Varispeed, name: "AUVarispeed") { AUVarispeedNode(channels: $0) },
-    ]
+    ] + AUFilterUnitKind.allCases.map { kind in
+        AVAudioUnitComponent(type: kAudioUnitType_Effect, subType: kind.componentSubType, name: kind.appleName) { AUFilterUnitNode(kind, channels: $0) }
+    }
 
     /// The built-in component `d` describes (a manufacturer of 0 matches any, as in
     /// `AudioComponentFindNext`).

@@ -159,18 +159,6 @@ private let extraCompatComponents: [CompatComponent] = {
         CompatComponent(description: d(kAudioUnitType_FormatConverter, kAudioUnitSubType_TimePitch),
                         kind: .custom({ unit in AUTimePitchNode(channels: unit.channels(kAudioUnitScope_Input, 0), algorithm: .timeDomain) }),
                         name: "Apple: AUTimePitch"),
-        CompatComponent(description: d(kAudioUnitType_Effect, kAudioUnitSubType_LowPassFilter),
-                        kind: .custom({ AUFilterUnitNode(.lowPass, channels: $0.channels(kAudioUnitScope_Input, 0)) }), name: "Apple: AULowpass"),
-        CompatComponent(description: d(kAudioUnitType_Effect, kAudioUnitSubType_HighPassFilter),
-                        kind: .custom({ AUFilterUnitNode(.highPass, channels: $0.channels(kAudioUnitScope_Input, 0)) }), name: "Apple: AUHipass"),
-        CompatComponent(description: d(kAudioUnitType_Effect, kAudioUnitSubType_BandPassFilter),
-                        kind: .custom({ AUFilterUnitNode(.bandPass, channels: $0.channels(kAudioUnitScope_Input, 0)) }), name: "Apple: AUBandpass"),
-        CompatComponent(description: d(kAudioUnitType_Effect, kAudioUnitSubType_HighShelfFilter),
-                        kind: .custom({ AUFilterUnitNode(.highShelf, channels: $0.channels(kAudioUnitScope_Input, 0)) }), name: "Apple: AUHighShelfFilter"),
-        CompatComponent(description: d(kAudioUnitType_Effect, kAudioUnitSubType_LowShelfFilter),
-                        kind: .custom({ AUFilterUnitNode(.lowShelf, channels: $0.channels(kAudioUnitScope_Input, 0)) }), name: "Apple: AULowShelfFilter"),
-        CompatComponent(description: d(kAudioUnitType_Effect, kAudioUnitSubType_ParametricEQ),
-                        kind: .custom({ AUFilterUnitNode(.parametricEQ, channels: $0.channels(kAudioUnitScope_Input, 0)) }), name: "Apple: AUParametricEQ"),
         CompatComponent(description: d(kAudioUnitType_Effect, kAudioUnitSubType_Distortion),
                         kind: .custom({ AUDistortionNode(channels: $0.channels(kAudioUnitScope_Input, 0)) }), name: "Apple: AUDistortion"),
         CompatComponent(description: d(kAudioUnitType_Generator, kAudioUnitSubType_AudioFilePlayer), kind: .custom(player), name: "Apple: AUAudioFilePlayer"),
@@ -181,8 +169,37 @@ private let extraCompatComponents: [CompatComponent] = {
                             return ScheduledSlicePlayerNode(channels: unit.channels(kAudioUnitScope_Output, 0), signal: tracker.signal)
                         }),
                         name: "Apple: AUScheduledSoundPlayer"),
-    ]
+    ] + AUFilterUnitKind.allCases.map { kind in
+        CompatComponent(description: d(kAudioUnitType_Effect, kind.componentSubType),
+                        kind: .custom({ AUFilterUnitNode(kind, channels: $0.channels(kAudioUnitScope_Input, 0)) }), name: "Apple: " + kind.appleName)
+    }
 }()
+
+extension AUFilterUnitKind {
+    /// The unit's `kAudioUnitSubType_*` (its component type is `kAudioUnitType_Effect`).
+    package var componentSubType: UInt32 {
+        switch self {
+        case .lowPass: kAudioUnitSubType_LowPassFilter
+        case .highPass: kAudioUnitSubType_HighPassFilter
+        case .bandPass: kAudioUnitSubType_BandPassFilter
+        case .highShelf: kAudioUnitSubType_HighShelfFilter
+        case .lowShelf: kAudioUnitSubType_LowShelfFilter
+        case .parametricEQ: kAudioUnitSubType_ParametricEQ
+        }
+    }
+
+    /// Apple's name of the unit (its component's name without the manufacturer).
+    package var appleName: String {
+        switch self {
+        case .lowPass: "AULowpass"
+        case .highPass: "AUHipass"
+        case .bandPass: "AUBandpass"
+        case .highShelf: "AUHighShelfFilter"
+        case .lowShelf: "AULowShelfFilter"
+        case .parametricEQ: "AUParametricEQ"
+        }
+    }
+}
 
 /// Registers a component plug-in (Apple's `AudioComponentRegister`): afterwards
 /// `AudioComponentFindNext` finds `inDesc`, and `AudioComponentInstanceNew` calls `inFactory` for
