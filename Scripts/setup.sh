@@ -5,8 +5,8 @@ set -euo pipefail
 # Debian packages the build needs (`setup.sh --build`: only these, for Scripts/install.sh), and
 # those the tests, the demo and the peers they are measured against use as well (lintian
 # for Scripts/check-deb.sh).
-build_packages=(pkg-config libavcodec-dev libavutil-dev libswresample-dev libpulse-dev libasound2-dev libcurl4-openssl-dev librubberband-dev libspeexdsp-dev libmpg123-dev)
-packages=("${build_packages[@]}" ffmpeg pulseaudio pulseaudio-utils libasound2-plugins alsa-utils openssl icecast2 man-db zsh lintian)
+build_packages=(pkg-config libavcodec-dev libavutil-dev libswresample-dev libpulse-dev libasound2-dev libcurl4-openssl-dev librubberband-dev libspeexdsp-dev libmpg123-dev libfluidsynth-dev libmysofa-dev)
+packages=("${build_packages[@]}" timgm6mb-soundfont ffmpeg pulseaudio pulseaudio-utils libasound2-plugins alsa-utils openssl icecast2 man-db zsh lintian)
 if [ "${1:-}" = --build ]; then packages=("${build_packages[@]}"); fi
 
 missing=()

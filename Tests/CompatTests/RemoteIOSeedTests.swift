@@ -340,7 +340,10 @@ extension CompatSeedTests {
             c = AudioComponentFindNext(comp, &any)
         }
         #expect(Set(found) == [kAudioUnitSubType_NBandEQ, kAudioUnitSubType_Reverb2, kAudioUnitSubType_Delay,
-                               kAudioUnitSubType_DynamicsProcessor, kAudioUnitSubType_PeakLimiter])
+                               kAudioUnitSubType_DynamicsProcessor, kAudioUnitSubType_PeakLimiter,
+                               kAudioUnitSubType_LowPassFilter, kAudioUnitSubType_HighPassFilter, kAudioUnitSubType_BandPassFilter,
+                               kAudioUnitSubType_HighShelfFilter, kAudioUnitSubType_LowShelfFilter, kAudioUnitSubType_ParametricEQ,
+                               kAudioUnitSubType_Distortion])
         #expect(kAudioUnitType_Output == 0x6175_6F75 && kAudioUnitSubType_RemoteIO == 0x7269_6F63 && kAudioUnitManufacturer_Apple == 0x6170_706C)
 
         var desc = AudioComponentDescription(componentType: kAudioUnitType_Effect, componentSubType: kAudioUnitSubType_Delay,
