@@ -302,6 +302,106 @@ typedef int32_t (*AudioUnitRenderProc)(void *inComponentStorage, AudioUnitRender
 /// `kAudioUnitResetSelect` (Apple's `AudioUnitResetProc`).
 typedef int32_t (*AudioUnitResetProc)(void *self, uint32_t inScope, uint32_t inElement);
 
+// MARK: MusicPlayer.h: the event structs of music tracks.
+
+/// A MIDI note with its duration in beats (Apple's `MIDINoteMessage`).
+typedef struct MIDINoteMessage {
+    /// MIDI channel, 0...15.
+    uint8_t channel;
+    /// Note number, 0...127.
+    uint8_t note;
+    /// Note-on velocity, 1...127.
+    uint8_t velocity;
+    /// Note-off velocity, 0...127.
+    uint8_t releaseVelocity;
+    /// Duration in beats.
+    float duration;
+} MIDINoteMessage;
+
+/// A MIDI channel message other than a note (Apple's `MIDIChannelMessage`).
+typedef struct MIDIChannelMessage {
+    /// Status byte (0xA0...0xEF), channel in the low nibble.
+    uint8_t status;
+    /// First data byte.
+    uint8_t data1;
+    /// Second data byte.
+    uint8_t data2;
+    /// Must be 0.
+    uint8_t reserved;
+} MIDIChannelMessage;
+
+/// Raw MIDI bytes, System Exclusive (Apple's `MIDIRawData`): `length` bytes from `data` on.
+typedef struct MIDIRawData {
+    /// Bytes in `data`.
+    uint32_t length;
+    /// The first byte (the rest follow it in memory).
+    uint8_t data;
+} MIDIRawData;
+
+/// A Standard MIDI File meta event (Apple's `MIDIMetaEvent`): `dataLength` bytes from `data` on.
+typedef struct MIDIMetaEvent {
+    /// The meta event type (0x01 text, 0x03 track name, 0x51 tempo, 0x58 time signature, ...).
+    uint8_t metaEventType;
+    /// Unused: 0.
+    uint8_t unused1;
+    /// Unused: 0.
+    uint8_t unused2;
+    /// Unused: 0.
+    uint8_t unused3;
+    /// Bytes in `data`.
+    uint32_t dataLength;
+    /// The first byte (the rest follow it in memory).
+    uint8_t data;
+} MIDIMetaEvent;
+
+/// A user event's bytes (Apple's `MusicEventUserData`): `length` bytes from `data` on.
+typedef struct MusicEventUserData {
+    /// Bytes in `data`.
+    uint32_t length;
+    /// The first byte (the rest follow it in memory).
+    uint8_t data;
+} MusicEventUserData;
+
+/// A tempo change (Apple's `ExtendedTempoEvent`).
+typedef struct ExtendedTempoEvent {
+    /// Beats per minute.
+    double bpm;
+} ExtendedTempoEvent;
+
+/// An audio unit parameter change on a track (Apple's `ParameterEvent`).
+typedef struct ParameterEvent {
+    /// The parameter (`AudioUnitParameterID`).
+    uint32_t parameterID;
+    /// Its scope (`AudioUnitScope`).
+    uint32_t scope;
+    /// Its element (`AudioUnitElement`).
+    uint32_t element;
+    /// The value (`AudioUnitParameterValue`).
+    float value;
+} ParameterEvent;
+
+/// A track's looping (Apple's `MusicTrackLoopInfo`).
+typedef struct MusicTrackLoopInfo {
+    /// Beats from the track's start that repeat.
+    double loopDuration;
+    /// Times the loop plays; 0 loops forever.
+    int32_t numberOfLoops;
+} MusicTrackLoopInfo;
+
+/// A time as bar, beat and sub-beat (Apple's `CABarBeatTime`).
+typedef struct CABarBeatTime {
+    /// Bar, from 1.
+    int32_t bar;
+    /// Beat in the bar, from 1.
+    uint16_t beat;
+    /// Sub-beat, from 0.
+    uint16_t subbeat;
+    /// Sub-beats per beat.
+    uint16_t subbeatDivisor;
+    /// Must be 0.
+    uint16_t reserved;
+} CABarBeatTime;
+
 #pragma clang assume_nonnull end
 
 #endif
