@@ -145,7 +145,7 @@ let package = Package(
                                                          "-L", packageDirectory + "Sources/afplay/Link",
                                                          "-Xlinker", "--symbol-ordering-file=" + packageDirectory + "Sources/afplay/Link/afplay.order",
                                                          "-Xlinker", "--no-warn-symbol-ordering"])]),
-        .target(name: "OATTestSupport", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices"], swiftSettings: strict),
+        .target(name: "OATTestSupport", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices", "OATUnits"], swiftSettings: strict),
         .testTarget(name: "OATCoreTests", dependencies: ["OATCore"], swiftSettings: strict),
         .testTarget(name: "OATConversionTests", dependencies: ["OATConversion", "OATFiles", "OATTestSupport"], swiftSettings: strict),
         .testTarget(name: "OpenAudioToolboxTests", dependencies: ["OpenAudioToolbox", "OATStreaming", "OATTestSupport"], swiftSettings: strict),

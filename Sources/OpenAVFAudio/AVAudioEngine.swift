@@ -104,6 +104,8 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
 
     /// The nodes attached.
     open var attachedNodes: Set<AVAudioNode> { lock.lock(); defer { lock.unlock() }; return Set(attached) }
+    /// The attached nodes in the order they were attached (AVAudioSequencer's default instrument is the first).
+    var attachedNodesInOrder: [AVAudioNode] { lock.lock(); defer { lock.unlock() }; return attached }
 
     /// True between ``start()`` and ``pause()``/``stop()``: rendering to the device, or started in
     /// manual rendering mode (as Apple reports).

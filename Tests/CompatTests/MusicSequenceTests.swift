@@ -9,49 +9,16 @@ import AudioToolbox
 import OpenAudioToolbox
 #endif
 import Foundation
-import Synchronization
+import OATTestSupport
 import Testing
 
-// MARK: - A test instrument: one impulse per note-on
-
-/// A music device that writes velocity/127 on the frame of each note-on (silence otherwise) and
-/// counts the other messages it gets.
-final class ImpulseInstrument: MusicDeviceNode, @unchecked Sendable {
-    private var pending: Float = 0
-    let programChanges = Atomic<Int>(0)
-    let noteOffs = Atomic<Int>(0)
-    let allNotesOff = Atomic<Int>(0)
-
-    init() { super.init(name: "impulse instrument") }
-
-    override func handle(_ event: MIDIChannelEvent) {
-        switch event.status & 0xF0 {
-        case 0x90 where event.data2 > 0: pending = Float(event.data2) / 127
-        case 0x80, 0x90: noteOffs.add(1, ordering: .relaxed)
-        case 0xC0: programChanges.add(1, ordering: .relaxed)
-        case 0xB0 where event.data1 == 123: allNotesOff.add(1, ordering: .relaxed)
-        default: break
-        }
-    }
-
-    override func synthesize(into output: AUBufferList, from: Int, count: Int) {
-        for c in 0..<output.channelCount {
-            (output[c] + from).update(repeating: 0, count: count)
-            if pending > 0, count > 0 { output[c][from] = pending }
-        }
-        if count > 0 { pending = 0 }
-    }
-}
+// MARK: - The test instrument (OATTestSupport.ImpulseInstrument) as a component
 
 private let impulseDescription = AudioComponentDescription(componentType: kAudioUnitType_MusicDevice, componentSubType: 0x696D_7073, // 'imps'
                                                           componentManufacturer: 0x4F41_5474, componentFlags: 0, componentFlagsMask: 0) // 'OATt'
 private let registerImpulse: Void = {
     var d = impulseDescription
-    _ = AudioComponentRegister(&d, "OAT tests: impulse instrument", 1) { _ in
-        let instrument = ImpulseInstrument()
-        ImpulseInstrument.last = instrument
-        return instrument
-    }
+    _ = AudioComponentRegister(&d, "OAT tests: impulse instrument", 1) { _ in ImpulseInstrument() }
 }()
 
 /// A graph: the impulse instrument into a generic output, opened and initialised.
@@ -586,9 +553,4 @@ private let userEventCallback: MusicSequenceUserCallback = { client, _, _, beat,
     let length = Int(data.pointee.length)
     let bytes = Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(data) + 4, count: length))
     box.append((beat, bytes))
-}
-
-extension ImpulseInstrument {
-    /// The last instrument the factory made (tests run their graphs one at a time per suite).
-    nonisolated(unsafe) static var last: ImpulseInstrument?
 }

@@ -40,6 +40,10 @@ final class CompatMusicPlayer: @unchecked Sendable {
     private var tempo = MusicTempoMap(changes: [])
     private final class Flag: Sendable { let value = Atomic<Bool>(false) }
     private let stopFlag = Flag()
+    /// Set by a host that is not an AUGraph (AVAudioSequencer over an AVAudioEngine): where each
+    /// track plays and at what rate; the player then leaves graphs alone.
+    var hostDestinations: ((CompatMusicTrack) -> MusicDeviceNode?)?
+    var hostSampleRate: (() -> Double?)?
     /// True while the control thread is in a user callback (which may stop the player: the
     /// thread is then let go instead of joined from itself).
     private let inCallback = Flag()
@@ -93,9 +97,9 @@ final class CompatMusicPlayer: @unchecked Sendable {
     func startPlaying() -> OSStatus {
         guard let s = sequence else { return kAudioToolboxErr_NoSequence }
         if playing { return noErr }
-        if s.graph == nil { _ = makeDefaultMusicGraph(s) }
+        if s.graph == nil, hostDestinations == nil { _ = makeDefaultMusicGraph(s) }
         var cg: CompatGraph?
-        if let g = s.graph, let graph = compatGraph(g) {
+        if hostDestinations == nil, let g = s.graph, let graph = compatGraph(g) {
             if !graph.opened { _ = AUGraphOpen(g) }
             if !graph.initialized {
                 let status = AUGraphInitialize(g)
@@ -112,6 +116,7 @@ final class CompatMusicPlayer: @unchecked Sendable {
             cg = graph
             sampleRate = graph.graph?.sampleRate ?? 44100
         }
+        if let rate = hostSampleRate?() { sampleRate = rate }
         startBeat = stoppedBeat
         tempo = s.tempoMap
         startSeconds = tempo.seconds(forBeats: startBeat)
@@ -164,7 +169,7 @@ final class CompatMusicPlayer: @unchecked Sendable {
             if t.muted || (anySolo && !t.soloed) { continue }
             let destID = t.destinationNode ?? s.defaultMusicDeviceNode
             let unit = destID.flatMap { cg?.unit($0) }
-            let node = destID.flatMap { id in cg?.liveNodes[id] ?? unit?.node } as? MusicDeviceNode
+            let node = hostDestinations.map { $0(t) } ?? destID.flatMap { id in cg?.liveNodes[id] ?? unit?.node } as? MusicDeviceNode
             var entries: [MIDISchedule.Entry] = []
             let loopLength = t.loopInfo.loopDuration
             let passes = loopLength > 0 ? (t.loopInfo.numberOfLoops == 0 ? Int.max : Int(t.loopInfo.numberOfLoops)) : 1
@@ -401,4 +406,16 @@ public func MusicPlayerGetPlayRateScalar(_ inPlayer: MusicPlayer, _ outScaleRate
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     outScaleRate.pointee = p.rate
     return noErr
+}
+
+// MARK: - Hosts other than AUGraph (AVAudioSequencer)
+
+/// Makes `player` play its sequence on the music devices `destination` names for each track (nil:
+/// the track is silent) at `sampleRate()`'s rate, leaving AUGraphs alone: what AVAudioSequencer
+/// does over an AVAudioEngine.
+package func musicPlayerSetHost(_ player: MusicPlayer, sampleRate: @escaping () -> Double?,
+                                destination: @escaping (MusicTrack) -> MusicDeviceNode?) {
+    guard let p = compatPlayer(player) else { return }
+    p.hostSampleRate = sampleRate
+    p.hostDestinations = { track in track.handle.flatMap(destination) }
 }

@@ -115,14 +115,12 @@ public struct MusicSequenceLoadFlags: OptionSet, Sendable {
     public static var smf_ChannelsToTracks: MusicSequenceLoadFlags { MusicSequenceLoadFlags(rawValue: 1) }
 }
 
-/// How files are written (Apple's `MusicSequenceFileFlags`).
+/// How files are written (Apple's `MusicSequenceFileFlags`; none set, `[]`: an existing file is an error).
 public struct MusicSequenceFileFlags: OptionSet, Sendable {
     /// The flags' bits.
     public var rawValue: UInt32
     /// Creates flags.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
-    /// Nothing set: an existing file is an error.
-    public static var `default`: MusicSequenceFileFlags { MusicSequenceFileFlags(rawValue: 0) }
     /// Replace an existing file.
     public static var eraseFile: MusicSequenceFileFlags { MusicSequenceFileFlags(rawValue: 1) }
 }
@@ -150,9 +148,9 @@ final class CompatMusicEvent: @unchecked Sendable {
         data.copyMemory(from: bytes, byteCount: size)
     }
 
-    convenience init<T>(time: MusicTimeStamp, type: MusicEventType, value: T) {
-        var v = value
-        self.init(time: time, type: type, bytes: &v, size: MemoryLayout<T>.size)
+    convenience init<T: BitwiseCopyable>(time: MusicTimeStamp, type: MusicEventType, value: T) {
+        let bytes = withUnsafeBytes(of: value) { Array($0) }
+        self.init(time: time, type: type, bytes: bytes, size: bytes.count)
     }
 
     /// A variable-length event: `headerSize` bytes of `header`, then `payload` (its length field
@@ -170,7 +168,7 @@ final class CompatMusicEvent: @unchecked Sendable {
 
     deinit { data.deallocate() }
 
-    func load<T>(_: T.Type) -> T { data.loadUnaligned(as: T.self) }
+    func load<T: BitwiseCopyable>(_: T.Type) -> T { data.loadUnaligned(as: T.self) }
 
     /// The bytes after a variable-length event's header.
     func payload(headerSize: Int, length: Int) -> [UInt8] {
@@ -645,7 +643,11 @@ extension CompatMusicSequence {
         var channelTracks: [UInt8: CompatMusicTrack] = [:]
         var metaTrack: CompatMusicTrack?
         for (index, events) in file.tracks.enumerated() {
-            let own: CompatMusicTrack? = channelsToTracks ? nil : newTrack()
+            // A type 1 file's first track is the conductor: its meta events go to the tempo track
+            // (as Apple loads it), and a track is made for it only if it holds MIDI too.
+            let conductor = file.format == 1 && index == 0 && file.tracks.count > 1
+            let holdsMIDI = events.contains { if case .meta = $0.message { return false } else { return true } }
+            let own: CompatMusicTrack? = channelsToTracks || (conductor && !holdsMIDI) ? nil : newTrack()
             if let own, index < file.trackLengths.count { own.explicitLength = beats(file.trackLengths[index]) }
             // Open notes: (channel, note) -> stack of (start tick, velocity).
             var open: [UInt16: [(Int, UInt8)]] = [:]
@@ -673,7 +675,7 @@ extension CompatMusicSequence {
                             tempoTrack.insert(CompatMusicEvent(time: beats(e.tick), type: kMusicEventType_ExtendedTempo,
                                                                value: ExtendedTempoEvent(bpm: 60_000_000 / Double(micros))))
                         }
-                    } else if type == 0x58 || type == 0x59 || type == 0x54 {
+                    } else if type == 0x58 || type == 0x59 || type == 0x54 || conductor {
                         tempoTrack.insert(metaEvent(time: beats(e.tick), type: type, data: data))
                     } else {
                         target(channel: nil).insert(metaEvent(time: beats(e.tick), type: type, data: data))
