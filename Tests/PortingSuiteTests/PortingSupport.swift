@@ -118,3 +118,30 @@ func soundingSpan(_ samples: [Float], channels: Int) -> Range<Int>? {
     guard let first = (0..<frames).first(where: loud), let last = (0..<frames).last(where: loud) else { return nil }
     return first..<(last + 1)
 }
+
+/// The fundamental of `x` by normalised autocorrelation (60 Hz ... 1.2 kHz): the shortest lag
+/// within 3 % of the best one, so a strong harmonic does not win.
+func fundamentalFrequency(_ x: [Float], sampleRate: Double) -> Double {
+    let minLag = Int(sampleRate / 1200), maxLag = Int(sampleRate / 60)
+    guard x.count > maxLag * 2 else { return 0 }
+    var scores: [Double] = Array(repeating: 0, count: maxLag + 1)
+    let n = x.count - maxLag
+    var energy = 0.0
+    for i in 0..<n { energy += Double(x[i] * x[i]) }
+    guard energy > 0 else { return 0 }
+    for lag in minLag...maxLag {
+        var s = 0.0, e2 = 0.0
+        for i in 0..<n {
+            s += Double(x[i] * x[i + lag])
+            e2 += Double(x[i + lag] * x[i + lag])
+        }
+        scores[lag] = s / (energy * e2).squareRoot()
+    }
+    let best = scores[minLag...maxLag].max() ?? 0
+    guard let lag = (minLag...maxLag).first(where: { scores[$0] >= best * 0.97 && ($0 == maxLag || scores[$0] >= scores[$0 + 1]) && scores[$0] >= scores[$0 - 1] })
+    else { return 0 }
+    // Parabolic refinement.
+    let a = scores[lag - 1], b = scores[lag], c = scores[min(maxLag, lag + 1)]
+    let shift = (a - c) / (2 * (a - 2 * b + c))
+    return sampleRate / (Double(lag) + (shift.isFinite ? shift : 0))
+}
