@@ -75,6 +75,8 @@ let package = Package(
         // libs would link them again (the headers are on the default include path).
         .systemLibrary(name: "COATRubberBand", providers: [.apt(["librubberband-dev"])]),
         .systemLibrary(name: "COATSpeexDSP", providers: [.apt(["libspeexdsp-dev"])]),
+        // libmysofa's header only (SOFA HRTF sets for the spatial mixer): COATDSPLazy loads it too.
+        .systemLibrary(name: "COATMySofa", providers: [.apt(["libmysofa-dev"])]),
         .target(name: "COATDSPLazy", dependencies: ["COATLazy"]),
         // libcurl's headers only (no link line): COATCurl loads libcurl with dlopen on first use,
         // defines the curl functions the package calls, and wraps curl_easy_setopt/getinfo and macros.
@@ -96,7 +98,7 @@ let package = Package(
         .target(name: "OATNetwork", dependencies: ["OATCore", "OATFiles", "COATCurlHeaders", "COATCurl"], swiftSettings: strict),
         // The streaming player alone; re-exports OATNetwork (its API takes and reports its types).
         .target(name: "OATStreaming", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork"], swiftSettings: strict),
-        .target(name: "OATUnits", dependencies: ["OATCore", "OATConversion", "OATDevices", "OATProcessing"], swiftSettings: strict),
+        .target(name: "OATUnits", dependencies: ["OATCore", "OATConversion", "OATDevices", "OATProcessing", "COATMySofa", "COATDSPLazy"], swiftSettings: strict),
         // The Swift API in one module; OpenAudioToolbox adds Apple's C-style names (and Foundation's URL).
         .target(name: "AudioToolboxKit", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork", "OATStreaming", "OATUnits", "OATProcessing"], swiftSettings: strict),
         .target(name: "OpenAudioToolbox", dependencies: ["COATAudioToolboxTypes", "AudioToolboxKit", "OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork", "OATStreaming", "OATUnits", "OATProcessing"], swiftSettings: strict),

@@ -10,6 +10,7 @@
 #include <rubberband/rubberband-c.h>
 #include <speex/speex_echo.h>
 #include <speex/speex_preprocess.h>
+#include <mysofa.h>
 #pragma GCC visibility pop
 
 #include <dlfcn.h>
@@ -45,8 +46,17 @@
     X(speex, int, speex_preprocess_run, (SpeexPreprocessState *st, spx_int16_t *x), (st, x), 0) \
     X(speex, int, speex_preprocess_ctl, (SpeexPreprocessState *st, int request, void *ptr), (st, request, ptr), -1)
 
+/* libmysofa (SOFA HRTF sets: the spatial mixer's HRTF rendering). */
+#define OAT_MYSOFA_FUNCTIONS(X, V) \
+    X(mysofa, struct MYSOFA_EASY *, mysofa_open, (const char *filename, float samplerate, int *filterlength, int *err), (filename, samplerate, filterlength, err), NULL) \
+    V(mysofa, mysofa_getfilter_float, (struct MYSOFA_EASY *easy, float x, float y, float z, float *IRleft, float *IRright, float *delayLeft, float *delayRight), (easy, x, y, z, IRleft, IRright, delayLeft, delayRight)) \
+    V(mysofa, mysofa_close, (struct MYSOFA_EASY *easy), (easy))
+
 /* OAT_RUBBERBAND_LIBRARY names another file or soname to load (a build elsewhere, or a path that
    does not exist to check how a missing library is reported). */
 OAT_LAZY_LOADER(rb, OAT_RB_FUNCTIONS, "librubberband.so.2", "Rubber Band (Debian: librubberband2)",
                 "OAT_RUBBERBAND_LIBRARY", oat_rubberband_load)
 OAT_LAZY_LOADER(speex, OAT_SPEEX_FUNCTIONS, "libspeexdsp.so.1", "SpeexDSP (Debian: libspeexdsp1)", NULL, oat_speexdsp_load)
+/* OAT_MYSOFA_LIBRARY names another file or soname to load (or a path that does not exist, to check
+   how a missing library is reported). */
+OAT_LAZY_LOADER(mysofa, OAT_MYSOFA_FUNCTIONS, "libmysofa.so.1", "libmysofa (Debian: libmysofa1)", "OAT_MYSOFA_LIBRARY", oat_mysofa_load)

@@ -334,6 +334,9 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
         for node in attached where node !== outputNode {
             (node as? AVAudioPlayerNode)?.ringFrames = manualMode != nil ? Int(rate) : nil
             (node as? AVAudioMixerNode)?.inputBusCount = (highestInputBus(of: node) ?? 0) + 1
+            if let env = node as? AVAudioEnvironmentNode {
+                env.inputBusChannels = (0...(highestInputBus(of: node) ?? 0)).map { Int(formatInto(node, bus: $0).channelCount) }
+            }
             let out = channels(of: node)
             let domain = domainRate(of: node)
             let unit: OATUnits.RenderNode
@@ -347,6 +350,10 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
                     mixer.unit = unit
                     mixer.push()
                     applyMixing(to: mixer)
+                }
+                if let env = node as? AVAudioEnvironmentNode {
+                    env.unit = unit
+                    env.push()
                 }
                 try wrap { () throws(AudioError) in try g.add(unit) }
                 // A chain that runs at another rate (a source node in its own format, and the
@@ -462,7 +469,7 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// other nodes, the rate of what feeds their input 0.
     func domainRate(of node: AVAudioNode, depth: Int = 0) -> Double {
         let rate = renderRate
-        if node === outputNode || node is AVAudioMixerNode || node is AVAudioPlayerNode || depth > 64 { return rate }
+        if node === outputNode || node is AVAudioMixerNode || node is AVAudioEnvironmentNode || node is AVAudioPlayerNode || depth > 64 { return rate }
         if let input = node as? AVAudioInputNode, let m = input.pulledManualInput { return m.format.sampleRate }
         if let source = node as? AVAudioSourceNode {
             if let f = source.blockFormat { return f.sampleRate }
@@ -477,6 +484,10 @@ open class AVAudioEngine: NSObject, @unchecked Sendable {
     /// when given).
     private func applyMixing(to target: AVAudioMixerNode? = nil) {
         for c in connections {
+            if target == nil, let env = c.destination as? AVAudioEnvironmentNode, c.source is any AVAudioMixing {
+                env.setInput(c.destinationBus, volume: (c.source as? any AVAudioMixing)?.volume ?? 1, settings: c.source.mixing3D)
+                continue
+            }
             guard let mixer = c.destination as? AVAudioMixerNode, let source = c.source as? any AVAudioMixing else { continue }
             if let target, mixer !== target { continue }
             mixer.setInput(c.destinationBus, volume: source.volume, pan: source.pan)

@@ -22,6 +22,8 @@ open class AVAudioNode: NSObject, @unchecked Sendable {
     let handles = NodeAudioUnitHandle()
     /// The per-mixer settings asked for through `destination(forMixer:bus:)` (sources only).
     var mixingDestinations: [AVAudioMixingDestination] = []
+    /// The source's ``AVAudio3DMixing`` settings (AVAudioEnvironmentNode.swift).
+    var mixing3D = Mixing3DSettings()
 
     init(inputs: Int, outputs: Int) {
         self.inputs = inputs
@@ -229,8 +231,9 @@ public protocol AVAudioStereoMixing: NSObjectProtocol {
 }
 
 /// The volume and pan of a source at the mixer it feeds (Apple's `AVAudioMixing`, which
-/// refines ``AVAudioStereoMixing``; no 3D mixing here).
-public protocol AVAudioMixing: AVAudioStereoMixing {
+/// refines ``AVAudio3DMixing`` and ``AVAudioStereoMixing``; the 3-D settings are used by an
+/// ``AVAudioEnvironmentNode``).
+public protocol AVAudioMixing: AVAudio3DMixing, AVAudioStereoMixing {
     /// Linear gain at the mixer input, 0 ... 1.
     var volume: Float { get set }
     /// The settings of this source at input `bus` of `mixer` (nil when it does not feed it):

@@ -13,4 +13,8 @@
 const char *oat_rubberband_load(void);
 const char *oat_speexdsp_load(void);
 
+/* libmysofa (HRTF sets in the SOFA format, for the spatial mixer's HRTF algorithms) likewise:
+   oat_mysofa_load() returns NULL once libmysofa.so.1 is loaded, else a message naming it. */
+const char *oat_mysofa_load(void);
+
 #endif

@@ -331,6 +331,7 @@ public func AudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
         return noErr
     }
     if inID == kAudioOutputUnitProperty_CurrentDevice { return currentDeviceInfo(unit, outDataSize, outWritable) }
+    if let status = spatialMixerPropertyInfo(unit, inID, inScope, inElement, outDataSize, outWritable) { return status }
     return builtinAudioUnitGetPropertyInfo(inUnit, inID, inScope, inElement, outDataSize, outWritable)
 }
 
@@ -346,6 +347,7 @@ public func AudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     if isPlayer(unit), let status = getPlayerProperty(unit, inID, outData, ioDataSize) { return status }
     if inID == kAudioOutputUnitProperty_CurrentDevice { return getCurrentDevice(unit, outData, ioDataSize) }
+    if let status = getSpatialMixerProperty(unit, inID, inScope, inElement, outData, ioDataSize) { return status }
     return builtinAudioUnitGetProperty(inUnit, inID, inScope, inElement, outData, ioDataSize)
 }
 
@@ -364,6 +366,8 @@ public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
         status = s
     } else if inID == kAudioOutputUnitProperty_CurrentDevice {
         status = setCurrentDevice(unit, inUnit, inData, inDataSize)
+    } else if let s = setSpatialMixerProperty(unit, inID, inScope, inElement, inData, inDataSize) {
+        status = s
     } else {
         status = builtinAudioUnitSetProperty(inUnit, inID, inScope, inElement, inData, inDataSize)
     }

@@ -37,7 +37,7 @@ public let kAudioUnitSubType_MultiBandCompressor: UInt32 = fourCC("mcmp")
 public let kAudioUnitSubType_SampleDelay: UInt32 = fourCC("sdly")
 /// `'merg'`: merger (not provided here).
 public let kAudioUnitSubType_Merger: UInt32 = fourCC("merg")
-/// `'3dem'`: spatial mixer (not provided here).
+/// `'3dem'`: spatial mixer (OATUnits' `AUSpatialMixerNode`: Apple's parameters and properties, SpatialMixerCompat.swift).
 public let kAudioUnitSubType_SpatialMixer: UInt32 = fourCC("3dem")
 /// `'smxr'`: stereo mixer (not provided here: use `kAudioUnitSubType_MultiChannelMixer`).
 public let kAudioUnitSubType_StereoMixer: UInt32 = fourCC("smxr")

@@ -162,6 +162,7 @@ private let extraCompatComponents: [CompatComponent] = {
         CompatComponent(description: d(kAudioUnitType_Effect, kAudioUnitSubType_Distortion),
                         kind: .custom({ AUDistortionNode(channels: $0.channels(kAudioUnitScope_Input, 0)) }), name: "Apple: AUDistortion"),
         CompatComponent(description: d(kAudioUnitType_Generator, kAudioUnitSubType_AudioFilePlayer), kind: .custom(player), name: "Apple: AUAudioFilePlayer"),
+        CompatComponent(description: d(kAudioUnitType_Mixer, kAudioUnitSubType_SpatialMixer), kind: .custom(makeSpatialMixerNode), name: "Apple: AUSpatialMixer"),
         CompatComponent(description: d(kAudioUnitType_Generator, kAudioUnitSubType_ScheduledSoundPlayer),
                         kind: .custom({ unit in
                             let tracker = unit.extras.slices ?? SliceTracker()

@@ -77,7 +77,7 @@ public let kAUVoiceIOProperty_OtherAudioDuckingConfiguration: AudioUnitPropertyI
 public let kAUNBandEQProperty_MaxNumberOfBands: AudioUnitPropertyID = 2201
 /// Apple's `kAUNBandEQProperty_BiquadCoefficients` (2203): the N-band EQ's biquad coefficients; units here answer `kAudioUnitErr_InvalidProperty`.
 public let kAUNBandEQProperty_BiquadCoefficients: AudioUnitPropertyID = 2203
-/// Apple's `kAudioUnitProperty_SpatializationAlgorithm` (3000): the spatial mixer's algorithm (no spatial mixer here); units here answer `kAudioUnitErr_InvalidProperty`.
+/// Apple's `kAudioUnitProperty_SpatializationAlgorithm` (3000): a spatial mixer input's `AUSpatializationAlgorithm` (`UInt32`, input scope); other units answer `kAudioUnitErr_InvalidProperty`.
 public let kAudioUnitProperty_SpatializationAlgorithm: AudioUnitPropertyID = 3000
 /// Apple's `kAudioUnitProperty_DopplerShift` (3002): the spatial mixer's Doppler shift (no spatial mixer here); units here answer `kAudioUnitErr_InvalidProperty`.
 public let kAudioUnitProperty_DopplerShift: AudioUnitPropertyID = 3002

@@ -285,6 +285,8 @@ final class CompatUnitExtras {
     /// `kAudioUnitProperty_OfflineRender`: renders of this unit (or of a graph holding it) may
     /// block until its sources have read ahead, instead of rendering silence for what is late.
     var offlineRender = false
+    /// The spatial mixer's per-input properties, kept across node rebuilds (SpatialMixerCompat.swift).
+    var spatial: SpatialMixerCompatState?
     // File player.
     var fileIDs: [AudioFileID] = []
     /// The region set last (what `kAudioUnitProperty_ScheduledFileRegion` reads back).
