@@ -76,6 +76,10 @@ let package = Package(
         .systemLibrary(name: "COATRubberBand", providers: [.apt(["librubberband-dev"])]),
         .systemLibrary(name: "COATSpeexDSP", providers: [.apt(["libspeexdsp-dev"])]),
         .target(name: "COATDSPLazy", dependencies: ["COATLazy"]),
+        // FluidSynth's headers only (no link lines): COATFluidSynthLazy loads libfluidsynth with dlopen
+        // on first use (the sampler and the MIDI synth) and defines the functions the package calls.
+        .systemLibrary(name: "COATFluidSynth", providers: [.apt(["libfluidsynth-dev"])]),
+        .target(name: "COATFluidSynthLazy", dependencies: ["COATLazy"]),
         // libcurl's headers only (no link line): COATCurl loads libcurl with dlopen on first use,
         // defines the curl functions the package calls, and wraps curl_easy_setopt/getinfo and macros.
         .systemLibrary(name: "COATCurlHeaders", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -96,7 +100,7 @@ let package = Package(
         .target(name: "OATNetwork", dependencies: ["OATCore", "OATFiles", "COATCurlHeaders", "COATCurl"], swiftSettings: strict),
         // The streaming player alone; re-exports OATNetwork (its API takes and reports its types).
         .target(name: "OATStreaming", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork"], swiftSettings: strict),
-        .target(name: "OATUnits", dependencies: ["OATCore", "OATConversion", "OATDevices", "OATProcessing"], swiftSettings: strict),
+        .target(name: "OATUnits", dependencies: ["OATCore", "OATConversion", "OATDevices", "OATProcessing", "COATFluidSynth", "COATFluidSynthLazy"], swiftSettings: strict),
         // The Swift API in one module; OpenAudioToolbox adds Apple's C-style names (and Foundation's URL).
         .target(name: "AudioToolboxKit", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork", "OATStreaming", "OATUnits", "OATProcessing"], swiftSettings: strict),
         .target(name: "OpenAudioToolbox", dependencies: ["COATAudioToolboxTypes", "AudioToolboxKit", "OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork", "OATStreaming", "OATUnits", "OATProcessing"], swiftSettings: strict),

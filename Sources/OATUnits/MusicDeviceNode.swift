@@ -107,7 +107,7 @@ open class MusicDeviceNode: RenderNode, @unchecked Sendable {
         return sysexProducer.withLock { _ -> Bool in
             guard sysex.availableToWrite >= bytes.count + 2 else { return false }
             var length = (UInt8(truncatingIfNeeded: bytes.count >> 8), UInt8(truncatingIfNeeded: bytes.count))
-            withUnsafeBytes(of: &length) { sysex.write($0.bindMemory(to: UInt8.self)) }
+            _ = withUnsafeBytes(of: &length) { sysex.write($0.bindMemory(to: UInt8.self)) }
             sysex.write(bytes)
             return true
         }
