@@ -28,6 +28,11 @@ private func musicDeviceGraph(_ subType: OSType, configure: (AudioUnit) -> Void 
     return (g, device, output)
 }
 
+/// Sets a property from a value (a `URL` or a struct holding one: no `&value` to a raw pointer).
+private func setProperty<T>(_ unit: AudioUnit, _ id: AudioUnitPropertyID, _ value: T) -> OSStatus {
+    withUnsafePointer(to: value) { AudioUnitSetProperty(unit, id, kAudioUnitScope_Global, 0, UnsafeRawPointer($0), UInt32(MemoryLayout<T>.size)) }
+}
+
 private func renderLeft(_ output: AudioUnit, slices: Int, frames: Int = 512, each: (Int) -> Void = { _ in }) -> [Float] {
     var left: [Float] = []
     var l = [Float](repeating: 0, count: frames), r = [Float](repeating: 0, count: frames)
@@ -56,10 +61,9 @@ struct MusicDeviceCompatTests {
 
     @Test func samplerPresetPlaysAMIDIEventAtItsPitchInAGraph() throws {
         let (g, device, output) = try musicDeviceGraph(kAudioUnitSubType_Sampler) { device in
-            var data = AUSamplerInstrumentData(fileURL: URL(fileURLWithPath: bank) as CFURL, instrumentType: UInt8(kInstrumentType_SF2Preset),
+            let data = AUSamplerInstrumentData(fileURL: URL(fileURLWithPath: bank) as CFURL, instrumentType: UInt8(kInstrumentType_SF2Preset),
                                                bankMSB: UInt8(kAUSampler_DefaultMelodicBankMSB), bankLSB: UInt8(kAUSampler_DefaultBankLSB), presetID: 19)
-            #expect(AudioUnitSetProperty(device, kAUSamplerProperty_LoadInstrument, kAudioUnitScope_Global, 0, &data,
-                                         UInt32(MemoryLayout<AUSamplerInstrumentData>.size)) == noErr)
+            #expect(setProperty(device, kAUSamplerProperty_LoadInstrument, data) == noErr)
         }
         defer { DisposeAUGraph(g) }
         let out = renderLeft(output, slices: 26) { s in
@@ -78,8 +82,7 @@ struct MusicDeviceCompatTests {
 
     @Test func startAndStopNoteOnTheMIDISynth() throws {
         let (g, device, output) = try musicDeviceGraph(kAudioUnitSubType_MIDISynth) { device in
-            var url = URL(fileURLWithPath: bank) as CFURL
-            #expect(AudioUnitSetProperty(device, kMusicDeviceProperty_SoundBankURL, kAudioUnitScope_Global, 0, &url, UInt32(MemoryLayout<CFURL>.size)) == noErr)
+            #expect(setProperty(device, kMusicDeviceProperty_SoundBankURL, URL(fileURLWithPath: bank) as CFURL) == noErr)
         }
         defer { DisposeAUGraph(g) }
         var id: NoteInstanceID = 0
@@ -113,13 +116,11 @@ struct MusicDeviceCompatTests {
         #expect(AudioComponentInstanceNew(try #require(AudioComponentFindNext(nil, &desc)), &sampler) == noErr)
         let s = try #require(sampler)
         defer { AudioComponentInstanceDispose(s) }
-        var url = URL(fileURLWithPath: "/tmp/missing-\(getpid()).sf2") as CFURL
-        #expect(AudioUnitSetProperty(s, kMusicDeviceProperty_SoundBankURL, kAudioUnitScope_Global, 0, &url, UInt32(MemoryLayout<CFURL>.size)) == -43)
+        #expect(setProperty(s, kMusicDeviceProperty_SoundBankURL, URL(fileURLWithPath: "/tmp/missing-\(getpid()).sf2") as CFURL) == -43)
         #expect(MusicDeviceMIDIEvent(s, 0x40, 60, 100, 0) == kAudio_ParamError)
         #expect(MusicDeviceMIDIEvent(s, 0x90, 60, 100, 0) == noErr)
-        var data = AUSamplerInstrumentData(fileURL: URL(fileURLWithPath: bank) as CFURL, instrumentType: UInt8(kInstrumentType_AUPreset),
+        let data = AUSamplerInstrumentData(fileURL: URL(fileURLWithPath: bank) as CFURL, instrumentType: UInt8(kInstrumentType_AUPreset),
                                            bankMSB: 0, bankLSB: 0, presetID: 0)
-        #expect(AudioUnitSetProperty(s, kAUSamplerProperty_LoadInstrument, kAudioUnitScope_Global, 0, &data,
-                                     UInt32(MemoryLayout<AUSamplerInstrumentData>.size)) == kAudioUnitErr_InstrumentTypeNotFound)
+        #expect(setProperty(s, kAUSamplerProperty_LoadInstrument, data) == kAudioUnitErr_InstrumentTypeNotFound)
     }
 }

@@ -24,6 +24,7 @@ struct AVAudioUnitSamplerTests {
             left += UnsafeBufferPointer(start: out.floatChannelData![0], count: Int(out.frameLength))
         }
         engine.stop()
+        engine.detach(sampler)
         return left
     }
 
@@ -65,7 +66,9 @@ struct AVAudioUnitSamplerTests {
         let reference = try decodeWithToolbox(path)
         let mono = stride(from: 0, to: reference.samples.count, by: reference.channels).map { reference.samples[$0] }
         let root = try render(sampler, slices: 8) { if $0 == 0 { sampler.startNote(60, withVelocity: 127, onChannel: 0) } }
-        let octave = try render(sampler, slices: 8) { if $0 == 0 { sampler.startNote(72, withVelocity: 127, onChannel: 0) } }
+        let octave = try render(sampler, slices: 8) {
+            if $0 == 0 { sampler.sendController(120, withValue: 0, onChannel: 0); sampler.startNote(72, withVelocity: 127, onChannel: 0) }
+        }
         // Key 60 (the file's root here) plays the file as it is; key 72 at twice the speed.
         let asIs = correlation(Array(root[1024..<7000]), Array(mono[1024..<7000]))
         let doubled = correlation(Array(octave[1024..<7000]), (1024..<7000).map { mono[2 * $0] })
