@@ -78,6 +78,10 @@ let package = Package(
         // libmysofa's header only (SOFA HRTF sets for the spatial mixer): COATDSPLazy loads it too.
         .systemLibrary(name: "COATMySofa", providers: [.apt(["libmysofa-dev"])]),
         .target(name: "COATDSPLazy", dependencies: ["COATLazy"]),
+        // FluidSynth's headers only (no link lines): COATFluidSynthLazy loads libfluidsynth with dlopen
+        // on first use (the sampler and the MIDI synth) and defines the functions the package calls.
+        .systemLibrary(name: "COATFluidSynth", providers: [.apt(["libfluidsynth-dev"])]),
+        .target(name: "COATFluidSynthLazy", dependencies: ["COATLazy"]),
         // libcurl's headers only (no link line): COATCurl loads libcurl with dlopen on first use,
         // defines the curl functions the package calls, and wraps curl_easy_setopt/getinfo and macros.
         .systemLibrary(name: "COATCurlHeaders", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -98,7 +102,7 @@ let package = Package(
         .target(name: "OATNetwork", dependencies: ["OATCore", "OATFiles", "COATCurlHeaders", "COATCurl"], swiftSettings: strict),
         // The streaming player alone; re-exports OATNetwork (its API takes and reports its types).
         .target(name: "OATStreaming", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork"], swiftSettings: strict),
-        .target(name: "OATUnits", dependencies: ["OATCore", "OATConversion", "OATDevices", "OATProcessing", "COATMySofa", "COATDSPLazy"], swiftSettings: strict),
+        .target(name: "OATUnits", dependencies: ["OATCore", "OATConversion", "OATDevices", "OATProcessing", "COATMySofa", "COATDSPLazy", "COATFluidSynth", "COATFluidSynthLazy"], swiftSettings: strict),
         // The Swift API in one module; OpenAudioToolbox adds Apple's C-style names (and Foundation's URL).
         .target(name: "AudioToolboxKit", dependencies: ["OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork", "OATStreaming", "OATUnits", "OATProcessing"], swiftSettings: strict),
         .target(name: "OpenAudioToolbox", dependencies: ["COATAudioToolboxTypes", "AudioToolboxKit", "OATCore", "OATFiles", "OATConversion", "OATDevices", "OATQueueEngine", "OATNetwork", "OATStreaming", "OATUnits", "OATProcessing"], swiftSettings: strict),

@@ -80,7 +80,7 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
     /// ``instantiate(with:options:completionHandler:)`` make units of a component.
     public convenience init() { self.init(componentDescription: AudioComponentDescription()) }
 
-    init(componentDescription: AudioComponentDescription) {
+    init(componentDescription: AudioComponentDescription, inputs: Int = 1) {
         // An all-zero description is "no component" (the plain inits), never a wildcard search
         // that would pick whichever unit comes first.
         let none = componentDescription.componentType == 0 && componentDescription.componentSubType == 0
@@ -89,7 +89,7 @@ open class AVAudioUnit: AVAudioNode, @unchecked Sendable {
         registered = none || component != nil ? nil : _AudioComponentNodeSource(matching: componentDescription)
         givenDescription = componentDescription
         standalone = nil
-        super.init(inputs: 1, outputs: 1)
+        super.init(inputs: inputs, outputs: 1)
     }
 
     /// A unit over `unit`, a unit of its own (an I/O unit): in an engine it passes audio through.

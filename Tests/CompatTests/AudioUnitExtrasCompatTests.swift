@@ -237,7 +237,7 @@ private func newUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = k
     }
 
     /// A Swift node registered with AudioComponentRegister is found and works like a built-in
-    /// unit; music device calls answer that there is no music device.
+    /// unit; music device calls on it answer that it is not a music device.
     @Test func componentRegisterAndMusicDevice() throws {
         var desc = AudioComponentDescription(componentType: kAudioUnitType_Effect, componentSubType: 0x6861_6C66 /* 'half' */,
                                              componentManufacturer: 0x7465_7374 /* 'test' */, componentFlags: 0, componentFlagsMask: 0)
@@ -254,10 +254,13 @@ private func newUnit(_ type: UInt32, _ subType: UInt32, manufacturer: UInt32 = k
         let out = render(unit, slices: 4)
         let peak = out.map { abs($0) }.max() ?? 0
         #expect(abs(peak - 0.25) < 0.01, "peak \(peak)")
-        #expect(MusicDeviceMIDIEvent(unit, 0x90, 60, 100, 0) == kAudioUnitErr_InvalidProperty)
+        // An effect is not a music device: the Component Manager's badComponentSelector.
+        #expect(MusicDeviceMIDIEvent(unit, 0x90, 60, 100, 0) == OSStatus(bitPattern: 0x8000_8002))
         var music = AudioComponentDescription(componentType: kAudioUnitType_MusicDevice, componentSubType: 0, componentManufacturer: 0,
                                               componentFlags: 0, componentFlagsMask: 0)
-        #expect(AudioComponentFindNext(nil, &music) == nil)
+        let first = try #require(AudioComponentFindNext(nil, &music))
+        var firstDesc = AudioComponentDescription()
+        #expect(AudioComponentGetDescription(first, &firstDesc) == noErr && firstDesc.componentSubType == kAudioUnitSubType_Sampler)
     }
 
     /// Apple's dynamics and reverb parameter IDs our DSP lacks are refused as parameters.

@@ -95,9 +95,9 @@ public let kAudioUnitSubType_AudioFilePlayer: UInt32 = fourCC("afpl")
 public let kAudioUnitSubType_ScheduledSoundPlayer: UInt32 = fourCC("sspl")
 /// DLS synth (`'dls '`): not available here.
 public let kAudioUnitSubType_DLSSynth: UInt32 = fourCC("dls ")
-/// MIDI synth (`'msyn'`): not available here.
+/// MIDI synth (`'msyn'`): AUMIDISynth, a General MIDI synthesiser over FluidSynth (MusicDevice.swift).
 public let kAudioUnitSubType_MIDISynth: UInt32 = fourCC("msyn")
-/// Sampler (`'samp'`): not available here.
+/// Sampler (`'samp'`): AUSampler, over FluidSynth and the sampler's own voices (MusicDevice.swift).
 public let kAudioUnitSubType_Sampler: UInt32 = fourCC("samp")
 
 // MARK: - Errors
@@ -330,6 +330,11 @@ public func AudioUnitGetPropertyInfo(_ inUnit: AudioUnit, _ inID: AudioUnitPrope
         outWritable?.pointee = DarwinBoolean(inID != kAudioUnitProperty_CurrentPlayTime)
         return noErr
     }
+    if isMusicDevice(unit), let info = musicDevicePropertySize(unit, inID) {
+        outDataSize?.pointee = info.size
+        outWritable?.pointee = DarwinBoolean(info.writable)
+        return noErr
+    }
     if inID == kAudioOutputUnitProperty_CurrentDevice { return currentDeviceInfo(unit, outDataSize, outWritable) }
     if let status = spatialMixerPropertyInfo(unit, inID, inScope, inElement, outDataSize, outWritable) { return status }
     return builtinAudioUnitGetPropertyInfo(inUnit, inID, inScope, inElement, outDataSize, outWritable)
@@ -346,6 +351,7 @@ public func AudioUnitGetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     if let p = plugInInstance(inUnit) { return p.getProperty(inID, inScope, inElement, outData, ioDataSize) }
     guard let unit = compatUnit(inUnit) else { return kAudio_ParamError }
     if isPlayer(unit), let status = getPlayerProperty(unit, inID, outData, ioDataSize) { return status }
+    if isMusicDevice(unit), let status = getMusicDeviceProperty(unit, inID, outData, ioDataSize) { return status }
     if inID == kAudioOutputUnitProperty_CurrentDevice { return getCurrentDevice(unit, outData, ioDataSize) }
     if let status = getSpatialMixerProperty(unit, inID, inScope, inElement, outData, ioDataSize) { return status }
     return builtinAudioUnitGetProperty(inUnit, inID, inScope, inElement, outData, ioDataSize)
@@ -363,6 +369,8 @@ public func AudioUnitSetProperty(_ inUnit: AudioUnit, _ inID: AudioUnitPropertyI
     if unit.isHosted, let refusal = hostedSetPropertyRefusal(inID) { return refusal }
     let status: OSStatus
     if isPlayer(unit), let s = setPlayerProperty(unit, inID, inData, inDataSize) {
+        status = s
+    } else if isMusicDevice(unit), let s = setMusicDeviceProperty(unit, inID, inData, inDataSize) {
         status = s
     } else if inID == kAudioOutputUnitProperty_CurrentDevice {
         status = setCurrentDevice(unit, inUnit, inData, inDataSize)

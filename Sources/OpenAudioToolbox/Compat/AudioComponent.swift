@@ -173,7 +173,7 @@ private let extraCompatComponents: [CompatComponent] = {
     ] + AUFilterUnitKind.allCases.map { kind in
         CompatComponent(description: d(kAudioUnitType_Effect, kind.componentSubType),
                         kind: .custom({ AUFilterUnitNode(kind, channels: $0.channels(kAudioUnitScope_Input, 0)) }), name: "Apple: " + kind.appleName)
-    }
+    } + musicDeviceComponents
 }()
 
 extension AUFilterUnitKind {

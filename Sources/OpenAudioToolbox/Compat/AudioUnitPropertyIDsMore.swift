@@ -63,7 +63,7 @@ public let kAudioUnitProperty_MIDIOutputBufferSizeHint: AudioUnitPropertyID = 66
 public let kAudioUnitProperty_UsesInternalReverb: AudioUnitPropertyID = 1005
 /// Apple's `kMusicDeviceProperty_InstrumentCount` (1000): a music device's instrument count (no music devices); units here answer `kAudioUnitErr_InvalidProperty`.
 public let kMusicDeviceProperty_InstrumentCount: AudioUnitPropertyID = 1000
-/// Apple's `kMusicDeviceProperty_SoundBankURL` (1100): a music device's sound bank (no music devices); units here answer `kAudioUnitErr_InvalidProperty`.
+/// Apple's `kMusicDeviceProperty_SoundBankURL` (1100): the SoundFont 2 or DLS bank (a `CFURL`) the sampler and MIDI synth play (MusicDevice.swift).
 public let kMusicDeviceProperty_SoundBankURL: AudioUnitPropertyID = 1100
 /// Apple's `kAudioOutputUnitProperty_OSWorkgroup` (2015): the I/O thread's os_workgroup (none on Linux); units here answer `kAudioUnitErr_InvalidProperty`.
 public let kAudioOutputUnitProperty_OSWorkgroup: AudioUnitPropertyID = 2015
@@ -99,9 +99,9 @@ public let kAudioUnitProperty_DeferredRendererPullSize: AudioUnitPropertyID = 33
 public let kAudioUnitProperty_DeferredRendererExtraLatency: AudioUnitPropertyID = 3321
 /// Apple's `kAudioUnitProperty_DeferredRendererWaitFrames` (3322): the deferred renderer's wait (no deferred renderer); units here answer `kAudioUnitErr_InvalidProperty`.
 public let kAudioUnitProperty_DeferredRendererWaitFrames: AudioUnitPropertyID = 3322
-/// Apple's `kAUSamplerProperty_LoadAudioFiles` (4101): the sampler's audio files (no sampler); units here answer `kAudioUnitErr_InvalidProperty`.
+/// Apple's `kAUSamplerProperty_LoadAudioFiles` (4101): builds the sampler's instrument from audio files (a `CFArray` of `CFURL`s: here a `[URL]`; MusicDevice.swift).
 public let kAUSamplerProperty_LoadAudioFiles: AudioUnitPropertyID = 4101
-/// Apple's `kAUSamplerProperty_LoadInstrument` (4102): the sampler's instrument (no sampler); units here answer `kAudioUnitErr_InvalidProperty`.
+/// Apple's `kAUSamplerProperty_LoadInstrument` (4102): loads the sampler's instrument from an `AUSamplerInstrumentData` (MusicDevice.swift).
 public let kAUSamplerProperty_LoadInstrument: AudioUnitPropertyID = 4102
 
 /// The highest render quality (Apple's `kRenderQuality_Max`, 127), for `kAudioUnitProperty_RenderQuality`.

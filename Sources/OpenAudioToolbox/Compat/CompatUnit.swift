@@ -301,4 +301,6 @@ final class CompatUnitExtras {
     var primed = false
     /// Scheduled slices waiting to be played (ScheduleAudioSlice; AudioUnitPlayers.swift).
     var slices: SliceTracker?
+    /// The sampler or MIDI synth node, kept across node rebuilds (MusicDevice.swift).
+    var musicDevice: AUSamplerNode?
 }
