@@ -22,6 +22,7 @@ let portingPrograms: [(name: String, directory: String)] = [
     ("porting-stream-player", "StreamPlayer"),
     ("porting-aac-recorder", "AACRecorder"),
     ("porting-device-query", "DeviceQuery"),
+    ("porting-music-player", "MusicPlayerSMF"),
 ]
 
 /// Porting programs written against AVFAudio (`import AVFoundation` on Apple), built the same way.
@@ -33,6 +34,7 @@ let avfPortingPrograms: [(name: String, directory: String)] = [
     ("porting-avaudioengine-streamer", "AVAudioEngineStreamer"),
     ("porting-avaudiorecorder", "AVAudioRecorder"),
     ("porting-auaudiounit-streamer", "AUAudioUnitStreamer"),
+    ("porting-midi-3d-demo", "MIDI3DDemo"),
 ]
 
 let package = Package(

@@ -78,6 +78,7 @@ public final class AUSpatialInputSettings: Sendable {
     private let maximumBits = Atomic<UInt32>(Float(100_000).bitPattern)
     private let rolloffBits = Atomic<UInt32>(Float(1).bitPattern)
     private let maxAttenuationBits = Atomic<UInt32>(Float(0).bitPattern)
+    private let flagBits = Atomic<UInt32>(0b101)
 
     /// Default settings: equal power, spatialise if mono, in-head mono, inverse distance with
     /// reference 1 m, maximum 100 000 m, rolloff 1, no attenuation floor.
@@ -119,6 +120,13 @@ public final class AUSpatialInputSettings: Sendable {
     public var rolloffFactor: Float {
         get { Float(bitPattern: rolloffBits.load(ordering: .relaxed)) }
         set { if newValue.isFinite, newValue >= 0 { rolloffBits.store(newValue.bitPattern, ordering: .relaxed) } }
+    }
+    /// Apple's rendering flags (`kSpatialMixerRenderingFlags_*`): bit 0 interaural delay (the
+    /// spherical head's ITD), bit 2 distance attenuation; both set by default. Without bit 2 the
+    /// distance does not attenuate; without bit 0 the spherical head has no interaural delay.
+    public var renderingFlags: UInt32 {
+        get { flagBits.load(ordering: .relaxed) }
+        set { flagBits.store(newValue, ordering: .relaxed) }
     }
     /// The most attenuation distance may bring, in dB (Apple's `MixerDistanceParams.mMaxAttenuation`);
     /// 0: no limit.
@@ -517,6 +525,7 @@ public final class AUSpatialMixerNode: RenderNode, @unchecked Sendable {
         var gain: Float
         var azimuth: Float
         var elevation: Float
+        var itd: Bool
         var inHead: Bool
         var obstruction: Float
         var occlusion: Float
@@ -526,7 +535,9 @@ public final class AUSpatialMixerNode: RenderNode, @unchecked Sendable {
         let base = i * Self.perInput
         let s = inputSettings[i]
         let distance = parameters[base + 2].value
-        var dg = Self.distanceGain(distance, curve: s.curve, reference: s.referenceDistance, maximum: s.maximumDistance, rolloff: s.rolloffFactor)
+        let flags = s.renderingFlags
+        var dg = flags & 0b100 == 0 ? 1
+            : Self.distanceGain(distance, curve: s.curve, reference: s.referenceDistance, maximum: s.maximumDistance, rolloff: s.rolloffFactor)
         if s.maximumAttenuation > 0 { dg = max(dg, Self.dbToGain(-s.maximumAttenuation)) }
         let lo = Self.dbToGain(parameters[base + 6].value), hi = Self.dbToGain(parameters[base + 7].value)
         dg = min(max(dg, lo), max(lo, hi))
@@ -535,7 +546,7 @@ public final class AUSpatialMixerNode: RenderNode, @unchecked Sendable {
         if yaw != 0 || pitch != 0 || roll != 0 {
             (az, el) = Self.rotate(azimuth: az, elevation: el, yaw: yaw, pitch: pitch, roll: roll)
         }
-        return Targets(gain: enabled ? Self.dbToGain(parameters[base + 3].value) * dg : 0, azimuth: az, elevation: el,
+        return Targets(gain: enabled ? Self.dbToGain(parameters[base + 3].value) * dg : 0, azimuth: az, elevation: el, itd: flags & 1 != 0,
                        inHead: Double(distance) < Self.headRadius && !s.inHeadBypass,
                        obstruction: Self.attenuationFilterCoefficient(dB: parameters[base + 10].value, sampleRate: sampleRate),
                        occlusion: Self.attenuationFilterCoefficient(dB: parameters[base + 9].value, sampleRate: sampleRate))
@@ -638,7 +649,7 @@ public final class AUSpatialMixerNode: RenderNode, @unchecked Sendable {
 
     private func renderSphericalHead(_ st: inout InputState, _ m: UnsafeMutablePointer<Float>, _ ol: UnsafeMutablePointer<Float>,
                                      _ or: UnsafeMutablePointer<Float>, _ frames: Int, _ t: Targets) {
-        let itd = Self.interauralDelay(azimuth: t.azimuth, elevation: t.elevation) * sampleRate
+        let itd = t.itd ? Self.interauralDelay(azimuth: t.azimuth, elevation: t.elevation) * sampleRate : 0
         // The near ear at the delay line's minimum (1 frame), the far ear later by the ITD.
         st.delayL.setTarget(Float(1 + max(0, itd)))
         st.delayR.setTarget(Float(1 + max(0, -itd)))

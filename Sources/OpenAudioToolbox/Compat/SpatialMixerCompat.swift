@@ -72,7 +72,8 @@ public let kSpatialMixerParam_HeadRoll: AudioUnitParameterID = 21
 public let kAudioUnitProperty_3DMixerDistanceParams: AudioUnitPropertyID = 3010
 /// `UInt32` `AU3DMixerAttenuationCurve` per input (3013).
 public let kAudioUnitProperty_3DMixerAttenuationCurve: AudioUnitPropertyID = 3013
-/// `UInt32` `AU3DMixerRenderingFlags` per input (3003; kept and read back).
+/// `UInt32` `AU3DMixerRenderingFlags` per input (3003): interaural delay and distance attenuation
+/// act (both on by default); the other flags are kept and read back.
 public let kAudioUnitProperty_3DMixerRenderingFlags: AudioUnitPropertyID = 3003
 /// `Float64` distance attenuation per input (3004; the 3D mixer's older property: not provided,
 /// units answer `kAudioUnitErr_InvalidProperty`).
@@ -81,7 +82,8 @@ public let kAudioUnitProperty_3DMixerDistanceAtten: AudioUnitPropertyID = 3004
 public let kAudioUnitProperty_SpatialMixerDistanceParams: AudioUnitPropertyID = 3010
 /// `UInt32` `AUSpatialMixerAttenuationCurve` per input (3013).
 public let kAudioUnitProperty_SpatialMixerAttenuationCurve: AudioUnitPropertyID = 3013
-/// `UInt32` `AUSpatialMixerRenderingFlags` per input (3003; kept and read back).
+/// `UInt32` `AUSpatialMixerRenderingFlags` per input (3003): interaural delay and distance
+/// attenuation (both on by default).
 public let kAudioUnitProperty_SpatialMixerRenderingFlags: AudioUnitPropertyID = 3003
 /// `UInt32` `AUSpatialMixerSourceMode` per input (3005).
 public let kAudioUnitProperty_SpatialMixerSourceMode: AudioUnitPropertyID = 3005
@@ -168,7 +170,8 @@ public enum AUSpatialMixerAttenuationCurve: UInt32, Sendable {
     case spatialMixerAttenuationCurve_Linear = 3
 }
 
-/// The 3D mixer's rendering flags (Apple's `AU3DMixerRenderingFlags`; kept and read back).
+/// The 3D mixer's rendering flags (Apple's `AU3DMixerRenderingFlags`): interaural delay and
+/// distance attenuation act, the others are kept and read back.
 public struct AU3DMixerRenderingFlags: OptionSet, Sendable, Hashable {
     /// The flag bits.
     public let rawValue: UInt32
@@ -190,7 +193,7 @@ public struct AU3DMixerRenderingFlags: OptionSet, Sendable, Hashable {
     public static let k3DMixerRenderingFlags_ConstantReverbBlend = AU3DMixerRenderingFlags(rawValue: 1 << 6)
 }
 
-/// The spatial mixer's rendering flags (Apple's `AUSpatialMixerRenderingFlags`; kept and read back).
+/// The spatial mixer's rendering flags (Apple's `AUSpatialMixerRenderingFlags`): both act.
 public struct AUSpatialMixerRenderingFlags: OptionSet, Sendable, Hashable {
     /// The flag bits.
     public let rawValue: UInt32
@@ -241,7 +244,7 @@ final class SpatialMixerCompatState {
         var algorithm = AUSpatialAlgorithm.equalPowerPanning
         var curve = AUSpatialAttenuationCurve.inverse
         var distance = MixerDistanceParams(mReferenceDistance: 1, mMaxDistance: 100_000, mMaxAttenuation: 0)
-        var flags: UInt32 = 0
+        var flags: UInt32 = 0b101
         var sourceMode = AUSpatialSourceMode.spatializeIfMono
         var inHeadBypass = false
     }
@@ -259,6 +262,7 @@ final class SpatialMixerCompatState {
             s.maximumAttenuation = v.distance.mMaxAttenuation
             s.sourceMode = v.sourceMode
             s.inHeadBypass = v.inHeadBypass
+            s.renderingFlags = v.flags
         }
     }
 }
