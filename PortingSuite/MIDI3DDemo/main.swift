@@ -31,9 +31,15 @@ var args = Array(CommandLine.arguments.dropFirst())
 while !args.isEmpty {
     let a = args.removeFirst()
     switch a {
-    case "--bank": bankPath = args.isEmpty ? fail("--bank needs a path") : args.removeFirst()
-    case "--program": program = UInt8(args.isEmpty ? "" : args.removeFirst()) ?? fail("--program needs 0...127")
-    case "--seconds": seconds = Double(args.isEmpty ? "" : args.removeFirst()) ?? fail("--seconds needs a number")
+    case "--bank":
+        guard !args.isEmpty else { fail("--bank needs a path") }
+        bankPath = args.removeFirst()
+    case "--program":
+        guard let p = UInt8(args.isEmpty ? "" : args.removeFirst()), p < 128 else { fail("--program needs 0...127") }
+        program = p
+    case "--seconds":
+        guard let s = Double(args.isEmpty ? "" : args.removeFirst()), s > 0 else { fail("--seconds needs a number above 0") }
+        seconds = s
     case "--algorithm":
         switch args.isEmpty ? "" : args.removeFirst() {
         case "hrtf": algorithm = .HRTF

@@ -49,10 +49,18 @@ CheckError(AUGraphInitialize(graph!), "AUGraphInitialize")
 
 // The preset from the bank.
 let bankURL = URL(fileURLWithPath: arguments[2])
+#if canImport(AudioToolbox)
+var instrument = AUSamplerInstrumentData(fileURL: Unmanaged.passUnretained(bankURL as CFURL), instrumentType: UInt8(kInstrumentType_SF2Preset),
+                                         bankMSB: UInt8(kAUSampler_DefaultMelodicBankMSB), bankLSB: UInt8(kAUSampler_DefaultBankLSB), presetID: preset)
+#else
+// Different here: the URL itself (CFURL is Foundation's URL on Linux, not a class to hold unmanaged).
 var instrument = AUSamplerInstrumentData(fileURL: bankURL as CFURL, instrumentType: UInt8(kInstrumentType_SF2Preset),
                                          bankMSB: UInt8(kAUSampler_DefaultMelodicBankMSB), bankLSB: UInt8(kAUSampler_DefaultBankLSB), presetID: preset)
-CheckError(AudioUnitSetProperty(samplerUnit!, AudioUnitPropertyID(kAUSamplerProperty_LoadInstrument), kAudioUnitScope_Global, 0,
-                                &instrument, UInt32(MemoryLayout<AUSamplerInstrumentData>.size)), "kAUSamplerProperty_LoadInstrument")
+#endif
+withUnsafePointer(to: &instrument) { data in
+    CheckError(AudioUnitSetProperty(samplerUnit!, AudioUnitPropertyID(kAUSamplerProperty_LoadInstrument), kAudioUnitScope_Global, 0,
+                                    data, UInt32(MemoryLayout<AUSamplerInstrumentData>.size)), "kAUSamplerProperty_LoadInstrument")
+}
 
 // The sequence, played on the graph.
 var sequence: MusicSequence?

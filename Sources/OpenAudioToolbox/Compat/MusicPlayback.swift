@@ -278,6 +278,7 @@ final class CompatMusicPlayer: @unchecked Sendable {
 func compatPlayer(_ p: MusicPlayer) -> CompatMusicPlayer? { CompatHandles.object(p, as: CompatMusicPlayer.self) }
 
 /// Creates a player (Apple's `NewMusicPlayer`).
+@discardableResult
 public func NewMusicPlayer(_ outPlayer: UnsafeMutablePointer<MusicPlayer?>) -> OSStatus {
     let p = CompatMusicPlayer()
     let h = CompatHandles.make(p)
@@ -287,6 +288,7 @@ public func NewMusicPlayer(_ outPlayer: UnsafeMutablePointer<MusicPlayer?>) -> O
 }
 
 /// Disposes of a player, stopping it (Apple's `DisposeMusicPlayer`).
+@discardableResult
 public func DisposeMusicPlayer(_ inPlayer: MusicPlayer) -> OSStatus {
     guard let p = CompatHandles.remove(inPlayer, as: CompatMusicPlayer.self) else { return kAudio_ParamError }
     p.stopPlaying()
@@ -296,6 +298,7 @@ public func DisposeMusicPlayer(_ inPlayer: MusicPlayer) -> OSStatus {
 
 /// Sets the sequence the player plays (Apple's `MusicPlayerSetSequence`); nil detaches it. A
 /// playing player stops first.
+@discardableResult
 public func MusicPlayerSetSequence(_ inPlayer: MusicPlayer, _ inSequence: MusicSequence?) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     let s = inSequence.flatMap(compatSequence)
@@ -313,6 +316,7 @@ public func MusicPlayerSetSequence(_ inPlayer: MusicPlayer, _ inSequence: MusicS
 }
 
 /// The player's sequence (Apple's `MusicPlayerGetSequence`): `kAudioToolboxErr_NoSequence` without one.
+@discardableResult
 public func MusicPlayerGetSequence(_ inPlayer: MusicPlayer, _ outSequence: UnsafeMutablePointer<MusicSequence?>) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     guard let s = p.sequence else { return kAudioToolboxErr_NoSequence }
@@ -321,6 +325,7 @@ public func MusicPlayerGetSequence(_ inPlayer: MusicPlayer, _ outSequence: Unsaf
 }
 
 /// Sets the beat to play from (Apple's `MusicPlayerSetTime`); while playing, playing jumps there.
+@discardableResult
 public func MusicPlayerSetTime(_ inPlayer: MusicPlayer, _ inTime: MusicTimeStamp) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     guard inTime.isFinite, inTime >= 0 else { return kAudio_ParamError }
@@ -330,6 +335,7 @@ public func MusicPlayerSetTime(_ inPlayer: MusicPlayer, _ inTime: MusicTimeStamp
 
 /// The beat playing now (Apple's `MusicPlayerGetTime`): while playing, from the frames the
 /// sequence's devices have rendered since the start, through the tempo map and play rate.
+@discardableResult
 public func MusicPlayerGetTime(_ inPlayer: MusicPlayer, _ outTime: UnsafeMutablePointer<MusicTimeStamp>) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     guard p.sequence != nil else { return kAudioToolboxErr_NoSequence }
@@ -339,6 +345,7 @@ public func MusicPlayerGetTime(_ inPlayer: MusicPlayer, _ outTime: UnsafeMutable
 
 /// The host time a beat plays at (Apple's `MusicPlayerGetHostTimeForBeats`); only while playing
 /// (`kAudioToolboxErr_InvalidPlayerState` otherwise).
+@discardableResult
 public func MusicPlayerGetHostTimeForBeats(_ inPlayer: MusicPlayer, _ inBeats: MusicTimeStamp, _ outHostTime: UnsafeMutablePointer<UInt64>) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     guard p.playing, let s = p.sequence else { return kAudioToolboxErr_InvalidPlayerState }
@@ -350,6 +357,7 @@ public func MusicPlayerGetHostTimeForBeats(_ inPlayer: MusicPlayer, _ inBeats: M
 }
 
 /// The beat that plays at a host time (Apple's `MusicPlayerGetBeatsForHostTime`); only while playing.
+@discardableResult
 public func MusicPlayerGetBeatsForHostTime(_ inPlayer: MusicPlayer, _ inHostTime: UInt64, _ outBeats: UnsafeMutablePointer<MusicTimeStamp>) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     guard p.playing, let s = p.sequence else { return kAudioToolboxErr_InvalidPlayerState }
@@ -360,6 +368,7 @@ public func MusicPlayerGetBeatsForHostTime(_ inPlayer: MusicPlayer, _ inHostTime
 }
 
 /// Prepares the sequence's graph (opened and initialised) so a start is quick (Apple's `MusicPlayerPreroll`).
+@discardableResult
 public func MusicPlayerPreroll(_ inPlayer: MusicPlayer) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     guard let s = p.sequence else { return kAudioToolboxErr_NoSequence }
@@ -374,12 +383,14 @@ public func MusicPlayerPreroll(_ inPlayer: MusicPlayer) -> OSStatus {
 /// Starts playing from the player's time (Apple's `MusicPlayerStart`): the sequence's graph is
 /// initialised, and started when its output is a device (a generic output is the host's to
 /// render). The first slice the graph renders after this is the start beat's.
+@discardableResult
 public func MusicPlayerStart(_ inPlayer: MusicPlayer) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     return p.startPlaying()
 }
 
 /// Stops playing; sounding notes are released (Apple's `MusicPlayerStop`). The time stays where it stopped.
+@discardableResult
 public func MusicPlayerStop(_ inPlayer: MusicPlayer) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     p.stopPlaying()
@@ -387,6 +398,7 @@ public func MusicPlayerStop(_ inPlayer: MusicPlayer) -> OSStatus {
 }
 
 /// Whether the player is playing (Apple's `MusicPlayerIsPlaying`).
+@discardableResult
 public func MusicPlayerIsPlaying(_ inPlayer: MusicPlayer, _ outIsPlaying: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     outIsPlaying.pointee = DarwinBoolean(p.playing)
@@ -394,6 +406,7 @@ public func MusicPlayerIsPlaying(_ inPlayer: MusicPlayer, _ outIsPlaying: Unsafe
 }
 
 /// Sets the play rate, 1 as written (Apple's `MusicPlayerSetPlayRateScalar`); it must be above 0.
+@discardableResult
 public func MusicPlayerSetPlayRateScalar(_ inPlayer: MusicPlayer, _ inScaleRate: Float64) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     guard inScaleRate.isFinite, inScaleRate > 0 else { return kAudio_ParamError }
@@ -402,6 +415,7 @@ public func MusicPlayerSetPlayRateScalar(_ inPlayer: MusicPlayer, _ inScaleRate:
 }
 
 /// The play rate (Apple's `MusicPlayerGetPlayRateScalar`).
+@discardableResult
 public func MusicPlayerGetPlayRateScalar(_ inPlayer: MusicPlayer, _ outScaleRate: UnsafeMutablePointer<Float64>) -> OSStatus {
     guard let p = compatPlayer(inPlayer) else { return kAudio_ParamError }
     outScaleRate.pointee = p.rate

@@ -355,6 +355,7 @@ let rawHeaderSize = MemoryLayout<MIDIRawData>.offset(of: \MIDIRawData.data)!
 // MARK: - Sequences
 
 /// Creates an empty sequence: a tempo track and no other (Apple's `NewMusicSequence`).
+@discardableResult
 public func NewMusicSequence(_ outSequence: UnsafeMutablePointer<MusicSequence?>) -> OSStatus {
     let s = CompatMusicSequence()
     let h = CompatHandles.make(s)
@@ -366,6 +367,7 @@ public func NewMusicSequence(_ outSequence: UnsafeMutablePointer<MusicSequence?>
 
 /// Disposes of a sequence and its tracks (Apple's `DisposeMusicSequence`); a player that has it
 /// stops and lets it go. A graph the sequence made for itself is disposed of with it.
+@discardableResult
 public func DisposeMusicSequence(_ inSequence: MusicSequence) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     if let p = s.player {
@@ -377,6 +379,7 @@ public func DisposeMusicSequence(_ inSequence: MusicSequence) -> OSStatus {
 }
 
 /// Adds a track at the end (Apple's `MusicSequenceNewTrack`).
+@discardableResult
 public func MusicSequenceNewTrack(_ inSequence: MusicSequence, _ outTrack: UnsafeMutablePointer<MusicTrack?>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     outTrack.pointee = s.newTrack().handle
@@ -384,6 +387,7 @@ public func MusicSequenceNewTrack(_ inSequence: MusicSequence, _ outTrack: Unsaf
 }
 
 /// Removes a track (Apple's `MusicSequenceDisposeTrack`); the tempo track cannot be removed.
+@discardableResult
 public func MusicSequenceDisposeTrack(_ inSequence: MusicSequence, _ inTrack: MusicTrack) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     guard let t = compatTrack(inTrack), let i = s.tracks.firstIndex(where: { $0 === t }) else { return kAudioToolboxErr_TrackNotFound }
@@ -393,6 +397,7 @@ public func MusicSequenceDisposeTrack(_ inSequence: MusicSequence, _ inTrack: Mu
 }
 
 /// The number of tracks, the tempo track not counted (Apple's `MusicSequenceGetTrackCount`).
+@discardableResult
 public func MusicSequenceGetTrackCount(_ inSequence: MusicSequence, _ outNumberOfTracks: UnsafeMutablePointer<UInt32>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     outNumberOfTracks.pointee = UInt32(s.tracks.count)
@@ -400,6 +405,7 @@ public func MusicSequenceGetTrackCount(_ inSequence: MusicSequence, _ outNumberO
 }
 
 /// The track at an index (Apple's `MusicSequenceGetIndTrack`).
+@discardableResult
 public func MusicSequenceGetIndTrack(_ inSequence: MusicSequence, _ inTrackIndex: UInt32, _ outTrack: UnsafeMutablePointer<MusicTrack?>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     guard Int(inTrackIndex) < s.tracks.count else { return kAudioToolboxErr_TrackIndexError }
@@ -408,6 +414,7 @@ public func MusicSequenceGetIndTrack(_ inSequence: MusicSequence, _ inTrackIndex
 }
 
 /// A track's index (Apple's `MusicSequenceGetTrackIndex`).
+@discardableResult
 public func MusicSequenceGetTrackIndex(_ inSequence: MusicSequence, _ inTrack: MusicTrack, _ outTrackIndex: UnsafeMutablePointer<UInt32>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     guard let t = compatTrack(inTrack), let i = s.tracks.firstIndex(where: { $0 === t }) else { return kAudioToolboxErr_TrackNotFound }
@@ -417,6 +424,7 @@ public func MusicSequenceGetTrackIndex(_ inSequence: MusicSequence, _ inTrack: M
 
 /// The tempo track (Apple's `MusicSequenceGetTempoTrack`): its tempo events set the beat-to-
 /// second map, its time signature meta events the bars.
+@discardableResult
 public func MusicSequenceGetTempoTrack(_ inSequence: MusicSequence, _ outTrack: UnsafeMutablePointer<MusicTrack?>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     outTrack.pointee = s.tempoTrack.handle
@@ -425,6 +433,7 @@ public func MusicSequenceGetTempoTrack(_ inSequence: MusicSequence, _ outTrack: 
 
 /// Sets the graph the sequence plays (Apple's `MusicSequenceSetAUGraph`): tracks without a
 /// destination of their own play on its first music device.
+@discardableResult
 public func MusicSequenceSetAUGraph(_ inSequence: MusicSequence, _ inGraph: AUGraph?) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     if let g = inGraph, compatGraph(g) == nil { return kAudio_ParamError }
@@ -440,6 +449,7 @@ public func MusicSequenceSetAUGraph(_ inSequence: MusicSequence, _ inGraph: AUGr
 /// The sequence's graph (Apple's `MusicSequenceGetAUGraph`); without one, makes the default: a
 /// General MIDI synth (`kAudioUnitSubType_MIDISynth` with the system's GM bank) into the
 /// default output, opened, as Apple's default DLS synth graph is.
+@discardableResult
 public func MusicSequenceGetAUGraph(_ inSequence: MusicSequence, _ outGraph: UnsafeMutablePointer<AUGraph?>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     if s.graph == nil {
@@ -473,6 +483,7 @@ func makeDefaultMusicGraph(_ s: CompatMusicSequence) -> OSStatus {
 }
 
 /// Sets how the sequence counts time (Apple's `MusicSequenceSetSequenceType`).
+@discardableResult
 public func MusicSequenceSetSequenceType(_ inSequence: MusicSequence, _ inType: MusicSequenceType) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     s.type = inType
@@ -480,6 +491,7 @@ public func MusicSequenceSetSequenceType(_ inSequence: MusicSequence, _ inType: 
 }
 
 /// How the sequence counts time (Apple's `MusicSequenceGetSequenceType`).
+@discardableResult
 public func MusicSequenceGetSequenceType(_ inSequence: MusicSequence, _ outType: UnsafeMutablePointer<MusicSequenceType>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     outType.pointee = s.type
@@ -487,6 +499,7 @@ public func MusicSequenceGetSequenceType(_ inSequence: MusicSequence, _ outType:
 }
 
 /// Seconds from beat 0 to a beat, through the tempo track (Apple's `MusicSequenceGetSecondsForBeats`).
+@discardableResult
 public func MusicSequenceGetSecondsForBeats(_ inSequence: MusicSequence, _ inBeats: MusicTimeStamp, _ outSeconds: UnsafeMutablePointer<Float64>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     guard inBeats.isFinite else { return kAudio_ParamError }
@@ -495,6 +508,7 @@ public func MusicSequenceGetSecondsForBeats(_ inSequence: MusicSequence, _ inBea
 }
 
 /// The beat at a time in seconds, through the tempo track (Apple's `MusicSequenceGetBeatsForSeconds`).
+@discardableResult
 public func MusicSequenceGetBeatsForSeconds(_ inSequence: MusicSequence, _ inSeconds: Float64, _ outBeats: UnsafeMutablePointer<MusicTimeStamp>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     guard inSeconds.isFinite else { return kAudio_ParamError }
@@ -504,6 +518,7 @@ public func MusicSequenceGetBeatsForSeconds(_ inSequence: MusicSequence, _ inSec
 
 /// A beat as bar, beat and sub-beat, through the tempo track's time signatures (4/4 before the
 /// first) (Apple's `MusicSequenceBeatsToBarBeatTime`).
+@discardableResult
 public func MusicSequenceBeatsToBarBeatTime(_ inSequence: MusicSequence, _ inBeats: MusicTimeStamp, _ inSubbeatDivisor: UInt32,
                                             _ outBarBeatTime: UnsafeMutablePointer<CABarBeatTime>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
@@ -532,6 +547,7 @@ public func MusicSequenceBeatsToBarBeatTime(_ inSequence: MusicSequence, _ inBea
 }
 
 /// A bar-beat time as beats (Apple's `MusicSequenceBarBeatTimeToBeats`).
+@discardableResult
 public func MusicSequenceBarBeatTimeToBeats(_ inSequence: MusicSequence, _ inBarBeatTime: UnsafePointer<CABarBeatTime>,
                                             _ outBeats: UnsafeMutablePointer<MusicTimeStamp>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
@@ -559,6 +575,7 @@ public func MusicSequenceBarBeatTimeToBeats(_ inSequence: MusicSequence, _ inBar
 /// Sets the callback for the sequence's user events (Apple's `MusicSequenceSetUserCallback`):
 /// a player calls it on its own thread, never the render thread, as each user event's beat
 /// is played.
+@discardableResult
 public func MusicSequenceSetUserCallback(_ inSequence: MusicSequence, _ inCallback: MusicSequenceUserCallback?,
                                          _ inClientData: UnsafeMutableRawPointer?) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
@@ -568,6 +585,7 @@ public func MusicSequenceSetUserCallback(_ inSequence: MusicSequence, _ inCallba
 }
 
 /// Reverses the order of every track's events in time (Apple's `MusicSequenceReverse`).
+@discardableResult
 public func MusicSequenceReverse(_ inSequence: MusicSequence) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     let length = s.tracks.reduce(0) { max($0, $1.length) }
@@ -600,6 +618,7 @@ public func MusicSequenceGetInfoDictionary(_ inSequence: MusicSequence) -> CFDic
 
 /// Reads a Standard MIDI File into the sequence (Apple's `MusicSequenceFileLoad`); errors name
 /// what is wrong and where (the message goes to standard error, the status is Apple's).
+@discardableResult
 public func MusicSequenceFileLoad(_ inSequence: MusicSequence, _ inFileRef: CFURL, _ inFileTypeHint: MusicSequenceFileTypeID,
                                   _ inFlags: MusicSequenceLoadFlags) -> OSStatus {
     guard compatSequence(inSequence) != nil else { return kAudio_ParamError }
@@ -611,6 +630,7 @@ public func MusicSequenceFileLoad(_ inSequence: MusicSequence, _ inFileRef: CFUR
 }
 
 /// Reads Standard MIDI File bytes into the sequence (Apple's `MusicSequenceFileLoadData`).
+@discardableResult
 public func MusicSequenceFileLoadData(_ inSequence: MusicSequence, _ inData: CFData, _ inFileTypeHint: MusicSequenceFileTypeID,
                                       _ inFlags: MusicSequenceLoadFlags) -> OSStatus {
     guard compatSequence(inSequence) != nil else { return kAudio_ParamError }
@@ -787,6 +807,7 @@ extension CompatMusicSequence {
 /// Writes the sequence as a Standard MIDI File (Apple's `MusicSequenceFileCreate`): type 1,
 /// `inResolution` ticks per quarter note (0: the tempo track's time resolution, 480 by default).
 /// An existing file is replaced only with `.eraseFile`.
+@discardableResult
 public func MusicSequenceFileCreate(_ inSequence: MusicSequence, _ inFileRef: CFURL, _ inFileType: MusicSequenceFileTypeID,
                                     _ inFlags: MusicSequenceFileFlags, _ inResolution: Int16) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
@@ -808,6 +829,7 @@ public func MusicSequenceFileCreate(_ inSequence: MusicSequence, _ inFileRef: CF
 
 /// The sequence as Standard MIDI File bytes (Apple's `MusicSequenceFileCreateData`), +1 for the
 /// caller (`takeRetainedValue()`).
+@discardableResult
 public func MusicSequenceFileCreateData(_ inSequence: MusicSequence, _ inFileType: MusicSequenceFileTypeID, _ inFlags: MusicSequenceFileFlags,
                                         _ inResolution: Int16, _ outData: UnsafeMutablePointer<Unmanaged<CFData>?>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
@@ -822,6 +844,7 @@ public func MusicSequenceFileCreateData(_ inSequence: MusicSequence, _ inFileTyp
 // MARK: - Tracks
 
 /// The sequence a track belongs to (Apple's `MusicTrackGetSequence`).
+@discardableResult
 public func MusicTrackGetSequence(_ inTrack: MusicTrack, _ outSequence: UnsafeMutablePointer<MusicSequence?>) -> OSStatus {
     guard let t = compatTrack(inTrack) else { return kAudio_ParamError }
     guard let s = t.sequence else { return kAudioToolboxErr_TrackNotFound }
@@ -830,6 +853,7 @@ public func MusicTrackGetSequence(_ inTrack: MusicTrack, _ outSequence: UnsafeMu
 }
 
 /// Sends the track's events to a node of the sequence's graph (Apple's `MusicTrackSetDestNode`).
+@discardableResult
 public func MusicTrackSetDestNode(_ inTrack: MusicTrack, _ inNode: AUNode) -> OSStatus {
     guard let t = compatTrack(inTrack) else { return kAudio_ParamError }
     guard let s = t.sequence, let g = s.graph, let cg = compatGraph(g) else { return kAudioToolboxErr_IllegalTrackDestination }
@@ -841,6 +865,7 @@ public func MusicTrackSetDestNode(_ inTrack: MusicTrack, _ inNode: AUNode) -> OS
 
 /// The node the track plays on (Apple's `MusicTrackGetDestNode`): its own, or the graph's first
 /// music device; `kAudioToolboxError_NoTrackDestination` when there is neither.
+@discardableResult
 public func MusicTrackGetDestNode(_ inTrack: MusicTrack, _ outNode: UnsafeMutablePointer<AUNode>) -> OSStatus {
     guard let t = compatTrack(inTrack) else { return kAudio_ParamError }
     if let n = t.destinationNode {
@@ -861,6 +886,7 @@ extension CompatMusicSequence {
 }
 
 /// Sets a track property (Apple's `MusicTrackSetProperty`).
+@discardableResult
 public func MusicTrackSetProperty(_ inTrack: MusicTrack, _ inPropertyID: UInt32, _ inData: UnsafeMutableRawPointer, _ inLength: UInt32) -> OSStatus {
     guard let t = compatTrack(inTrack) else { return kAudio_ParamError }
     func need(_ n: Int) -> Bool { Int(inLength) >= n }
@@ -900,6 +926,7 @@ public func MusicTrackSetProperty(_ inTrack: MusicTrack, _ inPropertyID: UInt32,
 }
 
 /// Reads a track property (Apple's `MusicTrackGetProperty`); with a null `outData`, only its size.
+@discardableResult
 public func MusicTrackGetProperty(_ inTrack: MusicTrack, _ inPropertyID: UInt32, _ outData: UnsafeMutableRawPointer?,
                                   _ ioLength: UnsafeMutablePointer<UInt32>) -> OSStatus {
     guard let t = compatTrack(inTrack) else { return kAudio_ParamError }
@@ -929,6 +956,7 @@ public func MusicTrackGetProperty(_ inTrack: MusicTrack, _ inPropertyID: UInt32,
 }
 
 /// Moves the events in `[inStartTime, inEndTime)` by `inMoveTime` beats (Apple's `MusicTrackMoveEvents`).
+@discardableResult
 public func MusicTrackMoveEvents(_ inTrack: MusicTrack, _ inStartTime: MusicTimeStamp, _ inEndTime: MusicTimeStamp, _ inMoveTime: MusicTimeStamp) -> OSStatus {
     guard let t = compatTrack(inTrack), inStartTime.isFinite, inEndTime.isFinite, inMoveTime.isFinite else { return kAudio_ParamError }
     guard inStartTime <= inEndTime else { return kAudio_ParamError }
@@ -939,6 +967,7 @@ public func MusicTrackMoveEvents(_ inTrack: MusicTrack, _ inStartTime: MusicTime
 }
 
 /// Removes the events in `[inStartTime, inEndTime)` (Apple's `MusicTrackClear`).
+@discardableResult
 public func MusicTrackClear(_ inTrack: MusicTrack, _ inStartTime: MusicTimeStamp, _ inEndTime: MusicTimeStamp) -> OSStatus {
     guard let t = compatTrack(inTrack), inStartTime.isFinite, inEndTime.isFinite, inStartTime <= inEndTime else { return kAudio_ParamError }
     t.events.removeAll { $0.time >= inStartTime && $0.time < inEndTime }
@@ -948,6 +977,7 @@ public func MusicTrackClear(_ inTrack: MusicTrack, _ inStartTime: MusicTimeStamp
 
 /// Removes the events in `[inStartTime, inEndTime)` and moves later ones back by the range's
 /// length (Apple's `MusicTrackCut`).
+@discardableResult
 public func MusicTrackCut(_ inTrack: MusicTrack, _ inStartTime: MusicTimeStamp, _ inEndTime: MusicTimeStamp) -> OSStatus {
     guard let t = compatTrack(inTrack), inStartTime.isFinite, inEndTime.isFinite, inStartTime <= inEndTime else { return kAudio_ParamError }
     t.events.removeAll { $0.time >= inStartTime && $0.time < inEndTime }
@@ -959,6 +989,7 @@ public func MusicTrackCut(_ inTrack: MusicTrack, _ inStartTime: MusicTimeStamp, 
 /// Copies the source's events in `[inSourceStartTime, inSourceEndTime)` into the destination at
 /// `inDestInsertTime`, moving the destination's later events on by the range's length (Apple's
 /// `MusicTrackCopyInsert`).
+@discardableResult
 public func MusicTrackCopyInsert(_ inSourceTrack: MusicTrack, _ inSourceStartTime: MusicTimeStamp, _ inSourceEndTime: MusicTimeStamp,
                                  _ inDestTrack: MusicTrack, _ inDestInsertTime: MusicTimeStamp) -> OSStatus {
     guard let src = compatTrack(inSourceTrack), let dst = compatTrack(inDestTrack),
@@ -974,6 +1005,7 @@ public func MusicTrackCopyInsert(_ inSourceTrack: MusicTrack, _ inSourceStartTim
 
 /// Copies the source's events in `[inSourceStartTime, inSourceEndTime)` into the destination at
 /// `inDestInsertTime`, among its events (Apple's `MusicTrackMerge`).
+@discardableResult
 public func MusicTrackMerge(_ inSourceTrack: MusicTrack, _ inSourceStartTime: MusicTimeStamp, _ inSourceEndTime: MusicTimeStamp,
                             _ inDestTrack: MusicTrack, _ inDestInsertTime: MusicTimeStamp) -> OSStatus {
     guard let src = compatTrack(inSourceTrack), let dst = compatTrack(inDestTrack),
@@ -997,6 +1029,7 @@ func addEvent(_ inTrack: MusicTrack, _ time: MusicTimeStamp, _ make: () -> Compa
 }
 
 /// Adds a note with its duration (Apple's `MusicTrackNewMIDINoteEvent`).
+@discardableResult
 public func MusicTrackNewMIDINoteEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTimeStamp, _ inMessage: UnsafePointer<MIDINoteMessage>) -> OSStatus {
     let m = inMessage.pointee
     guard m.channel < 16, m.note < 128, m.velocity < 128, m.releaseVelocity < 128, m.duration.isFinite, m.duration >= 0 else { return kAudio_ParamError }
@@ -1004,6 +1037,7 @@ public func MusicTrackNewMIDINoteEvent(_ inTrack: MusicTrack, _ inTimeStamp: Mus
 }
 
 /// Adds a channel message (Apple's `MusicTrackNewMIDIChannelEvent`).
+@discardableResult
 public func MusicTrackNewMIDIChannelEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTimeStamp, _ inMessage: UnsafePointer<MIDIChannelMessage>) -> OSStatus {
     let m = inMessage.pointee
     guard m.status >= 0x80, m.status < 0xF0 else { return kAudio_ParamError }
@@ -1011,6 +1045,7 @@ public func MusicTrackNewMIDIChannelEvent(_ inTrack: MusicTrack, _ inTimeStamp: 
 }
 
 /// Adds raw MIDI bytes, System Exclusive (Apple's `MusicTrackNewMIDIRawDataEvent`).
+@discardableResult
 public func MusicTrackNewMIDIRawDataEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTimeStamp, _ inRawData: UnsafePointer<MIDIRawData>) -> OSStatus {
     let length = Int(inRawData.pointee.length)
     guard length <= 1 << 20 else { return kAudio_ParamError }
@@ -1023,12 +1058,14 @@ public func MusicTrackNewMIDIRawDataEvent(_ inTrack: MusicTrack, _ inTimeStamp: 
 
 /// Adds a tempo change (Apple's `MusicTrackNewExtendedTempoEvent`); on the tempo track it sets
 /// the beat-to-second map.
+@discardableResult
 public func MusicTrackNewExtendedTempoEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTimeStamp, _ inBPM: Float64) -> OSStatus {
     guard inBPM.isFinite, inBPM > 0 else { return kAudio_ParamError }
     return addEvent(inTrack, inTimeStamp) { CompatMusicEvent(time: inTimeStamp, type: kMusicEventType_ExtendedTempo, value: ExtendedTempoEvent(bpm: inBPM)) }
 }
 
 /// Adds a meta event (Apple's `MusicTrackNewMetaEvent`).
+@discardableResult
 public func MusicTrackNewMetaEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTimeStamp, _ inMetaEvent: UnsafePointer<MIDIMetaEvent>) -> OSStatus {
     let length = Int(inMetaEvent.pointee.dataLength)
     guard length <= 1 << 20 else { return kAudio_ParamError }
@@ -1041,6 +1078,7 @@ public func MusicTrackNewMetaEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTi
 
 /// Adds a user event (Apple's `MusicTrackNewUserEvent`): the sequence's user callback gets it
 /// when it plays.
+@discardableResult
 public func MusicTrackNewUserEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTimeStamp, _ inUserData: UnsafePointer<MusicEventUserData>) -> OSStatus {
     let length = Int(inUserData.pointee.length)
     guard length <= 1 << 20 else { return kAudio_ParamError }
@@ -1053,6 +1091,7 @@ public func MusicTrackNewUserEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTi
 
 /// Adds an audio unit parameter change (Apple's `MusicTrackNewParameterEvent`): played, it sets
 /// the parameter on the track's destination unit.
+@discardableResult
 public func MusicTrackNewParameterEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTimeStamp, _ inInfo: UnsafePointer<ParameterEvent>) -> OSStatus {
     let p = inInfo.pointee
     guard p.value.isFinite else { return kAudio_ParamError }
@@ -1062,6 +1101,7 @@ public func MusicTrackNewParameterEvent(_ inTrack: MusicTrack, _ inTimeStamp: Mu
 // MARK: - Iterators
 
 /// Creates an iterator at the track's first event (Apple's `NewMusicEventIterator`).
+@discardableResult
 public func NewMusicEventIterator(_ inTrack: MusicTrack, _ outIterator: UnsafeMutablePointer<MusicEventIterator?>) -> OSStatus {
     guard let t = compatTrack(inTrack) else { return kAudio_ParamError }
     outIterator.pointee = CompatHandles.make(CompatMusicEventIterator(track: t))
@@ -1069,6 +1109,7 @@ public func NewMusicEventIterator(_ inTrack: MusicTrack, _ outIterator: UnsafeMu
 }
 
 /// Disposes of an iterator (Apple's `DisposeMusicEventIterator`).
+@discardableResult
 public func DisposeMusicEventIterator(_ inIterator: MusicEventIterator) -> OSStatus {
     CompatHandles.remove(inIterator, as: CompatMusicEventIterator.self) == nil ? kAudio_ParamError : noErr
 }
@@ -1077,6 +1118,7 @@ func compatIterator(_ i: MusicEventIterator) -> CompatMusicEventIterator? { Comp
 
 /// Moves to the first event at or after a beat; past the last event when there is none
 /// (Apple's `MusicEventIteratorSeek`).
+@discardableResult
 public func MusicEventIteratorSeek(_ inIterator: MusicEventIterator, _ inTimeStamp: MusicTimeStamp) -> OSStatus {
     guard let it = compatIterator(inIterator), inTimeStamp.isFinite else { return kAudio_ParamError }
     it.index = it.track.events.firstIndex { $0.time >= inTimeStamp } ?? it.track.events.count
@@ -1085,6 +1127,7 @@ public func MusicEventIteratorSeek(_ inIterator: MusicEventIterator, _ inTimeSta
 
 /// Moves to the next event (Apple's `MusicEventIteratorNextEvent`); past the last one is
 /// allowed once, then `kAudioToolboxErr_EndOfTrack`.
+@discardableResult
 public func MusicEventIteratorNextEvent(_ inIterator: MusicEventIterator) -> OSStatus {
     guard let it = compatIterator(inIterator) else { return kAudio_ParamError }
     guard it.index < it.track.events.count else { return kAudioToolboxErr_EndOfTrack }
@@ -1093,6 +1136,7 @@ public func MusicEventIteratorNextEvent(_ inIterator: MusicEventIterator) -> OSS
 }
 
 /// Moves to the previous event (Apple's `MusicEventIteratorPreviousEvent`); `kAudioToolboxErr_StartOfTrack` at the first.
+@discardableResult
 public func MusicEventIteratorPreviousEvent(_ inIterator: MusicEventIterator) -> OSStatus {
     guard let it = compatIterator(inIterator) else { return kAudio_ParamError }
     guard it.index > 0 else { return kAudioToolboxErr_StartOfTrack }
@@ -1102,6 +1146,7 @@ public func MusicEventIteratorPreviousEvent(_ inIterator: MusicEventIterator) ->
 
 /// The current event's beat, type and data (Apple's `MusicEventIteratorGetEventInfo`); the
 /// data is valid until the event is deleted. `kAudioToolboxErr_EndOfTrack` past the last event.
+@discardableResult
 public func MusicEventIteratorGetEventInfo(_ inIterator: MusicEventIterator, _ outTimeStamp: UnsafeMutablePointer<MusicTimeStamp>,
                                            _ outEventType: UnsafeMutablePointer<MusicEventType>, _ outEventData: UnsafeMutablePointer<UnsafeRawPointer?>,
                                            _ outEventDataSize: UnsafeMutablePointer<UInt32>) -> OSStatus {
@@ -1116,6 +1161,7 @@ public func MusicEventIteratorGetEventInfo(_ inIterator: MusicEventIterator, _ o
 }
 
 /// Replaces the current event's type and data, its beat kept (Apple's `MusicEventIteratorSetEventInfo`).
+@discardableResult
 public func MusicEventIteratorSetEventInfo(_ inIterator: MusicEventIterator, _ inEventType: MusicEventType, _ inEventData: UnsafeRawPointer) -> OSStatus {
     guard let it = compatIterator(inIterator) else { return kAudio_ParamError }
     guard it.index < it.track.events.count else { return kAudioToolboxErr_EndOfTrack }
@@ -1144,6 +1190,7 @@ public func MusicEventIteratorSetEventInfo(_ inIterator: MusicEventIterator, _ i
 
 /// Moves the current event to another beat (Apple's `MusicEventIteratorSetEventTime`); the
 /// iterator stays on it.
+@discardableResult
 public func MusicEventIteratorSetEventTime(_ inIterator: MusicEventIterator, _ inTimeStamp: MusicTimeStamp) -> OSStatus {
     guard let it = compatIterator(inIterator), inTimeStamp.isFinite, inTimeStamp >= 0 else { return kAudio_ParamError }
     guard it.index < it.track.events.count else { return kAudioToolboxErr_EndOfTrack }
@@ -1156,6 +1203,7 @@ public func MusicEventIteratorSetEventTime(_ inIterator: MusicEventIterator, _ i
 }
 
 /// Deletes the current event; the iterator moves to the next (Apple's `MusicEventIteratorDeleteEvent`).
+@discardableResult
 public func MusicEventIteratorDeleteEvent(_ inIterator: MusicEventIterator) -> OSStatus {
     guard let it = compatIterator(inIterator) else { return kAudio_ParamError }
     guard it.index < it.track.events.count else { return kAudioToolboxErr_EndOfTrack }
@@ -1165,6 +1213,7 @@ public func MusicEventIteratorDeleteEvent(_ inIterator: MusicEventIterator) -> O
 }
 
 /// Whether there is an event before the current one (Apple's `MusicEventIteratorHasPreviousEvent`).
+@discardableResult
 public func MusicEventIteratorHasPreviousEvent(_ inIterator: MusicEventIterator, _ outHasPrevEvent: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
     guard let it = compatIterator(inIterator) else { return kAudio_ParamError }
     outHasPrevEvent.pointee = DarwinBoolean(it.index > 0 && !it.track.events.isEmpty)
@@ -1172,6 +1221,7 @@ public func MusicEventIteratorHasPreviousEvent(_ inIterator: MusicEventIterator,
 }
 
 /// Whether there is an event after the current one (Apple's `MusicEventIteratorHasNextEvent`).
+@discardableResult
 public func MusicEventIteratorHasNextEvent(_ inIterator: MusicEventIterator, _ outHasNextEvent: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
     guard let it = compatIterator(inIterator) else { return kAudio_ParamError }
     outHasNextEvent.pointee = DarwinBoolean(it.index + 1 < it.track.events.count)
@@ -1179,6 +1229,7 @@ public func MusicEventIteratorHasNextEvent(_ inIterator: MusicEventIterator, _ o
 }
 
 /// Whether the iterator is on an event (Apple's `MusicEventIteratorHasCurrentEvent`).
+@discardableResult
 public func MusicEventIteratorHasCurrentEvent(_ inIterator: MusicEventIterator, _ outHasCurEvent: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
     guard let it = compatIterator(inIterator) else { return kAudio_ParamError }
     outHasCurEvent.pointee = DarwinBoolean(it.index < it.track.events.count)
