@@ -126,7 +126,7 @@ open class AVAudioUnitSampler: AVAudioUnitMIDIInstrument, @unchecked Sendable {
 
     /// Loads an instrument file: a SoundFont 2 (`.sf2`) or DLS (`.dls`) bank (its first melodic
     /// preset), or an audio file (`caf`, `aiff`, `wav`, `mp3`, ...) as a one-zone instrument
-    /// rooted at key 60. `aupreset` and EXS24 files are not read here (an error).
+    /// rooted at the key it states, else key 60. `aupreset` and EXS24 files are not read here (an error).
     open func loadInstrument(at instrumentURL: URL) throws {
         let ext = instrumentURL.pathExtension.lowercased()
         switch ext {
@@ -139,9 +139,10 @@ open class AVAudioUnitSampler: AVAudioUnitMIDIInstrument, @unchecked Sendable {
         }
     }
 
-    /// Loads audio files as an instrument, each file one zone: file `i` is rooted at key 60 + `i`
-    /// and every key plays the zone of the nearest root, pitched from it (key information in the
-    /// files is not read here).
+    /// Loads audio files as an instrument, each file one zone, pitched by key from its root key:
+    /// the one the file states (a WAV `smpl` chunk's unity note, an AIFF `INST` chunk's base note
+    /// and key range), else 60 + the file's index; keys outside stated ranges play the zone of the
+    /// nearest root.
     open func loadAudioFiles(at audioFiles: [URL]) throws {
         guard !audioFiles.isEmpty else { throw avError(kAudio_ParamError, "AVAudioUnitSampler.loadAudioFiles: no files") }
         do {

@@ -87,7 +87,7 @@ struct MusicDeviceCompatTests {
         defer { DisposeAUGraph(g) }
         var id: NoteInstanceID = 0
         var params = MusicDeviceNoteParams(argCount: 2, mPitch: 60, mVelocity: 110)
-        let out = renderLeft(output, slices: 100) { s in
+        let out = renderLeft(output, slices: 90) { s in
             if s == 0 { #expect(MusicDeviceStartNote(device, kMusicNoteEvent_UseGroupInstrument, 0, &id, 256, &params) == noErr) }
             if s == 20 { #expect(MusicDeviceStopNote(device, 0, id, 0) == noErr) }
         }

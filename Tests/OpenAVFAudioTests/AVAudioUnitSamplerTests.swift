@@ -77,6 +77,35 @@ struct AVAudioUnitSamplerTests {
         #expect(doubled > 0.9)
     }
 
+    /// A 16-bit mono WAV of a `hz` sine at 44.1 kHz whose `smpl` chunk states MIDI unity note `root`.
+    static func wavWithRootKey(_ root: UInt32, hz: Double, frames: Int) -> [UInt8] {
+        func le32(_ v: UInt32) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)] }
+        func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
+        var data: [UInt8] = []
+        for i in 0..<frames { data += le16(UInt16(bitPattern: Int16(sin(2 * Double.pi * hz * Double(i) / 44100) * 16000))) }
+        let fmt = Array("fmt ".utf8) + le32(16) + le16(1) + le16(1) + le32(44100) + le32(88200) + le16(2) + le16(16)
+        let smpl = Array("smpl".utf8) + le32(36) + le32(0) + le32(0) + le32(22676) + le32(root) + le32(0) + le32(0) + le32(0) + le32(0) + le32(0)
+        let body = Array("WAVE".utf8) + fmt + smpl + Array("data".utf8) + le32(UInt32(data.count)) + data
+        return Array("RIFF".utf8) + le32(UInt32(body.count)) + body
+    }
+
+    @Test func anAudioFilesStatedRootKeyPlacesIt() throws {
+        let path = "/tmp/oat-sampler-root-\(getpid()).wav"
+        #expect(writeFile(path, Self.wavWithRootKey(67, hz: 300, frames: 22050)))
+        defer { removeFile(path) }
+        let sampler = AVAudioUnitSampler()
+        try sampler.loadAudioFiles(at: [URL(fileURLWithPath: path)])
+        let root = try render(sampler, slices: 6) { if $0 == 0 { sampler.startNote(67, withVelocity: 127, onChannel: 0) } }
+        let up = try render(sampler, slices: 6) {
+            if $0 == 0 { sampler.sendController(120, withValue: 0, onChannel: 0); sampler.startNote(79, withVelocity: 127, onChannel: 0) }
+        }
+        let f0 = fundamentalFrequency(Array(root[1024...]), sampleRate: 44100, near: 300)
+        let f1 = fundamentalFrequency(Array(up[1024...]), sampleRate: 44100, near: 600)
+        print("smpl root key 67: key 67 \(f0) Hz, key 79 \(f1) Hz")
+        #expect(abs(cents(f0, relativeTo: 300)) < 2)
+        #expect(abs(cents(f1, relativeTo: 600)) < 2)
+    }
+
     @Test func missingBankErrorNamesThePath() throws {
         let sampler = AVAudioUnitSampler()
         let url = URL(fileURLWithPath: "/tmp/not-a-bank-\(getpid()).sf2")

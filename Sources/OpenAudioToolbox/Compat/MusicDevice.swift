@@ -307,11 +307,13 @@ func setMusicDeviceProperty(_ unit: CompatUnit, _ id: AudioUnitPropertyID, _ dat
 }
 
 /// Decodes audio files into sampler zones at their own rates (the project's file reading:
-/// AudioFile and AudioConverter through ExtendedAudioFile), placed on keys as
-/// ``AUSamplerZone/placed(_:)`` says. At most 2 channels (more are mixed into the first two),
+/// AudioFile and AudioConverter through ExtendedAudioFile). A file's root key is the one it
+/// states (WAV `smpl`, AIFF `INST`, with the AIFF key range), else 60 + its index; keys without
+/// a stated range go to the nearest root (``AUSamplerZone/placed(_:)``). At most 2 channels (more are mixed into the first two),
 /// at most 10 minutes a file.
 package func samplerZones(audioFiles paths: [String]) throws(AudioError) -> [AUSamplerZone] {
     var zones: [AUSamplerZone] = []
+    var stated: [ClosedRange<UInt8>?] = []
     for (i, path) in paths.enumerated() {
         let reader = try ExtendedAudioFile(path: path)
         let format = reader.clientFormat
@@ -334,7 +336,52 @@ package func samplerZones(audioFiles paths: [String]) throws(AudioError) -> [AUS
             if out[0].count > limit { throw AudioError(.limitExceeded, component: "AUSampler", "\(path) is longer than 10 minutes", osStatus: kAudioUnitErr_InvalidFile) }
         }
         guard out[0].count > 1 else { throw AudioError(.invalidData, component: "AUSampler", "\(path) has no audio", osStatus: kAudioUnitErr_InvalidFile) }
-        zones.append(AUSamplerZone(channels: out, sampleRate: format.sampleRate, rootKey: UInt8(min(127, 60 + i)), keyRange: 0...127))
+        let info = audioFileKeyInfo(path)
+        zones.append(AUSamplerZone(channels: out, sampleRate: format.sampleRate, rootKey: info?.root ?? UInt8(min(127, 60 + i)),
+                                   keyRange: info?.range ?? 0...127))
+        stated.append(info?.range)
     }
-    return AUSamplerZone.placed(zones)
+    // Each key plays the zone of the nearest root, except where a file states its key range.
+    let order = zones.indices.sorted { zones[$0].rootKey < zones[$1].rootKey }
+    var placed = AUSamplerZone.placed(order.map { zones[$0] })
+    for (k, i) in order.enumerated() { if let range = stated[i] { placed[k].keyRange = range } }
+    return placed
+}
+
+/// The root key (and key range) an audio file states: a WAV `smpl` chunk's MIDI unity note, an
+/// AIFF `INST` chunk's base, low and high notes; nil when it states none.
+func audioFileKeyInfo(_ path: String) -> (root: UInt8, range: ClosedRange<UInt8>?)? {
+    guard let f = fopen(path, "rb") else { return nil }
+    defer { fclose(f) }
+    var header = [UInt8](repeating: 0, count: 12)
+    guard fread(&header, 1, 12, f) == 12 else { return nil }
+    let tag = { (b: ArraySlice<UInt8>) in String(decoding: b, as: UTF8.self) }
+    let wav = tag(header[0..<4]) == "RIFF" && tag(header[8..<12]) == "WAVE"
+    let aiff = tag(header[0..<4]) == "FORM" && (tag(header[8..<12]) == "AIFF" || tag(header[8..<12]) == "AIFC")
+    guard wav || aiff else { return nil }
+    var chunk = [UInt8](repeating: 0, count: 8)
+    for _ in 0..<4096 {
+        guard fread(&chunk, 1, 8, f) == 8 else { return nil }
+        let id = tag(chunk[0..<4])
+        let size = wav ? (UInt32(chunk[4]) | UInt32(chunk[5]) << 8 | UInt32(chunk[6]) << 16 | UInt32(chunk[7]) << 24)
+            : (UInt32(chunk[4]) << 24 | UInt32(chunk[5]) << 16 | UInt32(chunk[6]) << 8 | UInt32(chunk[7]))
+        var consumed = 0
+        if wav, id == "smpl", size >= 16 {
+            var d = [UInt8](repeating: 0, count: 16)
+            guard fread(&d, 1, 16, f) == 16 else { return nil }
+            let note = UInt32(d[12]) | UInt32(d[13]) << 8 | UInt32(d[14]) << 16 | UInt32(d[15]) << 24
+            return note < 128 ? (UInt8(note), nil) : nil
+        }
+        if aiff, id == "INST", size >= 4 {
+            var d = [UInt8](repeating: 0, count: 4)
+            guard fread(&d, 1, 4, f) == 4 else { return nil }
+            consumed = 4
+            let (base, low, high) = (d[0], d[2], d[3])
+            if base < 128, low < 128, high < 128, low <= high { return (base, low...high) }
+        }
+        // Chunks are padded to an even size in both containers.
+        let skip = Int(size) + Int(size & 1) - consumed
+        guard fseek(f, skip, SEEK_CUR) == 0 else { return nil }
+    }
+    return nil
 }
