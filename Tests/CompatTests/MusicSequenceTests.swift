@@ -52,6 +52,15 @@ private struct OfflineMusicGraph {
         synthNode = s
     }
 
+    /// A new sequence that plays on this graph.
+    func makeSequence() throws -> MusicSequence {
+        var seq: MusicSequence?
+        #expect(NewMusicSequence(&seq) == noErr)
+        let s = try #require(seq)
+        #expect(MusicSequenceSetAUGraph(s, graph) == noErr)
+        return s
+    }
+
     /// Renders `frames` frames in slices of `slice`, channel 0.
     func render(frames: Int, slice: Int, from start: Double = 0) -> [Float] {
         var out: [Float] = []
@@ -80,6 +89,15 @@ private struct OfflineMusicGraph {
         }
         return out
     }
+}
+
+/// A new player of `sequence`.
+private func makePlayer(_ sequence: MusicSequence) throws -> MusicPlayer {
+    var player: MusicPlayer?
+    #expect(NewMusicPlayer(&player) == noErr)
+    let p = try #require(player)
+    #expect(MusicPlayerSetSequence(p, sequence) == noErr)
+    return p
 }
 
 private func onsets(_ samples: [Float]) -> [Int] { samples.indices.filter { samples[$0] > 0 } }
@@ -382,11 +400,8 @@ struct MusicSequenceTests {
     func sampleAccuratePlayback() throws {
         let g = try OfflineMusicGraph()
         defer { _ = DisposeAUGraph(g.graph) }
-        var seq: MusicSequence?
-        #expect(NewMusicSequence(&seq) == noErr)
-        let s = try #require(seq)
+        let s = try g.makeSequence()
         defer { _ = DisposeMusicSequence(s) }
-        #expect(MusicSequenceSetAUGraph(s, g.graph) == noErr)
         var tempo: MusicTrack?
         #expect(MusicSequenceGetTempoTrack(s, &tempo) == noErr)
         #expect(MusicTrackNewExtendedTempoEvent(try #require(tempo), 0, 133) == noErr)
@@ -437,11 +452,8 @@ struct MusicSequenceTests {
     func rateTimeLoopsMute() throws {
         let g = try OfflineMusicGraph()
         defer { _ = DisposeAUGraph(g.graph) }
-        var seq: MusicSequence?
-        #expect(NewMusicSequence(&seq) == noErr)
-        let s = try #require(seq)
+        let s = try g.makeSequence()
         defer { _ = DisposeMusicSequence(s) }
-        #expect(MusicSequenceSetAUGraph(s, g.graph) == noErr)
         var a: MusicTrack?, b: MusicTrack?
         #expect(MusicSequenceNewTrack(s, &a) == noErr)
         #expect(MusicSequenceNewTrack(s, &b) == noErr)
@@ -451,11 +463,8 @@ struct MusicSequenceTests {
         }
         var m = note(72, velocity: 64)
         #expect(MusicTrackNewMIDINoteEvent(b!, 0.5, &m) == noErr)
-        var player: MusicPlayer?
-        #expect(NewMusicPlayer(&player) == noErr)
-        let p = try #require(player)
+        let p = try makePlayer(s)
         defer { _ = DisposeMusicPlayer(p) }
-        #expect(MusicPlayerSetSequence(p, s) == noErr)
         let beat = g.sampleRate / 2 // frames per beat at 120 bpm
 
         // Rate 2 from beat 1: beats 1, 2, 3 (track a) at 0, 0.5 and 1 beat-lengths.
@@ -506,11 +515,8 @@ struct MusicSequenceTests {
     func userEventsAndStop() throws {
         let g = try OfflineMusicGraph()
         defer { _ = DisposeAUGraph(g.graph) }
-        var seq: MusicSequence?
-        #expect(NewMusicSequence(&seq) == noErr)
-        let s = try #require(seq)
+        let s = try g.makeSequence()
         defer { _ = DisposeMusicSequence(s) }
-        #expect(MusicSequenceSetAUGraph(s, g.graph) == noErr)
         var tr: MusicTrack?
         #expect(MusicSequenceNewTrack(s, &tr) == noErr)
         let payload: [UInt8] = [0, 0, 0, 0, 0x41, 0x42, 0x43]
@@ -523,11 +529,8 @@ struct MusicSequenceTests {
         #expect(MusicTrackNewMIDINoteEvent(tr!, 0, &long) == noErr)
         let box = UserEventBox()
         #expect(MusicSequenceSetUserCallback(s, userEventCallback, Unmanaged.passUnretained(box).toOpaque()) == noErr)
-        var player: MusicPlayer?
-        #expect(NewMusicPlayer(&player) == noErr)
-        let p = try #require(player)
+        let p = try makePlayer(s)
         defer { _ = DisposeMusicPlayer(p) }
-        #expect(MusicPlayerSetSequence(p, s) == noErr)
         #expect(MusicPlayerStart(p) == noErr)
         _ = g.render(frames: Int(g.sampleRate * 0.6), slice: 512)
         let deadline = Date().addingTimeInterval(2)

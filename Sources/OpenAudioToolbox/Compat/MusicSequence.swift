@@ -1028,6 +1028,15 @@ func addEvent(_ inTrack: MusicTrack, _ time: MusicTimeStamp, _ make: () -> Compa
     return noErr
 }
 
+/// Adds an event of `type` whose `length` bytes follow its header (`headerSize` bytes) in memory.
+func addVariableEvent<Header>(_ track: MusicTrack, _ time: MusicTimeStamp, _ type: MusicEventType, _ event: UnsafePointer<Header>,
+                              length: Int, headerSize: Int) -> OSStatus {
+    guard length <= 1 << 20 else { return kAudio_ParamError }
+    let bytes = UnsafeRawPointer(event)
+    let payload = Array(UnsafeRawBufferPointer(start: bytes + headerSize, count: length))
+    return addEvent(track, time) { CompatMusicEvent(time: time, type: type, header: bytes, headerSize: headerSize, payload: payload) }
+}
+
 /// Adds a note with its duration (Apple's `MusicTrackNewMIDINoteEvent`).
 @discardableResult
 public func MusicTrackNewMIDINoteEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTimeStamp, _ inMessage: UnsafePointer<MIDINoteMessage>) -> OSStatus {
@@ -1047,13 +1056,7 @@ public func MusicTrackNewMIDIChannelEvent(_ inTrack: MusicTrack, _ inTimeStamp: 
 /// Adds raw MIDI bytes, System Exclusive (Apple's `MusicTrackNewMIDIRawDataEvent`).
 @discardableResult
 public func MusicTrackNewMIDIRawDataEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTimeStamp, _ inRawData: UnsafePointer<MIDIRawData>) -> OSStatus {
-    let length = Int(inRawData.pointee.length)
-    guard length <= 1 << 20 else { return kAudio_ParamError }
-    let payload = Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(inRawData) + rawHeaderSize, count: length))
-    var header = inRawData.pointee
-    return addEvent(inTrack, inTimeStamp) {
-        CompatMusicEvent(time: inTimeStamp, type: kMusicEventType_MIDIRawData, header: &header, headerSize: rawHeaderSize, payload: payload)
-    }
+    addVariableEvent(inTrack, inTimeStamp, kMusicEventType_MIDIRawData, inRawData, length: Int(inRawData.pointee.length), headerSize: rawHeaderSize)
 }
 
 /// Adds a tempo change (Apple's `MusicTrackNewExtendedTempoEvent`); on the tempo track it sets
@@ -1067,26 +1070,14 @@ public func MusicTrackNewExtendedTempoEvent(_ inTrack: MusicTrack, _ inTimeStamp
 /// Adds a meta event (Apple's `MusicTrackNewMetaEvent`).
 @discardableResult
 public func MusicTrackNewMetaEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTimeStamp, _ inMetaEvent: UnsafePointer<MIDIMetaEvent>) -> OSStatus {
-    let length = Int(inMetaEvent.pointee.dataLength)
-    guard length <= 1 << 20 else { return kAudio_ParamError }
-    let payload = Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(inMetaEvent) + metaHeaderSize, count: length))
-    var header = inMetaEvent.pointee
-    return addEvent(inTrack, inTimeStamp) {
-        CompatMusicEvent(time: inTimeStamp, type: kMusicEventType_Meta, header: &header, headerSize: metaHeaderSize, payload: payload)
-    }
+    addVariableEvent(inTrack, inTimeStamp, kMusicEventType_Meta, inMetaEvent, length: Int(inMetaEvent.pointee.dataLength), headerSize: metaHeaderSize)
 }
 
 /// Adds a user event (Apple's `MusicTrackNewUserEvent`): the sequence's user callback gets it
 /// when it plays.
 @discardableResult
 public func MusicTrackNewUserEvent(_ inTrack: MusicTrack, _ inTimeStamp: MusicTimeStamp, _ inUserData: UnsafePointer<MusicEventUserData>) -> OSStatus {
-    let length = Int(inUserData.pointee.length)
-    guard length <= 1 << 20 else { return kAudio_ParamError }
-    let payload = Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(inUserData) + rawHeaderSize, count: length))
-    var header = inUserData.pointee
-    return addEvent(inTrack, inTimeStamp) {
-        CompatMusicEvent(time: inTimeStamp, type: kMusicEventType_User, header: &header, headerSize: rawHeaderSize, payload: payload)
-    }
+    addVariableEvent(inTrack, inTimeStamp, kMusicEventType_User, inUserData, length: Int(inUserData.pointee.length), headerSize: rawHeaderSize)
 }
 
 /// Adds an audio unit parameter change (Apple's `MusicTrackNewParameterEvent`): played, it sets
