@@ -7,27 +7,19 @@ import Synchronization
 public final class MIDIScheduleClock: Sendable {
     private let base = Atomic<Int64>(Int64.min)
     private let rendered = Atomic<Int64>(0)
-    private let hostTime = Atomic<UInt64>(0)
 
     /// Creates a clock that has not started.
     public init() {}
 
-    /// True once a device rendered the first slice.
-    public var hasStarted: Bool { base.load(ordering: .acquiring) != Int64.min }
-
     /// Frames rendered since frame 0 (the end of the last slice any device rendered).
     public var renderedFrames: Int64 { rendered.load(ordering: .acquiring) }
 
-    /// Host time (nanoseconds) of frame 0, when the device gave one (0 offline).
-    public var startHostTime: UInt64 { hostTime.load(ordering: .acquiring) }
-
     /// Render thread: the device sample time of frame 0, latched on the first call.
     @inline(__always)
-    func origin(latching sampleTime: Int64, hostTime host: UInt64) -> Int64 {
+    func origin(latching sampleTime: Int64) -> Int64 {
         let b = base.load(ordering: .acquiring)
         if b != Int64.min { return b }
         let (exchanged, original) = base.compareExchange(expected: Int64.min, desired: sampleTime, ordering: .acquiringAndReleasing)
-        if exchanged { hostTime.store(host, ordering: .releasing) }
         return exchanged ? sampleTime : original
     }
 
@@ -95,7 +87,7 @@ public final class MIDISchedule: MIDIEventSource, @unchecked Sendable {
 
     /// Render thread: the entries in the slice (see ``MIDIEventSource``).
     public func forEachEvent(inSliceAt sampleTime: Int64, frames: Int, _ body: (MIDIChannelEvent) -> Void) {
-        let origin = clock.origin(latching: sampleTime, hostTime: 0)
+        let origin = clock.origin(latching: sampleTime)
         let start = sampleTime &- origin
         let end = start &+ Int64(frames)
         if start < lastEnd {

@@ -120,8 +120,10 @@ func soundingSpan(_ samples: [Float], channels: Int) -> Range<Int>? {
 }
 
 /// The fundamental of `x` by normalised autocorrelation (60 Hz ... 1.2 kHz): the shortest lag
-/// within 3 % of the best one, so a strong harmonic does not win.
-func fundamentalFrequency(_ x: [Float], sampleRate: Double) -> Double {
+/// within 3 % of the best one, so a strong harmonic does not win. Unlike OATTestSupport's
+/// `fundamentalFrequency(_:sampleRate:near:)` it assumes no expected pitch, so an octave error
+/// shows.
+func autocorrelationPitch(_ x: [Float], sampleRate: Double) -> Double {
     let minLag = Int(sampleRate / 1200), maxLag = Int(sampleRate / 60)
     guard x.count > maxLag * 2 else { return 0 }
     var scores: [Double] = Array(repeating: 0, count: maxLag + 1)

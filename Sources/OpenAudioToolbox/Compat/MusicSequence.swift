@@ -732,8 +732,6 @@ extension CompatMusicSequence {
                     target(channel: UInt8(key >> 8)).insert(CompatMusicEvent(time: beats(start), type: kMusicEventType_MIDINoteMessage, value: note))
                 }
             }
-            // The tempo track's own events stay on the tempo track in type 1 files: an empty
-            // first track that only carried them is kept, as Apple keeps it.
         }
         if channelsToTracks {
             for c in channelTracks.keys.sorted() {
