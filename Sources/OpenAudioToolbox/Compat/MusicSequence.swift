@@ -283,6 +283,23 @@ final class CompatMusicSequence: @unchecked Sendable {
     /// Beats from second 0 to `seconds`.
     func beats(forSeconds seconds: Double) -> Double { tempoMap.beats(forSeconds: seconds) }
 
+    /// Where each meter of the tempo track starts (beat and bar), its beats per bar and its beat
+    /// in quarters: 4/4 from bar 1 at beat 0 until the first time signature, a signature's bars
+    /// counted from the one before.
+    var meters: [(beat: Double, bar: Int, numerator: Int, quarters: Double)] {
+        var out: [(beat: Double, bar: Int, numerator: Int, quarters: Double)] = [(0, 1, 4, 1)]
+        for sig in timeSignatures {
+            let last = out[out.count - 1]
+            if sig.beat <= last.beat {
+                out[out.count - 1] = (last.beat, last.bar, sig.numerator, sig.quarters)
+                continue
+            }
+            let bar = last.bar + Int(((sig.beat - last.beat) / (Double(last.numerator) * last.quarters)).rounded(.down))
+            out.append((sig.beat, bar, sig.numerator, sig.quarters))
+        }
+        return out
+    }
+
     /// The time signatures of the tempo track: (beat, beats per bar, beat unit in quarters).
     var timeSignatures: [(beat: Double, numerator: Int, quarters: Double)] {
         var out: [(Double, Int, Double)] = []
@@ -523,22 +540,12 @@ public func MusicSequenceBeatsToBarBeatTime(_ inSequence: MusicSequence, _ inBea
                                             _ outBarBeatTime: UnsafeMutablePointer<CABarBeatTime>) -> OSStatus {
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     guard inBeats.isFinite, inBeats >= 0, inSubbeatDivisor > 0, inSubbeatDivisor <= UInt32(UInt16.max) else { return kAudio_ParamError }
-    var bar = 1
-    var at = 0.0
-    var numerator = 4
-    var unit = 1.0
-    for sig in s.timeSignatures where sig.beat <= inBeats {
-        // Whole bars up to the change, at the old signature.
-        let barLength = Double(numerator) * unit
-        bar += Int(((sig.beat - at) / barLength).rounded(.down))
-        at = sig.beat
-        numerator = sig.numerator
-        unit = sig.quarters
-    }
-    let barLength = Double(numerator) * unit
-    let bars = ((inBeats - at) / barLength).rounded(.down)
-    bar += Int(bars)
-    let inBar = (inBeats - at - bars * barLength) / unit
+    let meters = s.meters
+    let m = meters.last { $0.beat <= inBeats } ?? meters[0]
+    let barLength = Double(m.numerator) * m.quarters
+    let bars = ((inBeats - m.beat) / barLength).rounded(.down)
+    let bar = m.bar + Int(bars)
+    let inBar = (inBeats - m.beat - bars * barLength) / m.quarters
     let beat = Int(inBar.rounded(.down))
     let sub = Int(((inBar - Double(beat)) * Double(inSubbeatDivisor)).rounded(.down))
     outBarBeatTime.pointee = CABarBeatTime(bar: Int32(clamping: bar), beat: UInt16(clamping: beat + 1), subbeat: UInt16(clamping: sub),
@@ -553,21 +560,10 @@ public func MusicSequenceBarBeatTimeToBeats(_ inSequence: MusicSequence, _ inBar
     guard let s = compatSequence(inSequence) else { return kAudio_ParamError }
     let t = inBarBeatTime.pointee
     guard t.bar >= 1, t.beat >= 1, t.subbeatDivisor > 0 else { return kAudio_ParamError }
-    var bar = 1
-    var at = 0.0
-    var numerator = 4
-    var unit = 1.0
-    for sig in s.timeSignatures {
-        let barLength = Double(numerator) * unit
-        let barsToChange = Int(((sig.beat - at) / barLength).rounded(.down))
-        if bar + barsToChange > Int(t.bar) { break }
-        bar += barsToChange
-        at = sig.beat
-        numerator = sig.numerator
-        unit = sig.quarters
-    }
-    let beats = at + Double(Int(t.bar) - bar) * Double(numerator) * unit
-        + (Double(t.beat - 1) + Double(t.subbeat) / Double(t.subbeatDivisor)) * unit
+    let meters = s.meters
+    let m = meters.last { $0.bar <= Int(t.bar) } ?? meters[0]
+    let beats = m.beat + Double(Int(t.bar) - m.bar) * Double(m.numerator) * m.quarters
+        + (Double(t.beat - 1) + Double(t.subbeat) / Double(t.subbeatDivisor)) * m.quarters
     outBeats.pointee = beats
     return noErr
 }
